@@ -1,0 +1,84 @@
+# Aggregate records into per-image scores, then tables and figures.
+
+ALL_RECORDS = expand(
+    f"{RESULTS}/records/{{model}}/{{explainer}}/{{evaluator}}/shard{{shard}}.parquet",
+    model=MODELS,
+    explainer=EXPLAINERS,
+    evaluator=EVALUATORS,
+    shard=SHARDS,
+)
+
+
+rule aggregate_records:
+    input:
+        ALL_RECORDS,
+    output:
+        records=f"{RESULTS}/analysis/records.parquet",
+        per_image=f"{RESULTS}/analysis/per_image.parquet",
+    log:
+        f"{RESULTS}/logs/aggregate_records.log",
+    conda:
+        ENV_ANALYSIS
+    script:
+        "../scripts/aggregate_records.py"
+
+
+rule table:
+    input:
+        per_image=rules.aggregate_records.output.per_image,
+    output:
+        tex=f"{RESULTS}/tables/{{table}}.tex",
+        csv=f"{RESULTS}/tables/{{table}}.csv",
+    params:
+        analysis=config["analysis"],
+        seed=config["seed"],
+        models=MODELS,
+        explainers=EXPLAINERS,
+    wildcard_constraints:
+        table="table4_kendall|table7_scores",
+    log:
+        f"{RESULTS}/logs/table/{{table}}.log",
+    conda:
+        ENV_ANALYSIS
+    script:
+        "../scripts/write_table.py"
+
+
+rule plot_confidence:
+    input:
+        records=rules.aggregate_records.output.records,
+    output:
+        figure_paths("confidence_vs_ratio"),
+    params:
+        plots=config["plots"],
+        models=MODELS,
+        explainers=EXPLAINERS,
+    log:
+        f"{RESULTS}/logs/plot_confidence.log",
+    conda:
+        ENV_REPORT
+    script:
+        "../scripts/plot_confidence.py"
+
+
+rule plot_qualitative:
+    input:
+        expand(
+            f"{RESULTS}/gallery/{{model}}/{{explainer}}/{{evaluator}}.npz",
+            model=MODELS,
+            explainer=EXPLAINERS,
+            evaluator=EVALUATORS,
+        ),
+    output:
+        figure_paths("qualitative_samples"),
+    params:
+        plots=config["plots"],
+        models=MODELS,
+        explainers=EXPLAINERS,
+        evaluators=EVALUATORS,
+    log:
+        f"{RESULTS}/logs/plot_qualitative.log",
+    conda:
+        ENV_REPORT
+    script:
+        "../scripts/plot_qualitative.py"

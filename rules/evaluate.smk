@@ -1,0 +1,53 @@
+# Evaluations per model x explainer x evaluator x shard: per-image records
+# (kept); intermediate images are temp() and only shard 0's reach the gallery.
+
+
+def evaluator_assets(wildcards):
+    """Only FUD needs the score model, so retraining it reruns only FUD jobs."""
+    return {"score_model": f"{RESULTS}/models/score_model.pt"} if wildcards.evaluator == "fud" else {}
+
+
+rule evaluate:
+    input:
+        unpack(evaluator_assets),
+        model=f"{RESULTS}/models/{{model}}.pt",
+        images=rules.make_dataset.output.eval,
+        attributions=rules.explain.output[0],
+    output:
+        records=f"{RESULTS}/records/{{model}}/{{explainer}}/{{evaluator}}/shard{{shard}}.parquet",
+        samples=temp(f"{RESULTS}/samples/{{model}}/{{explainer}}/{{evaluator}}/shard{{shard}}.npz"),
+    params:
+        evaluator=lambda w: config["evaluators"][w.evaluator],
+        evaluation={k: config["evaluation"][k] for k in ("ratios", "reduction")},
+        shard_size=config["data"]["shard_size"],
+        job=job_params(),
+    threads: 1
+    resources:
+        gpu=GPU,
+        mem_mb=6000,
+        runtime=240,
+    log:
+        f"{RESULTS}/logs/evaluate/{{model}}/{{explainer}}/{{evaluator}}/shard{{shard}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/evaluate/{{model}}/{{explainer}}/{{evaluator}}/shard{{shard}}.tsv"
+    conda:
+        ENV_TORCH
+    script:
+        "../scripts/evaluate.py"
+
+
+rule gallery:
+    input:
+        images=rules.make_dataset.output.eval,
+        attributions=f"{RESULTS}/attributions/{{model}}/{{explainer}}/shard0.npz",
+        samples=f"{RESULTS}/samples/{{model}}/{{explainer}}/{{evaluator}}/shard0.npz",
+    output:
+        f"{RESULTS}/gallery/{{model}}/{{explainer}}/{{evaluator}}.npz",
+    params:
+        n_images=config["evaluation"]["gallery_images"],
+    log:
+        f"{RESULTS}/logs/gallery/{{model}}/{{explainer}}/{{evaluator}}.log",
+    conda:
+        ENV_ANALYSIS
+    script:
+        "../scripts/gallery.py"

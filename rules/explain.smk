@@ -1,0 +1,27 @@
+# Attributions per model x explainer x shard.
+
+
+rule explain:
+    input:
+        model=f"{RESULTS}/models/{{model}}.pt",
+        images=rules.make_dataset.output.eval,
+    output:
+        f"{RESULTS}/attributions/{{model}}/{{explainer}}/shard{{shard}}.npz",
+    params:
+        explainer=lambda w: config["explainers"][w.explainer],
+        target=config["target"],
+        shard_size=config["data"]["shard_size"],
+        job=job_params(),
+    threads: 1
+    resources:
+        gpu=GPU,
+        mem_mb=4000,
+        runtime=120,
+    log:
+        f"{RESULTS}/logs/explain/{{model}}/{{explainer}}/shard{{shard}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/explain/{{model}}/{{explainer}}/shard{{shard}}.tsv"
+    conda:
+        ENV_TORCH
+    script:
+        "../scripts/explain.py"

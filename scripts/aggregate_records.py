@@ -1,0 +1,13 @@
+"""Concatenate every evaluate job's records; compute per-image scores and tau."""
+import pandas as pd
+
+from fudbench.analysis.curves import per_image_scores
+from fudbench.io import write_parquet
+from fudbench.jobs import setup_job
+
+log = setup_job(snakemake)
+records = pd.concat([pd.read_parquet(p) for p in snakemake.input], ignore_index=True)
+per_image = per_image_scores(records)
+write_parquet(snakemake.output.records, records)
+write_parquet(snakemake.output.per_image, per_image)
+log.info("%d records from %d files -> %d per-image rows", len(records), len(snakemake.input), len(per_image))

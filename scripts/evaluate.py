@@ -1,0 +1,22 @@
+"""One evaluator on one model x explainer x shard: per-image records and samples."""
+from fudbench.device import resolve_device
+from fudbench.io import write_npz, write_parquet
+from fudbench.jobs import setup_job
+from fudbench.pipeline import evaluate_shard
+
+log = setup_job(snakemake)
+p, w = snakemake.params, snakemake.wildcards
+records, samples = evaluate_shard(
+    model_path=snakemake.input.model, images_path=snakemake.input.images,
+    attributions_path=snakemake.input.attributions, shard=int(w.shard), shard_size=p.shard_size,
+    evaluator=w.evaluator, settings=p.evaluator, evaluation=p.evaluation,
+    assets={"score_model": snakemake.input.get("score_model")},
+    seed_key=(p.job["seed"], "evaluate", w.model, w.explainer, w.evaluator),
+    device=resolve_device(p.job["device"]),
+)
+records.insert(0, "model", w.model)
+records.insert(1, "explainer", w.explainer)
+records.insert(2, "evaluator", w.evaluator)
+write_parquet(snakemake.output.records, records)
+write_npz(snakemake.output.samples, **samples)
+log.info("%d records, %.4f s per sample on average", len(records), records["seconds"].mean())

@@ -1,0 +1,12 @@
+"""Generate the synthetic benchmark (splits, evaluated subset, class names)."""
+from fudbench.data.synthetic import make_benchmark
+from fudbench.io import write_json, write_npz
+from fudbench.jobs import setup_job
+
+log = setup_job(snakemake)
+p = snakemake.params
+bench = make_benchmark(p.synthetic, p.n_eval, p.seed)
+for split, arrays in bench["splits"].items():
+    write_npz(snakemake.output[split], **arrays)
+    log.info("%s: %d images", split, len(arrays["labels"]))
+write_json(snakemake.output.classes, bench["class_names"])

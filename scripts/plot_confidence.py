@@ -1,0 +1,12 @@
+"""Mean confidence against the kept fraction, per evaluator and explainer."""
+import pandas as pd
+
+from fudbench.io import save_figure
+from fudbench.jobs import setup_job
+from fudbench.report.figures import confidence_vs_ratio, plt
+
+setup_job(snakemake)
+p = snakemake.params
+plt.rcParams["savefig.dpi"] = p.plots["dpi"]
+fig = confidence_vs_ratio(pd.read_parquet(snakemake.input.records), p.models, p.explainers)
+save_figure(fig, snakemake.output)

@@ -1,0 +1,9 @@
+"""Grid of unconditional samples of the score model."""
+from fudbench.io import load_npz, save_figure
+from fudbench.jobs import setup_job
+from fudbench.report.figures import image_grid, plt
+
+setup_job(snakemake)
+plt.rcParams["savefig.dpi"] = snakemake.params.plots["dpi"]
+samples = load_npz(snakemake.input.samples)["samples"][:64]
+save_figure(image_grid(samples, ncols=8, scale=1.0), snakemake.output)

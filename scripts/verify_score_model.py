@@ -1,0 +1,13 @@
+"""Verify the shipped score model against the current config, then use it."""
+import shutil
+
+from fudbench.io import atomic_path, write_json
+from fudbench.jobs import setup_job
+from fudbench.models.shipped import verify_shipped_checkpoint
+
+log = setup_job(snakemake)
+manifest = verify_shipped_checkpoint(snakemake.input.shipped, snakemake.params.training_inputs)
+log.info("shipped checkpoint %s verified (sha256 %s)", snakemake.input.shipped, manifest["sha256"])
+with atomic_path(snakemake.output.model) as tmp:
+    shutil.copyfile(snakemake.input.shipped, tmp)
+write_json(snakemake.output.manifest, manifest)

@@ -1,0 +1,1 @@
+"""Analysis: curve scores, Kendall tau, energy OOD, bootstrap intervals."""

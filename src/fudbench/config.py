@@ -1,0 +1,128 @@
+"""Configuration: schema validation with errors that name the key, plus the
+checks a schema cannot express (registered names, sorted ratios, sizes).
+
+Kept free of torch imports: the Snakefile calls this at parse time.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jsonschema import Draft202012Validator
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid; the message names the key and the fix."""
+
+
+def load_yaml(path) -> dict:
+    with open(path) as fh:
+        return yaml.safe_load(fh)
+
+
+def _key(path) -> str:
+    return ".".join(str(p) for p in path) or "<top level>"
+
+
+def _describe(error) -> str:
+    key = _key(error.absolute_path)
+    v = error.validator
+    if v == "enum":
+        allowed = ", ".join(repr(a) for a in error.validator_value)
+        return f"config key '{key}': {error.instance!r} is not allowed; allowed values: {allowed}"
+    if v == "additionalProperties" and isinstance(error.instance, dict):
+        known = sorted(error.schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(known))
+        hint = f"; allowed keys: {', '.join(known)}" if known else ""
+        return f"config key '{key}': unknown key(s) {', '.join(map(repr, extra))}{hint}"
+    if v == "required":
+        return f"config key '{key}': {error.message}"
+    return f"config key '{key}': {error.message}"
+
+
+def validate_schema(config: dict, schema: dict) -> None:
+    validator = Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        lines = "\n  ".join(_describe(e) for e in errors)
+        raise ConfigError(f"invalid configuration ({len(errors)} problem(s)):\n  {lines}")
+
+
+def check_semantics(config: dict) -> None:
+    """Checks beyond the schema; each names the key and what to do."""
+    from fudbench.evaluators import EVALUATORS
+    from fudbench.explainers import EXPLAINERS
+
+    problems = []
+    for name in config["explainers"]:
+        if name not in EXPLAINERS:
+            problems.append(
+                f"config key 'explainers.{name}': unknown explainer {name!r}; "
+                f"registered: {', '.join(sorted(EXPLAINERS))}"
+            )
+    for name in config["evaluators"]:
+        if name not in EVALUATORS:
+            problems.append(
+                f"config key 'evaluators.{name}': unknown evaluator {name!r}; "
+                f"registered: {', '.join(sorted(EVALUATORS))}"
+            )
+    ratios = config["evaluation"]["ratios"]
+    if any(b <= a for a, b in zip(ratios, ratios[1:])):
+        problems.append(f"config key 'evaluation.ratios': {ratios} must be strictly increasing")
+    data = config["data"]
+    if data["source"] == "synthetic":
+        syn = data.get("synthetic")
+        if syn is None:
+            problems.append("config key 'data.synthetic': required when data.source is 'synthetic'")
+        else:
+            if data["n_eval"] > syn["n_test"]:
+                problems.append(
+                    f"config key 'data.n_eval': {data['n_eval']} exceeds data.synthetic.n_test "
+                    f"= {syn['n_test']}; lower n_eval or raise n_test"
+                )
+            lo, hi = syn["object_scale"]
+            if lo > hi:
+                problems.append(f"config key 'data.synthetic.object_scale': [{lo}, {hi}] must be [min, max]")
+            if abs(syn["dark"] - syn["light"]) < 0.2:
+                problems.append(
+                    "config key 'data.synthetic.dark'/'light': brightness classes must differ by >= 0.2"
+                )
+    for name, c in config["models"]["classifiers"].items():
+        if c["arch"] == "small_vit":
+            for k in ("patch_size", "dim", "depth", "heads"):
+                if k not in c:
+                    problems.append(f"config key 'models.classifiers.{name}.{k}': required for arch small_vit")
+            if data["source"] == "synthetic" and "patch_size" in c:
+                if data["synthetic"]["image_size"] % c["patch_size"]:
+                    problems.append(
+                        f"config key 'models.classifiers.{name}.patch_size': {c['patch_size']} "
+                        f"must divide data.synthetic.image_size = {data['synthetic']['image_size']}"
+                    )
+            if "dim" in c and "heads" in c and c["dim"] % c["heads"]:
+                problems.append(f"config key 'models.classifiers.{name}.heads': must divide dim = {c['dim']}")
+        elif "width" not in c:
+            problems.append(f"config key 'models.classifiers.{name}.width': required for arch small_cnn")
+    score = config["models"]["score_model"]
+    if len(score["attention"]) != len(score["block_out_channels"]):
+        problems.append(
+            "config key 'models.score_model.attention': needs one flag per entry of block_out_channels"
+        )
+    if problems:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
+
+
+def validate_config(config: dict, schema_path) -> dict:
+    """Validate a config dict (raises ConfigError) and return it unchanged."""
+    schema = load_yaml(Path(schema_path))
+    validate_schema(config, schema)
+    check_semantics(config)
+    return config
+
+
+def load_config(path, schema_path=None) -> dict[str, Any]:
+    """Load and validate a config file (schema defaults to config/schema.yaml beside it)."""
+    path = Path(path)
+    config = load_yaml(path)
+    schema_path = schema_path or path.parent / "schema.yaml"
+    return validate_config(config, schema_path)

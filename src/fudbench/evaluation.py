@@ -1,0 +1,66 @@
+"""Evaluators built from protocols and imputers, as named in config.
+
+- fud:    keep-top-rho curve x diffusion imputer with anti-class guidance.
+- insdel: RISE deletion (zero fill) and insertion (blurred substrate) curves
+          over n_steps + 1 points, plus zero-fill deletion at the removal
+          fractions 1 - rho (the intermediate samples compared with FUD's).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from fudbench.imputers import BlurImputer, ZeroImputer
+from fudbench.protocols import TopKCurve
+
+
+@dataclass
+class Evaluator:
+    name: str
+    curves: list  # [(TopKCurve, Imputer)]
+
+    def run(self, model, x, y, attribution, image_ids, seed_key: tuple):
+        """Returns (records DataFrame with a 'curve' column, {curve: samples})."""
+        frames, samples = [], {}
+        for protocol, imputer in self.curves:
+            res = protocol.run(model, x, y, attribution, imputer, image_ids, (*seed_key, protocol.curve))
+            frames.append(res.records)
+            if res.samples is not None:
+                samples[protocol.curve] = res.samples
+                steps = res.records.drop_duplicates("step").sort_values("step")
+                samples[f"removed_{protocol.curve}"] = steps["removed"].to_numpy()
+        return pd.concat(frames, ignore_index=True), samples
+
+
+def removal_fractions(ratios) -> list[float]:
+    """Kept fractions rho -> the removal fractions 1 - rho, increasing."""
+    return sorted(round(1 - r, 10) for r in ratios)
+
+
+def build_fud(settings: dict, evaluation: dict, assets: dict, device) -> Evaluator:
+    from fudbench.imputers.diffusion import DiffusionImputer
+    from fudbench.models.score import load_score_model
+
+    unet, schedule = load_score_model(assets["score_model"], device)
+    imputer = DiffusionImputer(unet, schedule, steps=settings["steps"],
+                               guidance_scale=settings["guidance_scale"],
+                               guidance_start=settings["guidance_start"],
+                               known=settings["known"], clip_x0=settings["clip_x0"])
+    curve = TopKCurve("fud", evaluation["ratios"], mode="keep", batch_size=settings["batch_size"],
+                      reduction=evaluation["reduction"], keep_samples=True)
+    return Evaluator("fud", [(curve, imputer)])
+
+
+def build_insdel(settings: dict, evaluation: dict, assets: dict, device) -> Evaluator:
+    grid = np.linspace(0, 1, settings["n_steps"] + 1).tolist()
+    common = {"batch_size": settings["batch_size"], "reduction": evaluation["reduction"]}
+    zero = ZeroImputer()
+    return Evaluator("insdel", [
+        (TopKCurve("deletion", grid, mode="remove", **common), zero),
+        (TopKCurve("insertion", grid, mode="keep", **common),
+         BlurImputer(settings["blur_kernel"], settings["blur_sigma"])),
+        (TopKCurve("deletion_ratios", removal_fractions(evaluation["ratios"]), mode="remove",
+                   keep_samples=True, **common), zero),
+    ])

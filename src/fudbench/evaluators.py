@@ -1,0 +1,16 @@
+"""Evaluators: named compositions of protocols and imputers (DESIGN.md).
+
+Each name in config maps to a builder that returns an Evaluator, i.e. a list of
+curves, each curve a protocol (which pixels are kept or removed, at which
+fractions) run with an imputer (how the removed pixels are filled).
+"""
+from fudbench.registry import resolve
+
+EVALUATORS = {
+    "fud": "fudbench.evaluation:build_fud",
+    "insdel": "fudbench.evaluation:build_insdel",
+}
+
+
+def build_evaluator(name: str, settings: dict, evaluation: dict, assets: dict, device):
+    return resolve(EVALUATORS, name, "evaluator")(settings, evaluation, assets, device)

@@ -1,0 +1,22 @@
+"""The explainer interface: explain(model, x, target, seeds) -> attribution.
+
+model returns logits for x in [0, 1]; x is (N, C, H, W) on any device;
+target is (N,) class indices; seeds gives one int per image for methods with
+randomness (so batched output equals per-image output). The attribution has
+x's shape and lives on x's device.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Optional, Sequence
+
+import torch
+
+
+class Explainer(ABC):
+    name: str = "explainer"
+
+    @abstractmethod
+    def explain(self, model: torch.nn.Module, x: torch.Tensor, target: torch.Tensor,
+                seeds: Optional[Sequence[int]] = None) -> torch.Tensor:
+        ...

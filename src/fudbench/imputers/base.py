@@ -1,0 +1,36 @@
+"""The imputer interface."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import torch
+
+
+@dataclass
+class ImputeContext:
+    """What an imputer may use besides the image and the mask.
+
+    classifier: the evaluated model (logits), for guided imputers.
+    target: (N,) class indices the evaluation is about.
+    seeds: one int per sample: per-sample randomness, so a batched call gives
+           the same result as per-sample calls.
+    """
+
+    classifier: Optional[torch.nn.Module] = None
+    target: Optional[torch.Tensor] = None
+    seeds: Optional[Sequence[int]] = None
+
+
+class Imputer(ABC):
+    name: str = "imputer"
+
+    @abstractmethod
+    def fill(self, x: torch.Tensor, keep_mask: torch.Tensor, context: ImputeContext) -> torch.Tensor:
+        """Return x with the removed pixels (keep_mask == 0) filled."""
+
+
+def compose(x: torch.Tensor, keep_mask: torch.Tensor, filler: torch.Tensor) -> torch.Tensor:
+    """Kept pixels from x exactly, removed pixels from filler (clamped to [0, 1])."""
+    return torch.where(keep_mask.bool(), x, filler.clamp(0, 1))

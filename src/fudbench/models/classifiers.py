@@ -1,0 +1,132 @@
+"""Classifiers of two families for the synthetic benchmark: a small CNN and a
+small ViT. Every classifier takes images in [0, 1] and returns logits; the
+normalisation lives inside the wrapper, so explainers and imputers never see
+normalised tensors.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Normalize(nn.Module):
+    def __init__(self, mean, std):
+        super().__init__()
+        self.register_buffer("mean", torch.as_tensor(mean, dtype=torch.float32).view(1, -1, 1, 1))
+        self.register_buffer("std", torch.as_tensor(std, dtype=torch.float32).view(1, -1, 1, 1))
+
+    def forward(self, x):
+        return (x - self.mean) / self.std
+
+
+class Classifier(nn.Module):
+    """[0, 1] images -> logits: normalisation followed by a backbone."""
+
+    def __init__(self, net: nn.Module, mean, std):
+        super().__init__()
+        self.normalize = Normalize(mean, std)
+        self.net = net
+
+    def forward(self, x):
+        return self.net(self.normalize(x))
+
+
+def _conv_bn(cin, cout):
+    return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+
+
+class SmallCNN(nn.Module):
+    """Three stages of two 3x3 conv-BN-ReLU layers, global average pooling, linear head."""
+
+    def __init__(self, n_classes: int, width: int = 32):
+        super().__init__()
+        w = width
+        self.features = nn.Sequential(
+            _conv_bn(3, w), _conv_bn(w, w), nn.MaxPool2d(2),
+            _conv_bn(w, 2 * w), _conv_bn(2 * w, 2 * w), nn.MaxPool2d(2),
+            _conv_bn(2 * w, 4 * w), _conv_bn(4 * w, 4 * w),
+        )
+        self.head = nn.Linear(4 * w, n_classes)
+
+    def forward(self, x):
+        return self.head(self.features(x).mean(dim=(2, 3)))
+
+
+class _Block(nn.Module):
+    """Pre-norm transformer block (written out: no fused fast path, so the
+    no-grad and the grad forward compute the same numbers)."""
+
+    def __init__(self, dim: int, heads: int, mlp_ratio: int = 2):
+        super().__init__()
+        self.heads = heads
+        self.norm1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.norm2 = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, mlp_ratio * dim), nn.GELU(), nn.Linear(mlp_ratio * dim, dim))
+
+    def forward(self, x):
+        b, n, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(b, n, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        att = F.scaled_dot_product_attention(q, k, v)
+        x = x + self.proj(att.transpose(1, 2).reshape(b, n, d))
+        return x + self.mlp(self.norm2(x))
+
+
+class SmallViT(nn.Module):
+    """Patch embedding, class token, learned positions, pre-norm blocks, linear head."""
+
+    def __init__(self, n_classes: int, image_size: int, patch_size: int, dim: int, depth: int, heads: int):
+        super().__init__()
+        if image_size % patch_size:
+            raise ValueError(f"patch_size {patch_size} must divide image_size {image_size}")
+        n_patches = (image_size // patch_size) ** 2
+        self.patch = nn.Conv2d(3, dim, patch_size, stride=patch_size)
+        self.cls = nn.Parameter(torch.zeros(1, 1, dim))
+        self.pos = nn.Parameter(torch.randn(1, n_patches + 1, dim) * 0.02)
+        self.blocks = nn.Sequential(*[_Block(dim, heads) for _ in range(depth)])
+        self.norm = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, n_classes)
+
+    def forward(self, x):
+        tokens = self.patch(x).flatten(2).transpose(1, 2)
+        tokens = torch.cat([self.cls.expand(len(x), -1, -1), tokens], dim=1) + self.pos
+        return self.head(self.norm(self.blocks(tokens))[:, 0])
+
+
+def build_classifier(cfg: dict, n_classes: int, image_size: int, mean, std) -> Classifier:
+    arch = cfg["arch"]
+    if arch == "small_cnn":
+        net = SmallCNN(n_classes, width=cfg["width"])
+    elif arch == "small_vit":
+        net = SmallViT(n_classes, image_size, cfg["patch_size"], cfg["dim"], cfg["depth"], cfg["heads"])
+    else:
+        raise ValueError(f"unknown classifier arch {arch!r}; choose small_cnn or small_vit")
+    return Classifier(net, mean, std)
+
+
+def save_classifier(path, model: Classifier, cfg: dict, n_classes: int, image_size: int, metrics: dict) -> None:
+    from fudbench.io import torch_save
+
+    torch_save(path, {
+        "kind": "classifier",
+        "cfg": cfg,
+        "n_classes": n_classes,
+        "image_size": image_size,
+        "mean": model.normalize.mean.flatten().tolist(),
+        "std": model.normalize.std.flatten().tolist(),
+        "state_dict": model.state_dict(),
+        "metrics": metrics,
+    })
+
+
+def load_classifier(path, device="cpu") -> Classifier:
+    """Load a frozen classifier (eval mode, no parameter gradients)."""
+    from fudbench.models.checkpoints import load_checkpoint
+
+    ckpt = load_checkpoint(path, kind="classifier")
+    model = build_classifier(ckpt["cfg"], ckpt["n_classes"], ckpt["image_size"], ckpt["mean"], ckpt["std"])
+    model.load_state_dict(ckpt["state_dict"])
+    model.eval().requires_grad_(False)
+    return model.to(device)

@@ -1,0 +1,5 @@
+"""Protocols: which pixels are removed, in which order, and what is recorded.
+
+    Protocol.run(model, x, y, attribution, imputer, ...) -> CurveResult
+"""
+from fudbench.protocols.topk import CurveResult, TopKCurve  # noqa: F401

@@ -1,0 +1,1 @@
+"""LaTeX tables (booktabs) and matplotlib figures."""

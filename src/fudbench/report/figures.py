@@ -1,0 +1,90 @@
+"""Figures. Each function returns a matplotlib Figure; callers save it."""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from fudbench.analysis.curves import TAU_CURVES  # noqa: E402
+
+
+def _chw_to_hwc(img) -> np.ndarray:
+    a = np.asarray(img, dtype=np.float32)
+    if a.max() > 1.5:  # uint8 storage
+        a = a / 255.0
+    return np.clip(a.transpose(1, 2, 0), 0, 1)
+
+
+def image_grid(images, titles=None, ncols: int = 8, scale: float = 1.3):
+    n = len(images)
+    nrows = max(1, int(np.ceil(n / ncols)))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(ncols * scale, nrows * scale * 1.15), squeeze=False)
+    for k, ax in enumerate(axes.flat):
+        ax.axis("off")
+        if k < n:
+            ax.imshow(_chw_to_hwc(images[k]), interpolation="nearest")
+            if titles is not None:
+                ax.set_title(titles[k], fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def dataset_examples(images, labels, class_names, per_class: int = 2):
+    picks = [i for c in range(len(class_names)) for i in np.flatnonzero(labels == c)[:per_class]]
+    return image_grid(images[picks], [class_names[labels[i]] for i in picks], ncols=2 * per_class * 2)
+
+
+def confidence_vs_ratio(records: pd.DataFrame, models, explainers):
+    """Mean p(y) against the kept fraction rho, per model; one line per evaluator x explainer."""
+    d = records[records["curve"].isin(TAU_CURVES)]
+    mean = d.groupby(["model", "curve", "explainer", "kept"])["confidence"].agg(["mean", "sem"]).reset_index()
+    fig, axes = plt.subplots(1, len(models), figsize=(4.2 * len(models), 3.4), squeeze=False, sharey=True)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    styles = {"fud": "-", "deletion_ratios": "--"}
+    for ax, model in zip(axes[0], models):
+        for k, ex in enumerate(explainers):
+            for curve, label in TAU_CURVES.items():
+                g = mean[(mean.model == model) & (mean.explainer == ex) & (mean.curve == curve)].sort_values("kept")
+                if len(g):
+                    ax.errorbar(g["kept"], g["mean"], yerr=g["sem"], ls=styles.get(curve, ":"),
+                                color=colours[k % len(colours)], marker="o", ms=3, capsize=2,
+                                label=f"{label} / {ex.upper()}")
+        ax.set_title(model)
+        ax.set_xlabel(r"kept fraction $\rho$")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("mean confidence p(y)")
+    axes[0][-1].legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    return fig
+
+
+def qualitative_grid(galleries, curve_labels: dict[str, str], image: int = 0):
+    """Rows of (original, attribution, samples along the curve's steps) for one image.
+
+    galleries: [(row title, gallery dict from fudbench.pipeline.gallery_subset)].
+    curve_labels: curve name -> label; curves absent from a gallery are skipped.
+    """
+    rows = []
+    for title, g in galleries:
+        attr = np.abs(g["attributions"][image]).sum(0)
+        attr = attr / max(float(attr.max()), 1e-12)
+        for curve, label in curve_labels.items():
+            if f"samples_{curve}" in g:
+                order = np.argsort(g[f"removed_{curve}"])  # columns: least to most removed
+                rows.append((f"{title} {label}", g["images"][image], attr,
+                             g[f"samples_{curve}"][image][order]))
+    n_cols = 2 + max(r[3].shape[0] for r in rows)
+    fig, axes = plt.subplots(len(rows), n_cols, figsize=(1.2 * n_cols, 1.3 * len(rows)), squeeze=False)
+    for ax_row, (title, img, attr, samples) in zip(axes, rows):
+        for ax in ax_row:
+            ax.axis("off")
+        ax_row[0].imshow(_chw_to_hwc(img), interpolation="nearest")
+        ax_row[0].set_title(title, fontsize=6, loc="left")
+        ax_row[1].imshow(attr, cmap="inferno", interpolation="nearest")
+        for j, s in enumerate(samples):
+            ax_row[j + 2].imshow(_chw_to_hwc(s), interpolation="nearest")
+    fig.tight_layout()
+    return fig

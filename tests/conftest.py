@@ -1,0 +1,52 @@
+"""Shared fixtures: tiny models built in the test, random or briefly trained."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+
+torch.set_num_threads(2)
+
+
+@pytest.fixture(scope="session")
+def repo():
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def tiny_unet():
+    from fudbench.models.score import build_unet
+
+    torch.manual_seed(0)
+    cfg = {"block_out_channels": [8, 16], "attention": [False, True], "layers_per_block": 1,
+           "num_train_timesteps": 100, "beta_schedule": "linear"}
+    unet = build_unet(cfg, 8).eval().requires_grad_(False)
+    from fudbench.models.score import schedule_config
+
+    return unet, schedule_config(cfg)
+
+
+class BrightnessClassifier(torch.nn.Module):
+    """Two classes scored by mean brightness: a model whose gradients are known."""
+
+    def forward(self, x):
+        s = 8 * (x.mean(dim=(1, 2, 3)) - 0.5)
+        return torch.stack([s, -s], dim=1)
+
+
+@pytest.fixture
+def brightness_classifier():
+    return BrightnessClassifier().eval()
+
+
+@pytest.fixture(scope="session")
+def tiny_cnn():
+    from fudbench.models.classifiers import build_classifier
+
+    torch.manual_seed(0)
+    return build_classifier({"arch": "small_cnn", "width": 4}, 4, 8, [0.5] * 3, [0.25] * 3).eval()

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Create (once) the project's Python environment and print its path.
+#
+# The environment lives outside the clone, keyed by the hash of
+# requirements.lock and the interpreter version, so a fresh clone (CI, a later
+# session) reuses it instead of downloading ~5 GB of CUDA wheels again.
+#   FUD_CACHE   where environments live (default: ~/.cache/fud-repro)
+#   FUD_PYTHON  base interpreter (default: python3)
+# Idempotent: a finished environment carries a .complete marker; a half-built
+# one (killed install) is removed and rebuilt. A lock serialises installers.
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+py="${FUD_PYTHON:-python3}"
+cache="${FUD_CACHE:-$HOME/.cache/fud-repro}"
+pyver="$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+key="$( (cat "$repo/requirements.lock"; echo "$pyver") | sha256sum | cut -c1-16)"
+venv="$cache/venv-py$pyver-$key"
+mkdir -p "$cache"
+
+exec 9>"$cache/.install.lock"
+flock 9
+if [ ! -f "$venv/.complete" ]; then
+  echo "[install] building $venv (first time only; torch's CUDA wheels are large)" >&2
+  rm -rf "$venv"
+  "$py" -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check uv >&2 \
+    || echo "[install] uv unavailable, falling back to pip" >&2
+  if [ -x "$venv/bin/uv" ]; then
+    "$venv/bin/uv" pip install --python "$venv/bin/python" -r "$repo/requirements.lock" >&2
+  else
+    "$venv/bin/python" -m pip install --disable-pip-version-check -r "$repo/requirements.lock" >&2
+  fi
+  # Fail now, not in the middle of a workflow, if torchvision's ops do not load.
+  "$venv/bin/python" -c "import torch, torchvision, torchvision.ops; torchvision.ops.nms(torch.zeros(1,4), torch.zeros(1), 0.5)" >&2
+  touch "$venv/.complete"
+  echo "[install] done" >&2
+fi
+echo "$venv"
