@@ -1,7 +1,6 @@
 # fud-repro: Faithfulness Under the Distribution, end to end.
 #   snakemake --configfile config/config.yaml      (or ./fud run)
 # The config is validated against config/schema.yaml before any job starts.
-import os
 import sys
 from pathlib import Path
 
@@ -10,9 +9,8 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 REPO = Path(workflow.basedir)
+# Parse-time imports of the library; script jobs get it via scripts/_fudbench_path.py.
 sys.path.insert(0, str(REPO / "src"))
-# Script jobs (and SLURM jobs) import the library from this checkout.
-os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")]))
 
 from fudbench.config import validate_config
 

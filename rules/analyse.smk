@@ -63,19 +63,11 @@ rule plot_confidence:
 
 rule plot_qualitative:
     input:
-        expand(
-            f"{RESULTS}/gallery/{{model}}/{{explainer}}/{{evaluator}}.npz",
-            model=MODELS,
-            explainer=EXPLAINERS,
-            evaluator=EVALUATORS,
-        ),
+        rules.gallery.output[0],
     output:
         figure_paths("qualitative_samples"),
     params:
         plots=config["plots"],
-        models=MODELS,
-        explainers=EXPLAINERS,
-        evaluators=EVALUATORS,
     log:
         f"{RESULTS}/logs/plot_qualitative.log",
     conda:

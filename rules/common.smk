@@ -23,12 +23,17 @@ wildcard_constraints:
 
 def repo_path(p):
     """Config paths are relative to the repository, not the working directory."""
-    return str(p if os.path.isabs(p) else REPO / p)
+    return str(Path(p) if Path(p).is_absolute() else REPO / p)
 
 
 def job_params():
     """Values every library job needs (seed, device)."""
     return {"seed": config["seed"], "device": config["device"]}
+
+
+def evaluator_assets(wildcards):
+    """Only FUD needs the score model, so retraining it reruns only FUD jobs."""
+    return {"score_model": f"{RESULTS}/models/score_model.pt"} if wildcards.evaluator == "fud" else {}
 
 
 def figure_paths(stem):

@@ -2,11 +2,6 @@
 # (kept); intermediate images are temp() and only shard 0's reach the gallery.
 
 
-def evaluator_assets(wildcards):
-    """Only FUD needs the score model, so retraining it reruns only FUD jobs."""
-    return {"score_model": f"{RESULTS}/models/score_model.pt"} if wildcards.evaluator == "fud" else {}
-
-
 rule evaluate:
     input:
         unpack(evaluator_assets),
@@ -39,14 +34,26 @@ rule evaluate:
 rule gallery:
     input:
         images=rules.make_dataset.output.eval,
-        attributions=f"{RESULTS}/attributions/{{model}}/{{explainer}}/shard0.npz",
-        samples=f"{RESULTS}/samples/{{model}}/{{explainer}}/{{evaluator}}/shard0.npz",
+        attributions=expand(
+            f"{RESULTS}/attributions/{{model}}/{{explainer}}/shard0.npz",
+            model=MODELS,
+            explainer=EXPLAINERS,
+        ),
+        samples=expand(
+            f"{RESULTS}/samples/{{model}}/{{explainer}}/{{evaluator}}/shard0.npz",
+            model=MODELS,
+            explainer=EXPLAINERS,
+            evaluator=EVALUATORS,
+        ),
     output:
-        f"{RESULTS}/gallery/{{model}}/{{explainer}}/{{evaluator}}.npz",
+        f"{RESULTS}/gallery/gallery.npz",
     params:
         n_images=config["evaluation"]["gallery_images"],
+        models=MODELS,
+        explainers=EXPLAINERS,
+        evaluators=EVALUATORS,
     log:
-        f"{RESULTS}/logs/gallery/{{model}}/{{explainer}}/{{evaluator}}.log",
+        f"{RESULTS}/logs/gallery.log",
     conda:
         ENV_ANALYSIS
     script:

@@ -1,4 +1,5 @@
 """Score-model quality gate: unconditional samples vs real test images."""
+import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import json
 
 import numpy as np

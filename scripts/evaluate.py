@@ -1,4 +1,5 @@
 """One evaluator on one model x explainer x shard: per-image records and samples."""
+import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 from fudbench.device import resolve_device
 from fudbench.io import write_npz, write_parquet
 from fudbench.jobs import setup_job

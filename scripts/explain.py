@@ -1,4 +1,5 @@
 """Attributions of one explainer for one model on one shard."""
+import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 from fudbench.device import resolve_device
 from fudbench.io import write_npz
 from fudbench.jobs import setup_job

@@ -1,4 +1,5 @@
 """Collect every model's quality gate into one file and print it."""
+import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import json
 
 from fudbench.io import write_json

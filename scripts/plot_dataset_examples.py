@@ -1,4 +1,5 @@
 """Grid of benchmark examples, two per class."""
+import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import json
 
 from fudbench.io import load_npz, save_figure

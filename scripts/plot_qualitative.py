@@ -1,14 +1,10 @@
 """Qualitative grid: one image, every model x explainer x evaluator's samples."""
-import itertools
-
+import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 from fudbench.io import load_npz, save_figure
 from fudbench.jobs import setup_job
 from fudbench.report.figures import plt, qualitative_grid
 
 setup_job(snakemake)
-p = snakemake.params
-plt.rcParams["savefig.dpi"] = p.plots["dpi"]
-combos = itertools.product(p.models, p.explainers, p.evaluators)  # the order of the rule's expand()
-galleries = [(f"{m}/{e.upper()}", load_npz(path)) for (m, e, _), path in zip(combos, snakemake.input)]
-fig = qualitative_grid(galleries, {"fud": "FUD", "deletion_ratios": "INS/DEL"})
+plt.rcParams["savefig.dpi"] = snakemake.params.plots["dpi"]
+fig = qualitative_grid(load_npz(snakemake.input[0]), {"fud": "FUD", "deletion_ratios": "INS/DEL"})
 save_figure(fig, snakemake.output)

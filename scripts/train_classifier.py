@@ -1,4 +1,5 @@
 """Train one classifier and record its test accuracy against the gate."""
+import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import json
 
 from fudbench.data.splits import load_split

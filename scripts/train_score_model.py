@@ -1,4 +1,5 @@
 """Train the diffusion score model (DDPM, epsilon prediction, EMA weights)."""
+import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 from fudbench.data.splits import load_split
 from fudbench.device import resolve_device
 from fudbench.fingerprint import file_sha256, fingerprint

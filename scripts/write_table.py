@@ -1,4 +1,5 @@
 """Write one of the paper's tables as LaTeX (booktabs) and CSV."""
+import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 
 from fudbench.io import write_csv, write_text

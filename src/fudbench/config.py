@@ -52,15 +52,20 @@ def validate_schema(config: dict, schema: dict) -> None:
 def check_semantics(config: dict) -> None:
     """Checks beyond the schema; each names the key and what to do."""
     from fudbench.evaluators import EVALUATORS
-    from fudbench.explainers import EXPLAINERS
+    from fudbench.explainers import EXPLAINERS, method_of
 
     problems = []
-    for name in config["explainers"]:
-        if name not in EXPLAINERS:
+    for name, settings in config["explainers"].items():
+        method = method_of(name, settings)
+        if method not in EXPLAINERS:
+            where = f"explainers.{name}" + (".method" if "method" in settings else "")
             problems.append(
-                f"config key 'explainers.{name}': unknown explainer {name!r}; "
+                f"config key '{where}': unknown explainer {method!r}; "
                 f"registered: {', '.join(sorted(EXPLAINERS))}"
             )
+        if method == "oracle" and config["data"]["source"] != "synthetic":
+            problems.append(f"config key 'explainers.{name}': the oracle needs ground-truth masks "
+                            f"(data.source: synthetic)")
     for name in config["evaluators"]:
         if name not in EVALUATORS:
             problems.append(

@@ -34,9 +34,11 @@ def explain_shard(model_path, images_path, shard: int, shard_size: int, explaine
     x = torch.from_numpy(data["images"]).to(device)
     target = _targets(model, x, data["labels"], target_mode)
     method = build_explainer(explainer, settings)
+    method.prepare(torch.from_numpy(load_npz(images_path)["images"]).float().div(255).to(device))
     seeds = [derive_seed(*seed_key, int(i)) for i in data["ids"]]
     t0 = time.perf_counter()
-    attribution = method.explain(model, x, target, seeds=seeds)
+    kwargs = {"masks": torch.from_numpy(data["masks"])} if getattr(method, "uses_masks", False) else {}
+    attribution = method.explain(model, x, target, seeds=seeds, **kwargs)
     seconds = (time.perf_counter() - t0) / len(x)
     a = attribution.float().cpu().numpy()
     n_bad = int((~np.isfinite(a)).any(axis=(1, 2, 3)).sum())
@@ -68,18 +70,24 @@ def evaluate_shard(model_path, images_path, attributions_path, shard: int, shard
     return records, samples
 
 
-def gallery_subset(images_path, attributions_path, samples_path, n_images: int) -> dict:
-    """The first n_images of shard 0: originals, attributions and every curve's samples."""
-    images = load_npz(images_path)
-    attr = load_npz(attributions_path)
-    samples = load_npz(samples_path)
-    n = min(n_images, len(samples["ids"]))
-    out = {"ids": samples["ids"][:n], "images": images["images"][samples["ids"][:n]],
-           "masks": images["masks"][samples["ids"][:n]], "attributions": attr["attributions"][:n],
-           "targets": attr["targets"][:n]}
-    for key, arr in samples.items():
-        if key.startswith("removed_"):
-            out[key] = arr
-        elif key != "ids":
-            out[f"samples_{key}"] = arr[:n]
+def build_gallery(images_path, attributions: dict, samples: dict, n_images: int) -> dict:
+    """The first n_images of shard 0, flattened into one npz-ready dict.
+
+    attributions: {(model, explainer): path}; samples: {(model, explainer, evaluator): path}.
+    Keys: 'images', 'masks', 'ids', then '<model>__<explainer>__attributions' and
+    '<model>__<explainer>__<curve>' (samples, N x steps x C x H x W) with
+    '<model>__<explainer>__<curve>__removed' (the removed fraction of each step).
+    """
+    first = load_npz(next(iter(samples.values())))
+    ids = first["ids"][:n_images]
+    data = load_npz(images_path)
+    out = {"ids": ids, "images": data["images"][ids], "masks": data["masks"][ids]}
+    for (model, explainer), path in attributions.items():
+        out[f"{model}__{explainer}__attributions"] = load_npz(path)["attributions"][:len(ids)]
+    for (model, explainer, _), path in samples.items():
+        for key, arr in load_npz(path).items():
+            if key.startswith("removed_"):
+                out[f"{model}__{explainer}__{key[len('removed_'):]}__removed"] = arr
+            elif key != "ids":
+                out[f"{model}__{explainer}__{key}"] = arr[:len(ids)]
     return out

@@ -1,15 +1,26 @@
 """Attribution methods behind one interface (fudbench.explainers.base.Explainer).
 
-EXPLAINERS maps the names used in config to their classes; each class is built
-with the config entry's settings as keyword arguments.
+EXPLAINERS maps method names to their classes; each class is built with the
+config entry's settings as keyword arguments. A config entry is named after
+its method, or carries `method: <name>` to run one method under several names
+(e.g. `ig_noise20: {method: degrade, base: ig, fraction: 0.2}`).
 """
 from fudbench.registry import resolve
 
 EXPLAINERS = {
     "sm": "fudbench.explainers.saliency:Saliency",
     "ig": "fudbench.explainers.integrated_gradients:IntegratedGradients",
+    "random": "fudbench.explainers.controlled:RandomExplainer",
+    "oracle": "fudbench.explainers.controlled:OracleExplainer",
+    "degrade": "fudbench.explainers.controlled:Degrade",
 }
 
 
+def method_of(name: str, settings: dict) -> str:
+    """The registered method behind a config entry."""
+    return settings.get("method", name)
+
+
 def build_explainer(name: str, settings: dict):
-    return resolve(EXPLAINERS, name, "explainer")(**settings)
+    kwargs = {k: v for k, v in settings.items() if k != "method"}
+    return resolve(EXPLAINERS, method_of(name, settings), "explainer")(**kwargs)

@@ -4,6 +4,10 @@ model returns logits for x in [0, 1]; x is (N, C, H, W) on any device;
 target is (N,) class indices; seeds gives one int per image for methods with
 randomness (so batched output equals per-image output). The attribution has
 x's shape and lives on x's device.
+
+prepare(references) is called once per job, before explain, with images of
+the evaluated set (N_ref, C, H, W) in [0, 1]; methods that draw baselines from
+the data (Expected Gradients) keep them, the others ignore them.
 """
 from __future__ import annotations
 
@@ -15,6 +19,9 @@ import torch
 
 class Explainer(ABC):
     name: str = "explainer"
+
+    def prepare(self, references: torch.Tensor) -> None:
+        """Receive reference images of the evaluated set (default: unused)."""
 
     @abstractmethod
     def explain(self, model: torch.nn.Module, x: torch.Tensor, target: torch.Tensor,

@@ -61,27 +61,24 @@ def confidence_vs_ratio(records: pd.DataFrame, models, explainers):
     return fig
 
 
-def qualitative_grid(galleries, curve_labels: dict[str, str], image: int = 0):
-    """Rows of (original, attribution, samples along the curve's steps) for one image.
-
-    galleries: [(row title, gallery dict from fudbench.pipeline.gallery_subset)].
-    curve_labels: curve name -> label; curves absent from a gallery are skipped.
-    """
+def qualitative_grid(gallery: dict, curve_labels: dict[str, str], image: int = 0):
+    """Rows of (original, attribution, samples from least to most removed) for one
+    image, one row per model x explainer x curve of the gallery (fudbench.pipeline.build_gallery)."""
     rows = []
-    for title, g in galleries:
-        attr = np.abs(g["attributions"][image]).sum(0)
+    pairs = [k[: -len("__attributions")] for k in gallery if k.endswith("__attributions")]
+    for pair in pairs:
+        attr = np.abs(gallery[f"{pair}__attributions"][image]).sum(0)
         attr = attr / max(float(attr.max()), 1e-12)
         for curve, label in curve_labels.items():
-            if f"samples_{curve}" in g:
-                order = np.argsort(g[f"removed_{curve}"])  # columns: least to most removed
-                rows.append((f"{title} {label}", g["images"][image], attr,
-                             g[f"samples_{curve}"][image][order]))
-    n_cols = 2 + max(r[3].shape[0] for r in rows)
+            if f"{pair}__{curve}" in gallery:
+                order = np.argsort(gallery[f"{pair}__{curve}__removed"])
+                rows.append((f"{pair.replace('__', '/')} {label}", attr, gallery[f"{pair}__{curve}"][image][order]))
+    n_cols = 2 + max(r[2].shape[0] for r in rows)
     fig, axes = plt.subplots(len(rows), n_cols, figsize=(1.2 * n_cols, 1.3 * len(rows)), squeeze=False)
-    for ax_row, (title, img, attr, samples) in zip(axes, rows):
+    for ax_row, (title, attr, samples) in zip(axes, rows):
         for ax in ax_row:
             ax.axis("off")
-        ax_row[0].imshow(_chw_to_hwc(img), interpolation="nearest")
+        ax_row[0].imshow(_chw_to_hwc(gallery["images"][image]), interpolation="nearest")
         ax_row[0].set_title(title, fontsize=6, loc="left")
         ax_row[1].imshow(attr, cmap="inferno", interpolation="nearest")
         for j, s in enumerate(samples):

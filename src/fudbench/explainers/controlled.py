@@ -1,0 +1,81 @@
+"""Controlled explainers for meta-evaluation: their quality is known by construction.
+
+- random:  a seeded noise map (a metric should score it at chance level).
+- oracle:  the ground-truth object mask of the synthetic benchmark.
+- degrade: any explainer's map mixed with a fraction p of random noise
+           (the F-Fidelity paper's protocol, seeds/004): the more noise, the
+           worse the explanation, which gives a ground-truth ranking.
+
+Degradation rule (the seed paper states the idea, not a formula; ours):
+a per-pixel map a (|attribution| summed over channels) is min-max normalised
+per image to [0, 1] and mixed with seeded uniform noise u:
+    a_p = (1 - p) * norm(a) + p * u,
+broadcast back over the channels. p = 0 keeps the base ranking, p = 1 is the
+random explainer.
+"""
+from __future__ import annotations
+
+import torch
+
+from fudbench.explainers.base import Explainer
+
+
+def seeded_uniform(shape, seeds, device) -> torch.Tensor:
+    """One (H, W) uniform map per image, each from its own CPU generator."""
+    if seeds is None:
+        raise ValueError("this explainer is random: pass one seed per image")
+    maps = [torch.rand(shape, generator=torch.Generator().manual_seed(int(s))) for s in seeds]
+    return torch.stack(maps).to(device)
+
+
+class RandomExplainer(Explainer):
+    name = "random"
+
+    def explain(self, model, x, target, seeds=None):
+        return seeded_uniform(x.shape[-2:], seeds, x.device).unsqueeze(1).expand_as(x).clone()
+
+
+class OracleExplainer(Explainer):
+    """The ground-truth object mask (1 inside the object); needs `masks`."""
+
+    name = "oracle"
+    uses_masks = True
+
+    def explain(self, model, x, target, seeds=None, masks=None):
+        if masks is None:
+            raise ValueError("the oracle explainer needs the ground-truth masks (synthetic benchmark only)")
+        return masks.to(x.device, x.dtype).view(len(x), 1, *x.shape[-2:]).expand_as(x).clone()
+
+
+def _minmax(a: torch.Tensor) -> torch.Tensor:
+    flat = a.flatten(1)
+    lo, hi = flat.min(1, keepdim=True).values, flat.max(1, keepdim=True).values
+    return ((flat - lo) / (hi - lo).clamp_min(1e-12)).view_as(a)
+
+
+class Degrade(Explainer):
+    """`base` explainer (a registered name) with a fraction of noise mixed in."""
+
+    name = "degrade"
+
+    def __init__(self, base: str, fraction: float, base_settings: dict | None = None):
+        from fudbench.explainers import build_explainer
+
+        if not 0.0 <= fraction <= 1.0:
+            raise ValueError(f"degrade fraction must be in [0, 1], got {fraction}")
+        if base == "degrade":
+            raise ValueError("degrade cannot wrap itself")
+        self.fraction = fraction
+        self.base = build_explainer(base, base_settings or {})
+        self.uses_masks = getattr(self.base, "uses_masks", False)
+
+    def prepare(self, references):
+        self.base.prepare(references)
+
+    def explain(self, model, x, target, seeds=None, masks=None):
+        kwargs = {"masks": masks} if self.uses_masks else {}
+        base_seeds = None if seeds is None else [int(s) ^ 0xBA5E for s in seeds]
+        a = self.base.explain(model, x, target, seeds=base_seeds, **kwargs).abs().sum(1)
+        noise = seeded_uniform(x.shape[-2:], seeds, x.device)
+        mixed = (1 - self.fraction) * _minmax(a) + self.fraction * noise
+        return mixed.unsqueeze(1).expand_as(x).clone()
