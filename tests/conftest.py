@@ -10,7 +10,9 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-torch.set_num_threads(2)
+# Tiny test models gain nothing from threads, and 2 threads on a busy 2-core
+# machine oversubscribe it badly.
+torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session")

@@ -33,7 +33,7 @@ def test_unknown_key_is_an_error(default, repo):
 
 def test_unknown_explainer_lists_registered(default, repo):
     default["explainers"]["gradcam"] = {}
-    with pytest.raises(ConfigError, match=r"explainers\.gradcam.*unknown explainer.*registered: degrade, ig, oracle, random, sm"):
+    with pytest.raises(ConfigError, match=r"explainers\.gradcam.*unknown explainer.*registered: agi, attexplore, big, degrade, eg, fig, gig, ig, isa, la, mfaba, oracle, random, sm"):
         _check(default, repo)
 
 

@@ -8,8 +8,17 @@ its method, or carries `method: <name>` to run one method under several names
 from fudbench.registry import resolve
 
 EXPLAINERS = {
-    "sm": "fudbench.explainers.saliency:Saliency",
+    "agi": "fudbench.explainers.agi:AGI",
+    "attexplore": "fudbench.explainers.attexplore:AttExplore",
+    "big": "fudbench.explainers.boundary_ig:BoundaryIG",
+    "eg": "fudbench.explainers.expected_gradients:ExpectedGradients",
+    "fig": "fudbench.explainers.fast_ig:FastIG",
+    "gig": "fudbench.explainers.guided_ig:GuidedIG",
     "ig": "fudbench.explainers.integrated_gradients:IntegratedGradients",
+    "isa": "fudbench.explainers.isa:ISA",
+    "la": "fudbench.explainers.local_attribution:LocalAttribution",
+    "mfaba": "fudbench.explainers.mfaba:MFABA",
+    "sm": "fudbench.explainers.saliency:Saliency",
     "random": "fudbench.explainers.controlled:RandomExplainer",
     "oracle": "fudbench.explainers.controlled:OracleExplainer",
     "degrade": "fudbench.explainers.controlled:Degrade",

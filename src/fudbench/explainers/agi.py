@@ -88,21 +88,26 @@ class AGI(Explainer):
             x_next = torch.where(active.view(bcast), moved, xt)
             attribution -= grad_lab * (x_next - xt)
             xt = x_next
-        return attribution
+        return attribution.detach(), xt.detach()
 
-    def explain(self, model, x, target, seeds: Optional[Sequence[int]] = None):
+    def paths(self, model: torch.nn.Module, x: torch.Tensor, target: torch.Tensor, classes: torch.Tensor):
+        """Per-class maps AGI_j and path endpoints, both (N, k, C, H, W), for false classes (N, k)."""
         x = x.detach()
         target = target.to(x.device).long()
-        with torch.no_grad():
-            n_classes = model(x[:1]).shape[1]
-        classes = self.sample_classes(target, n_classes, seeds).to(x.device)  # (N, k)
+        classes = classes.to(x.device).long()
         n, k = classes.shape
         rows_x = x.repeat_interleave(k, dim=0)
         rows_y = target.repeat_interleave(k)
         rows_adv = classes.reshape(-1)
-        out = torch.empty_like(rows_x)
+        maps, ends = torch.empty_like(rows_x), torch.empty_like(rows_x)
         with torch.enable_grad():
             for s in range(0, len(rows_x), self.batch_size):
                 sl = slice(s, s + self.batch_size)
-                out[sl] = self._paths(model, rows_x[sl], rows_y[sl], rows_adv[sl])
-        return out.view(n, k, *x.shape[1:]).mean(dim=1).detach()
+                maps[sl], ends[sl] = self._paths(model, rows_x[sl], rows_y[sl], rows_adv[sl])
+        return maps.view(n, k, *x.shape[1:]), ends.view(n, k, *x.shape[1:])
+
+    def explain(self, model, x, target, seeds: Optional[Sequence[int]] = None):
+        with torch.no_grad():
+            n_classes = model(x[:1].detach()).shape[1]
+        classes = self.sample_classes(target, n_classes, seeds)
+        return self.paths(model, x, target, classes)[0].mean(dim=1)

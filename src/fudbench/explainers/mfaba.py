@@ -23,7 +23,9 @@ Choices where the paper or the code leaves room:
   `num_steps` backward passes (the reference code spends one extra forward per
   step, and one forward+backward at the endpoint whose gradient it discards).
 - The integrand is the target-class probability (as in the authors' code);
-  `use_softmax=False` integrates the logit instead.
+  `use_softmax=False` integrates the logit instead. `use_sign=False` gives the
+  authors' "sharp" variant (L2-normalised gradient times 100 x step_size); the
+  eps ball and the [0, 1] clamp apply to both variants.
 No randomness: `seeds` is ignored.
 """
 from __future__ import annotations
@@ -52,7 +54,6 @@ class MFABA(Explainer):
     def _direction(self, grad):
         if self.use_sign:
             return grad.sign()
-        # normalised gradient (authors' "sharp" variant scales it by 100 x step)
         norm = grad.flatten(1).norm(dim=1).clamp_min(1e-12).view(-1, *([1] * (grad.dim() - 1)))
         return 100.0 * grad / norm
 
