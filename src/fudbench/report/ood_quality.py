@@ -1,0 +1,359 @@
+"""Table 2 (energy OOD of intermediate samples), Table 3 (their image quality), Fig. 2 (radar).
+
+Table builders return (long-format summary DataFrame for the CSV, LaTeX string),
+like fudbench.report.tables. Confidence intervals are percentile bootstrap
+intervals over IMAGES: a resampled image brings all of its rows (every model,
+explainer, curve and step of the table entry) and, in Table 2, its clean energy.
+Bootstrap seeds come from derive_seed(seed, "bootstrap", <table>, ...).
+"""
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from fudbench.analysis.energy import ood_metrics  # noqa: E402
+from fudbench.analysis.quality import HIGHER_IS_BETTER, QUALITY_METRICS  # noqa: E402
+from fudbench.report.latex import booktabs, escape, fmt_ci  # noqa: E402
+from fudbench.seeding import derive_seed  # noqa: E402
+
+# ood_metrics key -> column name, and the direction in which intermediate
+# samples look MORE in-distribution (the better evaluator in the paper's reading)
+OOD_METRICS = {"auroc": "AUROC", "fpr95": "FPR95", "aupr_in": "AUPR-In", "aupr_out": "AUPR-Out"}
+OOD_CLOSER_TO_DATA = {"AUROC": "down", "FPR95": "up", "AUPR-In": "down", "AUPR-Out": "down"}
+_ARROW = {"up": r"$\uparrow$", "down": r"$\downarrow$"}
+
+
+# ----------------------------------------------------------------- bootstrap
+
+
+def _percentile(values: np.ndarray, ci: float) -> tuple[float, float]:
+    v = values[np.isfinite(values)]
+    if len(v) < 2:
+        return float("nan"), float("nan")
+    alpha = (1 - ci) / 2
+    lo, hi = np.quantile(v, [alpha, 1 - alpha])
+    return float(lo), float(hi)
+
+
+def _resample_counts(n_items: int, n_boot: int, seed: int) -> np.ndarray:
+    """(n_boot, n_items) multiplicities of items drawn with replacement."""
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, n_items, size=(n_boot, n_items))
+    return np.stack([np.bincount(d, minlength=n_items) for d in draws]) if n_boot else np.zeros((0, n_items), int)
+
+
+def _weighted_curve(s: np.ndarray, w_pos: np.ndarray, w_neg: np.ndarray):
+    """Cumulative positives / negatives at each distinct score (s sorted descending)."""
+    last = np.r_[s[1:] != s[:-1], True]
+    return np.cumsum(w_pos)[last], np.cumsum(w_neg)[last]
+
+
+def _ap(tps: np.ndarray, fps: np.ndarray) -> float:
+    """sklearn's average_precision_score: sum of (R_k - R_{k-1}) P_k over thresholds."""
+    ps = tps + fps
+    precision = np.divide(tps, ps, out=np.zeros_like(tps), where=ps != 0)
+    recall = tps / tps[-1]
+    return float(max(0.0, np.sum(np.diff(np.r_[0.0, recall]) * precision)))
+
+
+def weighted_ood_metrics(score_desc: np.ndarray, is_in: np.ndarray, weights: np.ndarray) -> dict:
+    """ood_metrics on data where sample i appears weights[i] (integer) times.
+
+    score_desc: -energy sorted in descending order; is_in: 1 for clean images.
+    Equal to ood_metrics(np.repeat(...), np.repeat(...)) (sklearn 1.9's roc_curve
+    with drop_intermediate for FPR95, trapezoid AUROC, step-wise AP), but without
+    re-sorting, so a bootstrap resample costs O(n).
+    """
+    keep = weights > 0
+    s, inn, w = score_desc[keep], is_in[keep], weights[keep].astype(float)
+    tps, fps = _weighted_curve(s, w * inn, w * (1 - inn))
+    if len(fps) > 2:  # sklearn drops collinear intermediate points
+        corner = np.r_[True, (np.diff(fps, 2) != 0) | (np.diff(tps, 2) != 0), True]
+        rt, rf = tps[corner], fps[corner]
+    else:
+        rt, rf = tps, fps
+    tpr, fpr = np.r_[0.0, rt / rt[-1]], np.r_[0.0, rf / rf[-1]]
+    auroc = float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2))
+    fpr95 = float(fpr[np.searchsorted(tpr, 0.95, side="left")])
+    tps_o, fps_o = _weighted_curve(s[::-1], (w * (1 - inn))[::-1], (w * inn)[::-1])
+    return {"auroc": auroc, "fpr95": fpr95, "aupr_in": _ap(tps, fps), "aupr_out": _ap(tps_o, fps_o)}
+
+
+# ------------------------------------------------------------------ Table 2
+
+
+def _clean_series(values) -> pd.Series:
+    """Clean energies indexed by image id: an array (position = image id), a Series or a mapping."""
+    if isinstance(values, pd.Series):
+        return values.astype(float)
+    if isinstance(values, Mapping):
+        return pd.Series(values, dtype=float)
+    a = np.asarray(values, dtype=float).ravel()
+    return pd.Series(a, index=np.arange(len(a)))
+
+
+def _header_lines(tex: str, lines_new: list[str]) -> str:
+    lines = tex.split("\n")
+    i = lines.index(r"\toprule")
+    lines[i + 1:i + 2] = lines_new
+    return "\n".join(lines)
+
+
+RUN_KEYS = ("explainer", "curve", "step")  # one "run" of Table 2 with pooling="run"
+
+
+def _ood_cell(e_in, img_in, outs, counts):
+    """Mean over the OOD groups `outs` [(energies, image positions)] of ood_metrics
+    against the clean set, at the full data and at each bootstrap resample."""
+    point = {k: [] for k in OOD_METRICS}
+    boot = {k: np.full((len(outs), len(counts)), np.nan) for k in OOD_METRICS}
+    for j, (e_out, img_out) in enumerate(outs):
+        for k, v in ood_metrics(e_in, e_out).items():
+            point[k].append(v)
+        score = -np.r_[e_in, e_out]
+        is_in = np.r_[np.ones(len(e_in)), np.zeros(len(e_out))]
+        image = np.r_[img_in, img_out]
+        order = np.argsort(-score, kind="mergesort")
+        score, is_in, image = score[order], is_in[order], image[order]
+        for b, c in enumerate(counts):
+            w = c[image]
+            if w[is_in == 1].sum() == 0 or w[is_in == 0].sum() == 0:
+                continue  # a resample without ID or without OOD rows has no metric
+            for k, v in weighted_ood_metrics(score, is_in, w).items():
+                boot[k][j, b] = v
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: no metric in that resample
+        return ({k: float(np.mean(v)) if v else float("nan") for k, v in point.items()},
+                {k: np.nanmean(v, axis=0) if len(v) else np.zeros(0) for k, v in boot.items()})
+
+
+def table2_ood(records: pd.DataFrame, clean_energy: Mapping, evaluators: Mapping[str, str], models,
+               n_boot: int = 1000, ci: float = 0.95, seed: int = 0, digits: int = 4,
+               model_labels: Mapping[str, str] | None = None, pooling: str = "all"):
+    """Energy OOD detection of intermediate samples vs clean images (Table 2 / 8 / 11 of FUD).
+
+    records: rows with model, curve, image, energy (one per intermediate sample).
+    clean_energy: {model: energies of the clean images}, an array indexed by image
+    id (position i = image i) or a Series indexed by image id; these images are
+    the universe that is resampled. evaluators: {curve: label}; several curves
+    may share a label (rows keep first-appearance order).
+    Per (label, model): ID = all clean energies, OOD = energies of all rows whose
+    curve maps to the label, pooled over explainers and steps (pooling="all");
+    AUROC, FPR95, AUPR-In, AUPR-Out from fudbench.analysis.energy.ood_metrics
+    (ID = positive, score = -energy). Non-finite energies are dropped (counted in n_nonfinite).
+    CI: resample images with replacement; each drawn image adds its clean energy
+    to ID and all its rows to OOD. Seed derive_seed(seed, "bootstrap", "table2",
+    model, label). Summary columns: evaluator, model, metric, value, ci_low,
+    ci_high, n_images, n_id, n_ood, n_runs, n_nonfinite.
+
+    pooling="all" (default) pools every sample into one OOD set, which is ~99x
+    the ID set for 11 explainers x 9 steps, so AUPR-In (ID = positive) is small
+    and AUPR-Out near 1 whatever the separation; AUROC and FPR95 do not depend
+    on the imbalance. pooling="run" computes the metrics per run (explainer x
+    curve x step: ID = all clean images, OOD = that run's samples, balanced)
+    and averages them over runs, the bootstrap using the same image draws for
+    every run. The paper's AUPR-In ~ AUPR-Out ~ AUROC points to balanced sets.
+    """
+    if pooling not in ("all", "run"):
+        raise ValueError(f"pooling must be 'all' or 'run', got {pooling!r}")
+    labels = list(dict.fromkeys(evaluators.values()))
+    model_labels = dict(model_labels or {})
+    d = records[records["curve"].isin(list(evaluators)) & records["model"].isin(list(models))]
+    d = d.assign(evaluator=d["curve"].map(evaluators))
+    rows = []
+    for model in models:
+        if model not in clean_energy:
+            raise KeyError(f"no clean energies for model {model!r}")
+        clean = _clean_series(clean_energy[model])
+        if not clean.index.is_unique:
+            raise ValueError(f"clean energies of {model!r} list an image id twice")
+        ids = clean.index.to_numpy()
+        pos = pd.Series(np.arange(len(ids)), index=clean.index)
+        for label in labels:
+            g = d[(d["model"] == model) & (d["evaluator"] == label)]
+            if not len(g):
+                continue
+            missing = set(g["image"].unique()) - set(ids.tolist())
+            if missing:
+                raise ValueError(f"{label}/{model}: images {sorted(missing)[:5]} have no clean energy")
+            e_in, img_in = clean.to_numpy(), np.arange(len(ids))
+            fin_in = np.isfinite(e_in)
+            e_in, img_in = e_in[fin_in], img_in[fin_in]
+            keys = [c for c in RUN_KEYS if c in g.columns] if pooling == "run" else []
+            groups = [h for _, h in g.groupby(keys, sort=True)] if keys else [g]
+            outs, n_bad, n_ood = [], int((~fin_in).sum()), 0
+            for h in groups:
+                e_out, img_out = h["energy"].to_numpy(float), pos[h["image"].to_numpy()].to_numpy()
+                fin = np.isfinite(e_out)
+                n_bad += int((~fin).sum())
+                n_ood += int(fin.sum())
+                if fin.any():
+                    outs.append((e_out[fin], img_out[fin]))
+            counts = _resample_counts(len(ids), n_boot, derive_seed(seed, "bootstrap", "table2", model, label))
+            point, boot = _ood_cell(e_in, img_in, outs, counts)
+            for key, name in OOD_METRICS.items():
+                lo, hi = _percentile(boot[key], ci) if n_boot else (float("nan"),) * 2
+                rows.append({"evaluator": label, "model": model, "metric": name, "value": point[key],
+                             "ci_low": lo, "ci_high": hi, "n_images": len(ids), "n_id": len(e_in),
+                             "n_ood": n_ood, "n_runs": len(outs), "n_nonfinite": n_bad})
+    summary = pd.DataFrame(rows, columns=["evaluator", "model", "metric", "value", "ci_low", "ci_high",
+                                          "n_images", "n_id", "n_ood", "n_runs", "n_nonfinite"])
+
+    metric_names = list(OOD_METRICS.values())
+    body = []
+    for label in labels:
+        cells = []
+        for model in models:
+            for m in metric_names:
+                r = summary[(summary.evaluator == label) & (summary.model == model) & (summary.metric == m)]
+                cells.append(fmt_ci(*r[["value", "ci_low", "ci_high"]].iloc[0], digits=digits) if len(r) else "--")
+        body.append([escape(label), *cells])
+    ncol = len(metric_names)
+    tex = booktabs(["Eval", *metric_names * len(models)], body,
+                   caption="Energy-score OOD detection of the intermediate samples (OOD) against the clean "
+                           "images (ID), pooled over explainers and steps ($\\pm$ half-width of the bootstrap "
+                           "95\\% CI over images). Arrows: the direction in which the intermediate samples "
+                           "are harder to tell from clean data (Table 2 of FUD).",
+                   label="tab:ood", align="l" + ("r" * ncol) * len(models))
+    group = " & ".join([""] + [f"\\multicolumn{{{ncol}}}{{c}}{{{escape(model_labels.get(m, m))}}}" for m in models])
+    rules = " ".join(f"\\cmidrule(lr){{{2 + k * ncol}-{1 + (k + 1) * ncol}}}" for k in range(len(models)))
+    sub = " & ".join(["Eval"] + [f"{m} {_ARROW[OOD_CLOSER_TO_DATA[m]]}" for m in metric_names] * len(models))
+    tex = _header_lines(tex, [group + r" \\", rules, sub + r" \\"])
+    return summary, tex
+
+
+# ------------------------------------------------------------------ Table 3
+
+
+def table3_quality(quality: pd.DataFrame, n_boot: int = 1000, ci: float = 0.95, seed: int = 0,
+                   metrics=QUALITY_METRICS, evaluators=None, models=None, bold_best: bool = True,
+                   digits: Mapping[str, int] | None = None):
+    """Image quality of intermediate samples per evaluator (Table 3 / 9 of FUD).
+
+    quality: one row per intermediate sample with columns evaluator (label),
+    model, explainer, image, step and one column per metric (fudbench.analysis.
+    quality.quality_metrics). Entry = mean over all runs (every finite row of the
+    evaluator, pooled over models, explainers, images, steps). CI: resample image
+    ids with replacement (one draw per evaluator, shared by its metrics; seed
+    derive_seed(seed, "bootstrap", "table3", label)); the resampled statistic is
+    the same row mean, i.e. sum of the drawn images' row sums / their row counts.
+    `models` restricts the rows; `evaluators` fixes the row order (default: first
+    appearance). Summary columns: evaluator, metric, mean, ci_low, ci_high,
+    n_images, n_samples, n_nonfinite, higher_is_better.
+    """
+    q = quality if models is None else quality[quality["model"].isin(list(models))]
+    evaluators = list(evaluators) if evaluators is not None else list(dict.fromkeys(q["evaluator"]))
+    metrics = [m for m in metrics if m in q.columns]
+    digits = {**{m: 3 for m in metrics}, "PSNR": 2, **(digits or {})}
+    rows = []
+    for label in evaluators:
+        g = q[q["evaluator"] == label]
+        if not len(g):
+            continue
+        images = pd.Index(pd.unique(g["image"]))
+        pos = images.get_indexer(g["image"])
+        counts = _resample_counts(len(images), n_boot, derive_seed(seed, "bootstrap", "table3", label))
+        for m in metrics:
+            v = g[m].to_numpy(float)
+            fin = np.isfinite(v)
+            sums = np.bincount(pos[fin], weights=v[fin], minlength=len(images))
+            ns = np.bincount(pos[fin], minlength=len(images)).astype(float)
+            mean = float(sums.sum() / ns.sum()) if ns.sum() else float("nan")
+            with np.errstate(invalid="ignore", divide="ignore"):
+                boot = (counts @ sums) / (counts @ ns)
+            lo, hi = _percentile(boot, ci) if n_boot else (float("nan"),) * 2
+            rows.append({"evaluator": label, "metric": m, "mean": mean, "ci_low": lo, "ci_high": hi,
+                         "n_images": int((ns > 0).sum()), "n_samples": int(fin.sum()),
+                         "n_nonfinite": int((~fin).sum()), "higher_is_better": HIGHER_IS_BETTER[m]})
+    summary = pd.DataFrame(rows, columns=["evaluator", "metric", "mean", "ci_low", "ci_high", "n_images",
+                                          "n_samples", "n_nonfinite", "higher_is_better"])
+
+    best = {}
+    for m in metrics:
+        s = summary[summary.metric == m].set_index("evaluator")["mean"].dropna()
+        if bold_best and len(s) > 1:
+            best[m] = s.idxmax() if HIGHER_IS_BETTER[m] else s.idxmin()
+    body = []
+    for label in evaluators:
+        cells = []
+        for m in metrics:
+            r = summary[(summary.evaluator == label) & (summary.metric == m)]
+            cell = fmt_ci(*r[["mean", "ci_low", "ci_high"]].iloc[0], digits=digits[m]) if len(r) else "--"
+            cells.append(f"\\textbf{{{cell}}}" if best.get(m) == label and len(r) else cell)
+        body.append([escape(label), *cells])
+    tex = booktabs(["Eval", *metrics], body,
+                   caption="Image quality of the intermediate samples against their originals, mean over all "
+                           "runs ($\\pm$ half-width of the bootstrap 95\\% CI over images; best in bold). "
+                           "$\\uparrow$ higher is better, $\\downarrow$ lower is better (Table 3 of FUD).",
+                   label="tab:quality", align="l" + "r" * len(metrics))
+    sub = " & ".join(["Eval"] + [f"{escape(m)} {_ARROW['up' if HIGHER_IS_BETTER[m] else 'down']}" for m in metrics])
+    tex = _header_lines(tex, [sub + r" \\"])
+    return summary, tex
+
+
+# -------------------------------------------------------------------- Fig. 2
+
+
+def radar_normalise(summary: pd.DataFrame, metrics=QUALITY_METRICS) -> pd.DataFrame:
+    """Evaluator x metric table of min-max normalised means, outward (1) = better.
+
+    Higher-better metrics (PSNR, SSIM, MS-SSIM, FSIM, HaarPSI, VSI):
+    (v - min) / (max - min) across evaluators; GMSD (lower-better):
+    (max - v) / (max - min). PSNR is normalised like the others (its dB scale and
+    80 dB cap play no role). A metric on which all evaluators tie gets 0.5; a
+    missing value stays NaN. The worst evaluator on a metric sits at the centre
+    (0), so the plot shows ranks and relative gaps, not absolute quality.
+    Accepts Table 3's long summary (evaluator, metric, mean) or a wide frame
+    (index evaluator, one column per metric).
+    """
+    if {"evaluator", "metric", "mean"} <= set(summary.columns):
+        wide = summary.pivot_table(index="evaluator", columns="metric", values="mean", sort=False)
+        wide = wide.reindex(list(dict.fromkeys(summary["evaluator"])))
+    else:
+        wide = summary
+    metrics = [m for m in metrics if m in wide.columns]
+    out = pd.DataFrame(index=wide.index, columns=metrics, dtype=float)
+    for m in metrics:
+        v = wide[m].astype(float)
+        lo, hi = v.min(), v.max()
+        if not np.isfinite(hi - lo) or hi == lo:
+            out[m] = np.where(v.notna(), 0.5, np.nan)
+        else:
+            out[m] = (v - lo) / (hi - lo) if HIGHER_IS_BETTER[m] else (hi - v) / (hi - lo)
+    return out
+
+
+def fig2_radar(summary: pd.DataFrame, metrics=QUALITY_METRICS, title: str | None = None):
+    """Radar plot (Fig. 2 of FUD) of radar_normalise(summary): one polygon per
+    evaluator, one axis per quality metric, outward = better on every axis
+    (GMSD inverted; see radar_normalise for the normalisation)."""
+    norm = radar_normalise(summary, metrics)
+    names = list(norm.columns)
+    angles = np.linspace(0, 2 * np.pi, len(names), endpoint=False)
+    closed = np.r_[angles, angles[:1]]
+    fig, ax = plt.subplots(figsize=(6.0, 4.8), subplot_kw={"projection": "polar"})
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for k, (label, row) in enumerate(norm.iterrows()):
+        v = row.to_numpy(float)
+        v = np.r_[v, v[:1]]
+        c = colours[k % len(colours)]
+        ax.plot(closed, v, color=c, lw=1.6, marker="o", ms=3, label=str(label))
+        ax.fill(closed, np.nan_to_num(v), color=c, alpha=0.08)
+    ax.set_xticks(angles)
+    ax.set_xticklabels([f"{m} (inv.)" if not HIGHER_IS_BETTER[m] else m for m in names], fontsize=8)
+    ax.set_ylim(0, 1.05)
+    ax.set_yticks([0.25, 0.5, 0.75, 1.0])
+    ax.set_yticklabels(["0.25", "0.5", "0.75", "1"], fontsize=6)
+    ax.grid(alpha=0.4)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.12, 1.0), fontsize=7, frameon=False)
+    ax.set_title(title or "Image quality of intermediate samples\n(min-max over evaluators, outward = better)",
+                 fontsize=9, pad=18)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,216 @@
+"""Image-quality metrics (piq, small-size adaptations), Table 2 (energy OOD), Table 3, Fig. 2."""
+import matplotlib.figure
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from fudbench.analysis.energy import ood_metrics
+from fudbench.analysis.quality import (HIGHER_IS_BETTER, PERFECT, QUALITY_METRICS, adaptation,
+                                       msssim_levels, quality_metrics)
+from fudbench.report.ood_quality import (fig2_radar, radar_normalise, table2_ood, table3_quality,
+                                         weighted_ood_metrics)
+
+torch.set_num_threads(1)
+
+
+def _images(n, size, seed=0):
+    """Smooth structured images in [0, 1]: ramps plus bilinear-upsampled random blobs."""
+    g = torch.Generator().manual_seed(seed)
+    lin = torch.linspace(0, 1, size)
+    ramps = torch.stack([lin[None, :].expand(size, size), lin[:, None].expand(size, size), lin[:, None] * lin])
+    blobs = torch.rand(n, 3, max(2, size // 4), max(2, size // 4), generator=g)
+    blobs = torch.nn.functional.interpolate(blobs, size=(size, size), mode="bilinear", align_corners=False)
+    return (0.5 * ramps + 0.5 * blobs).clamp(0, 1)
+
+
+def _noisy(x, sigma, seed):
+    g = torch.Generator().manual_seed(seed)
+    return (x + sigma * torch.randn(x.shape, generator=g)).clamp(0, 1)
+
+
+# ------------------------------------------------------------------ quality
+
+
+@pytest.mark.parametrize("size", [16, 32, 64])
+def test_identical_images_give_perfect_scores(size):
+    x = _images(3, size)
+    q = quality_metrics(x, x.clone(), batch_size=2)
+    assert list(q) == list(QUALITY_METRICS)
+    for m in QUALITY_METRICS:
+        assert q[m].shape == (3,)
+        np.testing.assert_allclose(q[m], PERFECT[m], atol=1e-4, err_msg=m)
+
+
+@pytest.mark.parametrize("size", [16, 32, 64])
+def test_noisier_scores_worse_on_every_metric(size):
+    x = _images(4, size, seed=1)
+    mild = quality_metrics(_noisy(x, 0.03, 2), x)
+    strong = quality_metrics(_noisy(x, 0.25, 3), x)
+    for m in QUALITY_METRICS:
+        a, b = mild[m], strong[m]
+        better = a > b if HIGHER_IS_BETTER[m] else a < b
+        assert better.all(), (m, a, b)
+
+
+def test_small_sizes_and_adaptations():
+    for size in (3, 5, 8, 11, 15, 20):  # below every piq minimum: no crash, finite values
+        x = _images(2, size, seed=size)
+        q = quality_metrics(_noisy(x, 0.1, 0), x)
+        for m in QUALITY_METRICS:
+            assert np.isfinite(q[m]).all(), (size, m)
+    x = _images(2, 48)[..., :24, :]  # non-square: the shorter side decides
+    q = quality_metrics(_noisy(x, 0.1, 0), x)
+    assert all(np.isfinite(q[m]).all() for m in QUALITY_METRICS)
+    assert adaptation(24, 48)["MS-SSIM"].startswith("2 scale")
+    assert [msssim_levels(s) for s in (16, 21, 32, 41, 81, 160, 161, 224)] == [1, 2, 2, 3, 4, 4, 5, 5]
+    assert set(adaptation(224, 224).values()) == {"piq defaults"}
+    a32 = adaptation(32, 32)
+    assert a32["MS-SSIM"].startswith("2 scale") and a32["SSIM"] == a32["HaarPSI"] == "piq defaults"
+    assert adaptation(8, 8)["HaarPSI"] == "nearest-neighbour x2"
+    with pytest.raises(ValueError):
+        quality_metrics(torch.zeros(1, 3, 2, 2), torch.zeros(1, 3, 2, 2))
+
+
+def test_quality_batching_broadcast_and_flat_images():
+    x = _images(5, 32, seed=4)
+    y = _noisy(x, 0.1, 5)
+    full = quality_metrics(y, x, batch_size=64)
+    chunked = quality_metrics(y.numpy(), x.numpy(), batch_size=2)  # numpy input, chunks of 2
+    for m in QUALITY_METRICS:
+        np.testing.assert_allclose(full[m], chunked[m], rtol=1e-5, atol=1e-6)
+    one = quality_metrics(y, x[:1], metrics=("PSNR", "GMSD"))  # one original for all samples
+    assert list(one) == ["PSNR", "GMSD"]
+    np.testing.assert_allclose(one["PSNR"][0], full["PSNR"][0], rtol=1e-6)
+    flat = torch.full((1, 3, 16, 16), 0.3)
+    q = quality_metrics(flat, flat)
+    for m in QUALITY_METRICS:
+        np.testing.assert_allclose(q[m], PERFECT[m], atol=1e-4, err_msg=m)
+
+
+# ------------------------------------------------------------------ Table 2
+
+
+def test_weighted_ood_metrics_equal_sklearn_on_duplicated_data():
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        e_in = np.round(rng.normal(0, 1, rng.integers(2, 25)), 1)  # rounded: many ties
+        e_out = np.round(rng.normal(0.5, 1, rng.integers(2, 40)), 1)
+        w = rng.integers(0, 3, len(e_in) + len(e_out))
+        if w[:len(e_in)].sum() == 0 or w[len(e_in):].sum() == 0:
+            continue
+        ref = ood_metrics(np.repeat(e_in, w[:len(e_in)]), np.repeat(e_out, w[len(e_in):]))
+        score, is_in = -np.r_[e_in, e_out], np.r_[np.ones(len(e_in)), np.zeros(len(e_out))]
+        o = np.argsort(-score, kind="mergesort")
+        got = weighted_ood_metrics(score[o], is_in[o], w[o])
+        for k in ref:
+            assert got[k] == pytest.approx(ref[k], abs=1e-12), k
+
+
+def _ood_records(shift, n_images=60, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for model in ("cnn", "vit"):
+        for ex in ("sm", "ig"):
+            for curve in ("fud", "deletion_ratios"):
+                for step in range(3):
+                    e = rng.normal(shift[curve], 1, n_images)
+                    rows.append(pd.DataFrame({"model": model, "explainer": ex, "curve": curve,
+                                              "image": np.arange(n_images), "step": step, "energy": e}))
+    clean = {m: rng.normal(0, 1, n_images) for m in ("cnn", "vit")}
+    return pd.concat(rows, ignore_index=True), clean
+
+
+def test_table2_separated_and_indistinguishable():
+    records, clean = _ood_records({"fud": 0.0, "deletion_ratios": 25.0})
+    evals = {"deletion_ratios": "INS/DEL", "fud": "FUD"}
+    summary, tex = table2_ood(records, clean, evals, ["cnn", "vit"], n_boot=100, ci=0.95, seed=0)
+    assert len(summary) == 2 * 2 * 4 and (summary["n_ood"] == 2 * 2 * 3 * 60 / 2).all()
+    v = summary.set_index(["evaluator", "model", "metric"])["value"]
+    assert v["INS/DEL", "cnn", "AUROC"] == pytest.approx(1.0) and v["INS/DEL", "vit", "FPR95"] == 0.0
+    assert abs(v["FUD", "cnn", "AUROC"] - 0.5) < 0.1 and abs(v["FUD", "vit", "AUROC"] - 0.5) < 0.1
+    assert (summary["ci_low"] <= summary["value"] + 1e-12).all()
+    assert (summary["value"] <= summary["ci_high"] + 1e-12).all()
+    fud = summary[(summary.evaluator == "FUD") & (summary.metric == "AUROC")]
+    assert (fud["ci_high"] - fud["ci_low"] > 0).all()
+    for rule in ("\\toprule", "\\midrule", "\\bottomrule", "\\cmidrule(lr){2-5}", "\\cmidrule(lr){6-9}"):
+        assert rule in tex
+    assert "\\multicolumn{4}{c}{cnn}" in tex and "INS/DEL &" in tex and "AUROC $\\downarrow$" in tex
+    assert tex.index("INS/DEL &") < tex.index("FUD &")  # rows in the order of `evaluators`
+    again, _ = table2_ood(records, clean, evals, ["cnn", "vit"], n_boot=100, ci=0.95, seed=0)
+    pd.testing.assert_frame_equal(summary, again)  # seeded bootstrap
+
+
+def test_table2_per_run_pooling_is_balanced():
+    records, clean = _ood_records({"fud": 0.0, "deletion_ratios": 25.0})
+    s_all, _ = table2_ood(records, clean, {"deletion_ratios": "INS/DEL"}, ["cnn"], n_boot=20, seed=1)
+    s_run, _ = table2_ood(records, clean, {"deletion_ratios": "INS/DEL"}, ["cnn"], n_boot=20, seed=1,
+                          pooling="run")
+    a, r = (s.set_index("metric")["value"] for s in (s_all, s_run))
+    assert a["AUROC"] == pytest.approx(1.0) and r["AUROC"] == pytest.approx(1.0)
+    assert int(s_run["n_runs"].iloc[0]) == 2 * 3 and int(s_all["n_runs"].iloc[0]) == 1
+    # a perfect separation gives AP = 1 either way; imbalance shows with overlap
+    records, clean = _ood_records({"fud": 0.0, "deletion_ratios": 0.0})
+    s_all, _ = table2_ood(records, clean, {"fud": "FUD"}, ["cnn"], n_boot=0, seed=1)
+    s_run, _ = table2_ood(records, clean, {"fud": "FUD"}, ["cnn"], n_boot=0, seed=1, pooling="run")
+    a, r = (s.set_index("metric")["value"] for s in (s_all, s_run))
+    assert a["AUPR-In"] < 0.3 and abs(r["AUPR-In"] - 0.5) < 0.15
+    assert s_all[["ci_low", "ci_high"]].isna().all().all()  # n_boot = 0: no interval
+
+
+# ------------------------------------------------------------- Table 3, Fig. 2
+
+
+def _quality_frame(seed=0):
+    rng = np.random.default_rng(seed)
+    centre = {"INS/DEL": 0.3, "FUD": 0.8, "INFID": 0.5}
+    rows = []
+    for ev, c in centre.items():
+        for model in ("cnn", "vit"):
+            for ex in ("sm", "ig"):
+                for image in range(20):
+                    for step in range(3):
+                        row = {"evaluator": ev, "model": model, "explainer": ex, "image": image, "step": step}
+                        for m in QUALITY_METRICS:
+                            noise = rng.normal(0, 0.05)
+                            row[m] = (1 - c + noise) if not HIGHER_IS_BETTER[m] else (c + noise) * (
+                                40 if m == "PSNR" else 1)
+                        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_table3_means_cis_latex():
+    q = _quality_frame()
+    q.loc[0, "SSIM"] = np.nan  # dropped and counted
+    summary, tex = table3_quality(q, n_boot=200, ci=0.95, seed=0)
+    assert len(summary) == 3 * len(QUALITY_METRICS)
+    s = summary.set_index(["evaluator", "metric"])
+    ref = q[q.evaluator == "FUD"]["VSI"].mean()
+    assert s.loc[("FUD", "VSI"), "mean"] == pytest.approx(ref)
+    assert s.loc[("INS/DEL", "SSIM"), "n_nonfinite"] == 1 and s.loc[("INS/DEL", "SSIM"), "n_samples"] == 239
+    assert (summary["ci_low"] <= summary["mean"]).all() and (summary["mean"] <= summary["ci_high"]).all()
+    assert (summary["ci_high"] > summary["ci_low"]).all()
+    for rule in ("\\toprule", "\\midrule", "\\bottomrule"):
+        assert rule in tex
+    assert "GMSD $\\downarrow$" in tex and "PSNR $\\uparrow$" in tex and "MS-SSIM $\\uparrow$" in tex
+    fud_line = next(line for line in tex.splitlines() if line.startswith("FUD &"))
+    assert fud_line.count("\\textbf{") == len(QUALITY_METRICS)  # FUD best on every metric here
+    only_cnn, _ = table3_quality(q, n_boot=0, models=["cnn"], evaluators=["FUD", "INS/DEL"])
+    assert list(dict.fromkeys(only_cnn.evaluator)) == ["FUD", "INS/DEL"]
+    assert only_cnn["ci_low"].isna().all()
+
+
+def test_radar_normalisation_and_figure():
+    summary, _ = table3_quality(_quality_frame(1), n_boot=0)
+    norm = radar_normalise(summary)
+    assert list(norm.columns) == list(QUALITY_METRICS) and list(norm.index) == ["INS/DEL", "FUD", "INFID"]
+    assert (norm.loc["FUD"] == 1).all() and (norm.loc["INS/DEL"] == 0).all()  # GMSD inverted: outward = better
+    assert ((norm >= 0) & (norm <= 1)).all().all()
+    tied = pd.DataFrame({"PSNR": [20.0, 20.0], "GMSD": [0.1, 0.2]}, index=["a", "b"])
+    n = radar_normalise(tied)
+    assert (n["PSNR"] == 0.5).all() and n.loc["a", "GMSD"] == 1 and n.loc["b", "GMSD"] == 0
+    fig = fig2_radar(summary)
+    assert isinstance(fig, matplotlib.figure.Figure)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
