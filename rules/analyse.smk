@@ -74,3 +74,65 @@ rule plot_qualitative:
         ENV_REPORT
     script:
         "../scripts/plot_qualitative.py"
+
+
+rule clean_energy:
+    input:
+        images=rules.make_dataset.output.eval,
+        classifiers=expand(f"{RESULTS}/models/{{model}}.pt", model=MODELS),
+    output:
+        f"{RESULTS}/analysis/clean_energy.parquet",
+    params:
+        models=MODELS,
+        job=job_params(),
+    resources:
+        gpu=GPU,
+    log:
+        f"{RESULTS}/logs/clean_energy.log",
+    conda:
+        ENV_TORCH
+    script:
+        "../scripts/clean_energy.py"
+
+
+rule table2_ood:
+    input:
+        records=rules.aggregate_records.output.records,
+        clean_energy=rules.clean_energy.output[0],
+    output:
+        tex=f"{RESULTS}/tables/table2_ood.tex",
+        csv=f"{RESULTS}/tables/table2_ood.csv",
+    params:
+        analysis=config["analysis"],
+        seed=config["seed"],
+        models=MODELS,
+    log:
+        f"{RESULTS}/logs/table2_ood.log",
+    conda:
+        ENV_ANALYSIS
+    script:
+        "../scripts/table2_ood.py"
+
+
+rule table3_quality:
+    input:
+        expand(
+            f"{RESULTS}/quality/{{model}}/{{evaluator}}/shard{{shard}}.parquet",
+            model=MODELS,
+            evaluator=EVALUATORS,
+            shard=SHARDS,
+        ),
+    output:
+        tex=f"{RESULTS}/tables/table3_quality.tex",
+        csv=f"{RESULTS}/tables/table3_quality.csv",
+        radar=figure_paths("fig2_quality_radar"),
+    params:
+        analysis=config["analysis"],
+        seed=config["seed"],
+        plots=config["plots"],
+    log:
+        f"{RESULTS}/logs/table3_quality.log",
+    conda:
+        ENV_REPORT
+    script:
+        "../scripts/table3_quality.py"

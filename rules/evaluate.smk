@@ -58,3 +58,27 @@ rule gallery:
         ENV_ANALYSIS
     script:
         "../scripts/gallery.py"
+
+
+rule quality:
+    input:
+        images=rules.make_dataset.output.eval,
+        samples=expand(
+            f"{RESULTS}/samples/{{{{model}}}}/{{explainer}}/{{{{evaluator}}}}/shard{{{{shard}}}}.npz",
+            explainer=EXPLAINERS,
+        ),
+    output:
+        f"{RESULTS}/quality/{{model}}/{{evaluator}}/shard{{shard}}.parquet",
+    params:
+        quality=config["evaluation"]["quality"],
+        explainers=EXPLAINERS,
+        shard_size=config["data"]["shard_size"],
+    threads: 1
+    log:
+        f"{RESULTS}/logs/quality/{{model}}/{{evaluator}}/shard{{shard}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/quality/{{model}}/{{evaluator}}/shard{{shard}}.tsv"
+    conda:
+        ENV_TORCH
+    script:
+        "../scripts/quality.py"

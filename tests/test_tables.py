@@ -17,6 +17,10 @@ def _records():
                     rows.append({**base, "curve": "fud", "kept": r, "removed": 1 - r, "confidence": r + 0.01 * rng.random()})
                     rows.append({**base, "curve": "deletion_ratios", "kept": 1 - r, "removed": r,
                                  "confidence": 0.5 + 0.1 * rng.random()})
+                    rows.append({**base, "curve": "sensitivity_n", "kept": 1 - r, "removed": r,
+                                 "confidence": 0.5, "correlation": 0.2 + 0.1 * (ex == "ig")})
+                rows.append({"model": model, "explainer": ex, "image": image, "step": 0, "curve": "infidelity",
+                             "kept": 0.5, "removed": 0.5, "confidence": 0.5, "infidelity": 0.3})
                 for j, f in enumerate(np.linspace(0, 1, 5)):
                     base = {"model": model, "explainer": ex, "image": image, "step": j}
                     rows.append({**base, "curve": "deletion", "kept": 1 - f, "removed": f, "confidence": 1 - f})
@@ -32,10 +36,12 @@ def test_per_image_scores_and_tables_are_finite():
     assert len(t4) == 8 and np.isfinite(t4[["mean", "ci_low", "ci_high"]].to_numpy()).all()
     assert "\\toprule" in tex4 and "\\bottomrule" in tex4 and "INS/DEL" in tex4
     t7, tex7 = table7_scores(per_image, ["cnn", "vit"], ["sm", "ig"], 100, 0.95, 0)
-    assert set(t7.metric) == {"FUD", "Insertion", "Deletion"}
+    assert set(t7.metric) == {"FUD", "Insertion", "Deletion", "Sen-N", "INFID"}
     d = t7[(t7.model == "cnn") & (t7.explainer == "sm")].set_index("metric")["mean"]
     assert d["Insertion"] == np.float64(0.5) and d["Deletion"] == np.float64(0.5)
-    assert "Deletion $\\downarrow$" in tex7
+    assert d["Sen-N"] == np.float64(0.2) and d["INFID"] == np.float64(0.3)
+    assert t7[(t7.explainer == "ig") & (t7.metric == "Sen-N")]["mean"].iloc[0] == np.float64(0.3)
+    assert "Deletion $\\downarrow$" in tex7 and "Sen-N $\\uparrow$" in tex7 and "INFID $\\downarrow$" in tex7
 
 
 def test_normalised_auc_and_bootstrap():

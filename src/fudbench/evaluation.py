@@ -4,6 +4,8 @@
 - insdel: RISE deletion (zero fill) and insertion (blurred substrate) curves
           over n_steps + 1 points, plus zero-fill deletion at the removal
           fractions 1 - rho (the intermediate samples compared with FUD's).
+- sensn:  Sensitivity-N (Ancona 2017) at the removal fractions 1 - rho, zero fill.
+- infid:  Infidelity (Yeh 2019) via captum, perturbation from config.
 """
 from __future__ import annotations
 
@@ -64,3 +66,19 @@ def build_insdel(settings: dict, evaluation: dict, assets: dict, device) -> Eval
         (TopKCurve("deletion_ratios", removal_fractions(evaluation["ratios"]), mode="remove",
                    keep_samples=True, **common), zero),
     ])
+
+
+def build_sensn(settings: dict, evaluation: dict, assets: dict, device) -> Evaluator:
+    from fudbench.protocols.sensitivity_n import SensitivityN
+
+    protocol = SensitivityN(fractions=removal_fractions(evaluation["ratios"]), n_subsets=settings["n_subsets"],
+                            batch_size=settings["batch_size"], keep_samples=True)
+    return Evaluator("sensn", [(protocol, ZeroImputer())])
+
+
+def build_infid(settings: dict, evaluation: dict, assets: dict, device) -> Evaluator:
+    from fudbench.protocols.infidelity import Infidelity  # imports captum (seconds): only here
+
+    protocol = Infidelity(perturbation=settings["perturbation"], n_perturb=settings["n_perturb"],
+                          sigma=settings["sigma"], batch_size=settings["batch_size"], keep_samples=True)
+    return Evaluator("infid", [(protocol, None)])

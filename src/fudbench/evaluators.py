@@ -9,6 +9,8 @@ from fudbench.registry import resolve
 EVALUATORS = {
     "fud": "fudbench.evaluation:build_fud",
     "insdel": "fudbench.evaluation:build_insdel",
+    "sensn": "fudbench.evaluation:build_sensn",
+    "infid": "fudbench.evaluation:build_infid",
 }
 
 

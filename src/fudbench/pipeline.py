@@ -70,6 +70,34 @@ def evaluate_shard(model_path, images_path, attributions_path, shard: int, shard
     return records, samples
 
 
+def sample_quality(images_path, samples: dict, shard: int, shard_size: int, metrics, images_per_shard=None):
+    """Image quality (piq) of the kept intermediate samples vs their originals.
+
+    samples: {explainer: path of an evaluate job's samples npz}. Only the first
+    `images_per_shard` images of the shard are measured (a CPU-budget knob;
+    None = all). Returns one row per (explainer, curve, image, step).
+    """
+    import pandas as pd
+
+    from fudbench.analysis.quality import quality_metrics
+
+    data = load_eval_shard(images_path, shard, shard_size)
+    n = len(data["ids"]) if images_per_shard is None else min(images_per_shard, len(data["ids"]))
+    originals = torch.from_numpy(data["images"][:n])
+    frames = []
+    for explainer, path in samples.items():
+        for curve, arr in load_npz(path).items():
+            if curve == "ids" or curve.startswith("removed_"):
+                continue
+            steps = arr.shape[1]
+            s = torch.from_numpy(arr[:n].astype(np.float32)).reshape(n * steps, *arr.shape[2:])
+            q = quality_metrics(s, originals.repeat_interleave(steps, dim=0), metrics=metrics)
+            frames.append(pd.DataFrame({"explainer": explainer, "curve": curve,
+                                        "image": np.repeat(data["ids"][:n], steps),
+                                        "step": np.tile(np.arange(steps), n), **q}))
+    return pd.concat(frames, ignore_index=True)
+
+
 def build_gallery(images_path, attributions: dict, samples: dict, n_images: int) -> dict:
     """The first n_images of shard 0, flattened into one npz-ready dict.
 

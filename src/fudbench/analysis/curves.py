@@ -6,21 +6,27 @@
   kept fractions rho; higher is better.
 - Insertion (higher better) / Deletion (lower better): normalised AUC over
   the inserted / removed fraction.
+- Sen-N (higher better): the image's Pearson correlation averaged over n.
+- INFID (lower better): the image's infidelity.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-# curve name in the records -> (x column of its AUC, name in the tables)
+# curve name in the records -> (name in the tables, higher is better, per-image score of its rows)
 CURVE_SCORES = {
-    "fud": ("kept", "FUD"),
-    "insertion": ("kept", "Insertion"),
-    "deletion": ("removed", "Deletion"),
+    "fud": ("FUD", True, lambda g: normalised_auc(g["kept"], g["confidence"])),
+    "insertion": ("Insertion", True, lambda g: normalised_auc(g["kept"], g["confidence"])),
+    "deletion": ("Deletion", False, lambda g: normalised_auc(g["removed"], g["confidence"])),
+    "sensitivity_n": ("Sen-N", True, lambda g: float(g["correlation"].mean())),
+    "infidelity": ("INFID", False, lambda g: float(g["infidelity"].mean())),
 }
 # curves whose 9 removal steps are the "intermediate samples" of an evaluator
 # (Kendall tau, Table 4): curve -> evaluator label
 TAU_CURVES = {"deletion_ratios": "INS/DEL", "fud": "FUD"}
+# every evaluator's intermediate samples (OOD and quality, Tables 2 and 3)
+INTERMEDIATE_CURVES = {"deletion_ratios": "INS/DEL", "sensitivity_n": "Sen-N", "infidelity": "INFID", "fud": "FUD"}
 
 
 def normalised_auc(x, y) -> float:
@@ -35,7 +41,7 @@ def normalised_auc(x, y) -> float:
 
 
 def per_image_scores(records: pd.DataFrame) -> pd.DataFrame:
-    """One row per (model, explainer, curve, image): the curve's AUC score and,
+    """One row per (model, explainer, curve, image): the curve's score and,
     for the TAU_CURVES, Kendall's tau of its removal sequence."""
     from fudbench.analysis.kendall import is_constant, removal_tau
 
@@ -44,7 +50,7 @@ def per_image_scores(records: pd.DataFrame) -> pd.DataFrame:
     for (model, explainer, curve, image), g in records.groupby(keys, sort=True):
         row = {"model": model, "explainer": explainer, "curve": curve, "image": image}
         if curve in CURVE_SCORES:
-            row["auc"] = normalised_auc(g[CURVE_SCORES[curve][0]], g["confidence"])
+            row["score"] = CURVE_SCORES[curve][2](g)
         if curve in TAU_CURVES:
             row["tau"] = removal_tau(g["removed"].to_numpy(), g["confidence"].to_numpy())
             row["constant"] = is_constant(g["confidence"].to_numpy())

@@ -74,15 +74,31 @@ class _Block(nn.Module):
         return x + self.mlp(self.norm2(x))
 
 
-class SmallViT(nn.Module):
-    """Patch embedding, class token, learned positions, pre-norm blocks, linear head."""
+def _conv_stem(dim: int, patch_size: int) -> nn.Sequential:
+    """Stride-2 3x3 convolutions down to one token per patch (Xiao et al. 2021,
+    "Early convolutions help transformers see better"): same tokens as a
+    patchify layer, much better optimisation on small data."""
+    layers, cin, size = [], 3, patch_size
+    while size > 1:
+        cout = dim if size == 2 else max(dim // 2, 8)
+        layers += [nn.Conv2d(cin, cout, 3, stride=2, padding=1), nn.BatchNorm2d(cout), nn.GELU()]
+        cin, size = cout, size // 2
+    return nn.Sequential(*layers, nn.Conv2d(cin, dim, 1))
 
-    def __init__(self, n_classes: int, image_size: int, patch_size: int, dim: int, depth: int, heads: int):
+
+class SmallViT(nn.Module):
+    """Patch embedding (patchify or convolutional stem), class token, learned
+    positions, pre-norm transformer blocks, linear head."""
+
+    def __init__(self, n_classes: int, image_size: int, patch_size: int, dim: int, depth: int, heads: int,
+                 stem: str = "patchify"):
         super().__init__()
         if image_size % patch_size:
             raise ValueError(f"patch_size {patch_size} must divide image_size {image_size}")
+        if stem == "conv" and patch_size & (patch_size - 1):
+            raise ValueError(f"a conv stem needs a power-of-two patch_size, got {patch_size}")
         n_patches = (image_size // patch_size) ** 2
-        self.patch = nn.Conv2d(3, dim, patch_size, stride=patch_size)
+        self.patch = _conv_stem(dim, patch_size) if stem == "conv" else nn.Conv2d(3, dim, patch_size, stride=patch_size)
         self.cls = nn.Parameter(torch.zeros(1, 1, dim))
         self.pos = nn.Parameter(torch.randn(1, n_patches + 1, dim) * 0.02)
         self.blocks = nn.Sequential(*[_Block(dim, heads) for _ in range(depth)])
@@ -100,7 +116,8 @@ def build_classifier(cfg: dict, n_classes: int, image_size: int, mean, std) -> C
     if arch == "small_cnn":
         net = SmallCNN(n_classes, width=cfg["width"])
     elif arch == "small_vit":
-        net = SmallViT(n_classes, image_size, cfg["patch_size"], cfg["dim"], cfg["depth"], cfg["heads"])
+        net = SmallViT(n_classes, image_size, cfg["patch_size"], cfg["dim"], cfg["depth"], cfg["heads"],
+                       stem=cfg.get("stem", "patchify"))
     else:
         raise ValueError(f"unknown classifier arch {arch!r}; choose small_cnn or small_vit")
     return Classifier(net, mean, std)

@@ -61,11 +61,14 @@ def confidence_vs_ratio(records: pd.DataFrame, models, explainers):
     return fig
 
 
-def qualitative_grid(gallery: dict, curve_labels: dict[str, str], image: int = 0):
+def qualitative_grid(gallery: dict, curve_labels: dict[str, str], image: int = 0, explainers=None):
     """Rows of (original, attribution, samples from least to most removed) for one
-    image, one row per model x explainer x curve of the gallery (fudbench.pipeline.build_gallery)."""
+    image, one row per model x explainer x curve of the gallery (fudbench.pipeline.build_gallery);
+    `explainers` restricts the rows (default: all)."""
     rows = []
     pairs = [k[: -len("__attributions")] for k in gallery if k.endswith("__attributions")]
+    if explainers is not None:
+        pairs = [p for p in pairs if p.split("__")[1] in explainers]
     for pair in pairs:
         attr = np.abs(gallery[f"{pair}__attributions"][image]).sum(0)
         attr = attr / max(float(attr.max()), 1e-12)

@@ -59,11 +59,12 @@ def table4_kendall(per_image: pd.DataFrame, models, explainers, n_boot: int, ci:
 
 
 def table7_scores(per_image: pd.DataFrame, models, explainers, n_boot: int, ci: float, seed: int):
-    """FUD (higher better), Insertion (higher better), Deletion (lower better) per model x explainer."""
+    """Every evaluator's score per model x explainer (CURVE_SCORES: FUD, Insertion,
+    Sen-N higher better; Deletion, INFID lower better)."""
     d = per_image[per_image["curve"].isin(CURVE_SCORES)].copy()
-    d["metric"] = d["curve"].map({k: v[1] for k, v in CURVE_SCORES.items()})
-    summary = _summarise(d, "auc", ["model", "explainer", "metric"], n_boot, ci, seed)
-    metrics = [m for m in ("FUD", "Insertion", "Deletion") if m in set(summary["metric"])]
+    d["metric"] = d["curve"].map({k: v[0] for k, v in CURVE_SCORES.items()})
+    summary = _summarise(d, "score", ["model", "explainer", "metric"], n_boot, ci, seed)
+    metrics = [v[0] for v in CURVE_SCORES.values() if v[0] in set(summary["metric"])]
     summary = _order(summary, models, explainers)
     summary["metric"] = pd.Categorical(summary["metric"], metrics, ordered=True)
     summary = summary.sort_values(["model", "explainer", "metric"]).reset_index(drop=True)
@@ -77,11 +78,9 @@ def table7_scores(per_image: pd.DataFrame, models, explainers, n_boot: int, ci: 
                 cells.append(fmt_ci(*r[["mean", "ci_low", "ci_high"]].iloc[0]) if len(r) else "--")
             rows.append([escape(model), escape(ex.upper()), *cells])
         breaks.append(len(rows) - 1)
-    arrows = {"FUD": r"FUD $\uparrow$", "Insertion": r"Insertion $\uparrow$", "Deletion": r"Deletion $\downarrow$"}
     tex = booktabs(["Model", "Method", *metrics], rows,
                    caption="Attribution scores: normalised area under the confidence curve (mean over "
                            "images, $\\pm$ half-width of the bootstrap 95\\% CI) (Table 7 of FUD).",
-                   label="tab:scores", align="ll" + "r" * len(metrics), midrules_after=breaks)
-    for m, a in arrows.items():
-        tex = tex.replace(f"& {m} ", f"& {a} ").replace(f"& {m} \\\\", f"& {a} \\\\")
+                   label="tab:scores", align="ll" + "r" * len(metrics), midrules_after=breaks,
+                   header_suffix={v[0]: r" $\uparrow$" if v[1] else r" $\downarrow$" for v in CURVE_SCORES.values()})
     return summary, tex

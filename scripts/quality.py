@@ -1,0 +1,14 @@
+"""Image quality of one model x evaluator x shard's intermediate samples (all explainers)."""
+import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
+from fudbench.io import write_parquet
+from fudbench.jobs import setup_job
+from fudbench.pipeline import sample_quality
+
+log = setup_job(snakemake)
+p, w = snakemake.params, snakemake.wildcards
+q = sample_quality(snakemake.input.images, dict(zip(p.explainers, snakemake.input.samples)), int(w.shard),
+                   p.shard_size, p.quality["metrics"], p.quality["images_per_shard"])
+q.insert(0, "model", w.model)
+q.insert(1, "evaluator", w.evaluator)
+write_parquet(snakemake.output[0], q)
+log.info("%d samples measured", len(q))
