@@ -117,8 +117,7 @@ rule table2_ood:
 rule table3_quality:
     input:
         expand(
-            f"{RESULTS}/quality/{{model}}/{{evaluator}}/shard{{shard}}.parquet",
-            model=MODELS,
+            f"{RESULTS}/quality/{{evaluator}}/shard{{shard}}.parquet",
             evaluator=EVALUATORS,
             shard=SHARDS,
         ),

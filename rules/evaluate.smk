@@ -60,24 +60,28 @@ rule gallery:
         "../scripts/gallery.py"
 
 
+# One job per evaluator x shard over all models and explainers: piq's import
+# alone costs ~8 s, so finer jobs would mostly pay start-up.
 rule quality:
     input:
         images=rules.make_dataset.output.eval,
         samples=expand(
-            f"{RESULTS}/samples/{{{{model}}}}/{{explainer}}/{{{{evaluator}}}}/shard{{{{shard}}}}.npz",
+            f"{RESULTS}/samples/{{model}}/{{explainer}}/{{{{evaluator}}}}/shard{{{{shard}}}}.npz",
+            model=MODELS,
             explainer=EXPLAINERS,
         ),
     output:
-        f"{RESULTS}/quality/{{model}}/{{evaluator}}/shard{{shard}}.parquet",
+        f"{RESULTS}/quality/{{evaluator}}/shard{{shard}}.parquet",
     params:
         quality=config["evaluation"]["quality"],
+        models=MODELS,
         explainers=EXPLAINERS,
         shard_size=config["data"]["shard_size"],
     threads: 1
     log:
-        f"{RESULTS}/logs/quality/{{model}}/{{evaluator}}/shard{{shard}}.log",
+        f"{RESULTS}/logs/quality/{{evaluator}}/shard{{shard}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/quality/{{model}}/{{evaluator}}/shard{{shard}}.tsv"
+        f"{RESULTS}/benchmarks/quality/{{evaluator}}/shard{{shard}}.tsv"
     conda:
         ENV_TORCH
     script:

@@ -1,5 +1,6 @@
 import numpy as np
 import pandas as pd
+import pytest
 
 from fudbench.analysis.bootstrap import bootstrap_ci
 from fudbench.analysis.curves import normalised_auc, per_image_scores
@@ -39,8 +40,8 @@ def test_per_image_scores_and_tables_are_finite():
     assert set(t7.metric) == {"FUD", "Insertion", "Deletion", "Sen-N", "INFID"}
     d = t7[(t7.model == "cnn") & (t7.explainer == "sm")].set_index("metric")["mean"]
     assert d["Insertion"] == np.float64(0.5) and d["Deletion"] == np.float64(0.5)
-    assert d["Sen-N"] == np.float64(0.2) and d["INFID"] == np.float64(0.3)
-    assert t7[(t7.explainer == "ig") & (t7.metric == "Sen-N")]["mean"].iloc[0] == np.float64(0.3)
+    assert d["Sen-N"] == pytest.approx(0.2) and d["INFID"] == pytest.approx(0.3)
+    assert t7[(t7.explainer == "ig") & (t7.metric == "Sen-N")]["mean"].iloc[0] == pytest.approx(0.3)
     assert "Deletion $\\downarrow$" in tex7 and "Sen-N $\\uparrow$" in tex7 and "INFID $\\downarrow$" in tex7
 
 
