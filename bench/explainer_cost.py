@@ -1,10 +1,13 @@
 """Cost of each explainer: forward / backward passes and seconds per image.
 
     ./fud python bench/explainer_cost.py [--device cpu|cuda] [--images 8] [--size 32]
-        [--models results/synthetic/models/cnn.pt ...] [--methods sm ig ...]
+        [--models results/synthetic/models/cnn.pt ...] [--data results/synthetic/data/eval.npz]
+        [--methods sm ig ...]
 
 Without --models it builds the default config's two classifiers with random
-weights (cost does not depend on the weights). Passes are counted per image:
+weights, and without --data random images; methods that stop early (BIG,
+MFABA, AGI) cost less on inputs that flip easily, so give both for real
+numbers. Passes are counted per image:
 a forward of a batch of B images counts B, and so does a backward through it.
 Prints one table row per model x method.
 """
@@ -51,6 +54,7 @@ def main():
     ap.add_argument("--images", type=int, default=8)
     ap.add_argument("--size", type=int, default=None, help="image side (default: the config's)")
     ap.add_argument("--models", nargs="*", default=None, help="classifier checkpoints (default: random weights)")
+    ap.add_argument("--data", default=None, help="eval.npz of a run: use its images instead of random ones")
     ap.add_argument("--methods", nargs="*", default=None, help="config explainer names (default: all in config)")
     args = ap.parse_args()
     cfg = load_yaml(args.config)
@@ -64,8 +68,15 @@ def main():
         models = {name: build_classifier(c, n_classes, size, [0.5] * 3, [0.25] * 3).eval().requires_grad_(False).to(device)
                   for name, c in cfg["models"]["classifiers"].items()}
     explainers = {k: v for k, v in cfg["explainers"].items() if args.methods is None or k in args.methods}
-    x = torch.rand(args.images, 3, size, size, generator=torch.Generator().manual_seed(0)).to(device)
-    masks = (torch.rand(args.images, size, size) > 0.5).to(torch.uint8)
+    if args.data:
+        from fudbench.io import load_npz
+
+        data = load_npz(args.data)
+        x = torch.from_numpy(data["images"][:args.images]).float().div(255).to(device)
+        masks = torch.from_numpy(data["masks"][:args.images])
+    else:
+        x = torch.rand(args.images, 3, size, size, generator=torch.Generator().manual_seed(0)).to(device)
+        masks = (torch.rand(args.images, size, size) > 0.5).to(torch.uint8)
     print(f"device={device} ({torch.cuda.get_device_name(device) if device.type == 'cuda' else 'CPU'}), "
           f"threads={torch.get_num_threads()}, images={args.images}, size={size}")
     print(f"{'model':8s} {'method':12s} {'fwd/img':>9s} {'bwd/img':>9s} {'s/img':>10s}")
