@@ -109,7 +109,7 @@ rule table2_ood:
     log:
         f"{RESULTS}/logs/table2_ood.log",
     conda:
-        ENV_ANALYSIS
+        ENV_TORCH
     script:
         "../scripts/table2_ood.py"
 
@@ -132,6 +132,6 @@ rule table3_quality:
     log:
         f"{RESULTS}/logs/table3_quality.log",
     conda:
-        ENV_REPORT
+        ENV_TORCH
     script:
         "../scripts/table3_quality.py"

@@ -55,7 +55,7 @@ rule gallery:
     log:
         f"{RESULTS}/logs/gallery.log",
     conda:
-        ENV_ANALYSIS
+        ENV_TORCH
     script:
         "../scripts/gallery.py"
 

@@ -19,16 +19,6 @@ SMALL = {
 }
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    # these loops make many tiny forward/backward passes: on a busy machine two
-    # OpenMP threads mostly wait on each other, one thread is several times faster
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def _mlp():
     torch.manual_seed(0)
     return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(192, 32), torch.nn.Tanh(),

@@ -21,15 +21,6 @@ SMALL = {
 }
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """These tiny models run ~100x faster on one thread when the cores are busy."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 @pytest.fixture(scope="module")
 def batch(tiny_cnn):
     torch.manual_seed(1)

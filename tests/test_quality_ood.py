@@ -11,7 +11,6 @@ from fudbench.analysis.quality import (HIGHER_IS_BETTER, PERFECT, QUALITY_METRIC
 from fudbench.report.ood_quality import (fig2_radar, radar_normalise, table2_ood, table3_quality,
                                          weighted_ood_metrics)
 
-torch.set_num_threads(1)
 
 
 def _images(n, size, seed=0):

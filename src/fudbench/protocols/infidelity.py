@@ -51,7 +51,7 @@ import pandas as pd
 import torch
 
 from fudbench.imputers.simple import gaussian_blur
-from fudbench.protocols.topk import CurveResult
+from fudbench.protocols.topk import CurveResult, sample_response
 from fudbench.seeding import derive_seed
 
 log = logging.getLogger(__name__)
@@ -163,10 +163,7 @@ class Infidelity:
             first = xb - pert[:, 0]
             with torch.no_grad():
                 logits = forward(first)
-            conf[sl] = torch.softmax(logits, 1).gather(1, y[sl].view(-1, 1)).squeeze(1).cpu().numpy()
-            energy[sl] = (-torch.logsumexp(logits, 1)).cpu().numpy()
-            pred[sl] = logits.argmax(1).cpu().numpy()
-            l2[sl] = (first - xb).flatten(1).norm(dim=1).cpu().numpy()
+            conf[sl], pred[sl], energy[sl], l2[sl] = sample_response(logits, y[sl], first, xb)
             if samples is not None:
                 samples[sl, 0] = first.cpu().numpy()
         removed = self.removed_fraction(c)

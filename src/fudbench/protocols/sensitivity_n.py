@@ -44,7 +44,7 @@ from tqdm import tqdm
 
 from fudbench.imputers.base import ImputeContext, Imputer
 from fudbench.masks import n_pixels, reduce_attribution
-from fudbench.protocols.topk import CurveResult
+from fudbench.protocols.topk import CurveResult, sample_response
 from fudbench.seeding import derive_seed
 
 log = logging.getLogger(__name__)
@@ -140,11 +140,7 @@ class SensitivityN:
             first = [r for r, (_, _, s, _) in enumerate(pending) if s == 0]
             if first:
                 fr = torch.tensor(first, device=x.device)
-                lf, yf = logits[fr], y[ii][fr]
-                cf = torch.softmax(lf, 1).gather(1, yf.view(-1, 1)).squeeze(1).cpu().numpy()
-                ef = (-torch.logsumexp(lf, 1)).cpu().numpy()
-                pf = lf.argmax(1).cpu().numpy()
-                df = (filled[fr] - xb[fr]).float().flatten(1).norm(dim=1).cpu().numpy()
+                cf, pf, ef, df = sample_response(logits[fr], y[ii][fr], filled[fr], xb[fr])
             for r, (i, j, s, _) in enumerate(pending):
                 drop[i, j, s] = clean[i] - f_y[r]
                 seconds[i, j] += dt / S

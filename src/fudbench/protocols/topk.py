@@ -30,6 +30,17 @@ from fudbench.seeding import derive_seed
 log = logging.getLogger(__name__)
 
 
+def sample_response(logits: torch.Tensor, target: torch.Tensor, filled: torch.Tensor, original: torch.Tensor):
+    """What every protocol records of an intermediate sample: softmax p(target),
+    the predicted class, the energy -logsumexp(logits) and the L2 distance to
+    the original in [0, 1] space. Returns numpy arrays (confidence, prediction, energy, l2)."""
+    logits = logits.float()
+    return (torch.softmax(logits, 1).gather(1, target.view(-1, 1)).squeeze(1).cpu().numpy(),
+            logits.argmax(1).cpu().numpy(),
+            (-torch.logsumexp(logits, 1)).cpu().numpy(),
+            (filled - original).float().flatten(1).norm(dim=1).cpu().numpy())
+
+
 @dataclass
 class CurveResult:
     records: pd.DataFrame            # one row per (image, step)
@@ -67,12 +78,9 @@ class TopKCurve:
                 torch.cuda.synchronize()
             dt = (time.perf_counter() - t0) / len(batch)
             with torch.no_grad():
-                logits = model(filled).float()
+                logits = model(filled)
             sl = slice(start, start + len(batch))
-            conf[sl] = torch.softmax(logits, 1).gather(1, y[ii].view(-1, 1)).squeeze(1).cpu().numpy()
-            energy[sl] = (-torch.logsumexp(logits, 1)).cpu().numpy()
-            pred[sl] = logits.argmax(1).cpu().numpy()
-            l2[sl] = (filled - xb).flatten(1).norm(dim=1).cpu().numpy()
+            conf[sl], pred[sl], energy[sl], l2[sl] = sample_response(logits, y[ii], filled, xb)
             seconds[sl] = dt
             if samples is not None:
                 for k, (i, j) in enumerate(batch):
