@@ -36,8 +36,6 @@ def _describe(error) -> str:
         extra = sorted(set(error.instance) - set(known))
         hint = f"; allowed keys: {', '.join(known)}" if known else ""
         return f"config key '{key}': unknown key(s) {', '.join(map(repr, extra))}{hint}"
-    if v == "required":
-        return f"config key '{key}': {error.message}"
     return f"config key '{key}': {error.message}"
 
 
