@@ -11,7 +11,10 @@
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 py="${FUD_PYTHON:-python3}"
-cache="${FUD_CACHE:-$HOME/.cache/fud-repro}"
+# HOME may be unset in stripped CI environments: fall back to the passwd entry.
+home="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
+export UV_CACHE_DIR="${UV_CACHE_DIR:-$home/.cache/uv}"
+cache="${FUD_CACHE:-$home/.cache/fud-repro}"
 pyver="$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
 key="$( (cat "$repo/requirements.lock"; echo "$pyver") | sha256sum | cut -c1-16)"
 venv="$cache/venv-py$pyver-$key"
