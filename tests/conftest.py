@@ -46,6 +46,15 @@ def brightness_classifier():
     return BrightnessClassifier().eval()
 
 
+@pytest.fixture(scope="module")
+def cnn_batch(tiny_cnn):
+    """(tiny_cnn, 3 random 8x8 images, the classes it predicts for them)."""
+    torch.manual_seed(1)
+    x = torch.rand(3, 3, 8, 8)
+    with torch.no_grad():
+        return tiny_cnn, x, tiny_cnn(x).argmax(1)
+
+
 @pytest.fixture(scope="session")
 def tiny_cnn():
     from fudbench.models.classifiers import build_classifier

@@ -34,14 +34,6 @@ def mlp_batch():
         return model, x, model(x).argmax(1)
 
 
-@pytest.fixture(scope="module")
-def cnn_batch(tiny_cnn):
-    torch.manual_seed(1)
-    x = torch.rand(3, 3, 8, 8)
-    with torch.no_grad():
-        return tiny_cnn, x, tiny_cnn(x).argmax(1)
-
-
 def _score(model, x, target, softmax):
     with torch.no_grad():
         out = model(x)

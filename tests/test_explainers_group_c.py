@@ -21,17 +21,9 @@ SMALL = {
 }
 
 
-@pytest.fixture(scope="module")
-def batch(tiny_cnn):
-    torch.manual_seed(1)
-    x = torch.rand(3, 3, 8, 8)
-    with torch.no_grad():
-        return tiny_cnn, x, tiny_cnn(x).argmax(1)
-
-
 @pytest.mark.parametrize("name", sorted(SMALL))
-def test_shape_finite_batched_deterministic_and_seeded(name, batch):
-    model, x, target = batch
+def test_shape_finite_batched_deterministic_and_seeded(name, cnn_batch):
+    model, x, target = cnn_batch
     method = SMALL[name]()
     assert method.name == name
     seeds = [1, 2, 3]
@@ -66,9 +58,9 @@ def test_la_class_sampling():
                                sample_classes(target, 10, 4, [5, 6, 7, 8])[0][2:3])
 
 
-def test_la_untargeted_step_is_prob_gradient_times_local_radius(batch):
+def test_la_untargeted_step_is_prob_gradient_times_local_radius(cnn_batch):
     """One untargeted step: -g * (clamp(x - x/r * sign g) - x) = |g| * x / r (no clamping for x <= r/(r+1))."""
-    model, x, target = batch
+    model, x, target = cnn_batch
     x = x * 0.9
     xg = x.clone().requires_grad_(True)
     F.softmax(model(xg), 1).gather(1, target.view(-1, 1)).sum().backward()
@@ -76,8 +68,8 @@ def test_la_untargeted_step_is_prob_gradient_times_local_radius(batch):
     torch.testing.assert_close(a, xg.grad.abs() * x / 20, atol=1e-7, rtol=1e-5)
 
 
-def test_la_using_every_other_class_is_seed_independent(batch):
-    model, x, target = batch
+def test_la_using_every_other_class_is_seed_independent(cnn_batch):
+    model, x, target = cnn_batch
     method = LocalAttribution(max_iter=2, sampling_times=4)  # 3 targeted classes = all other classes
     torch.testing.assert_close(method.explain(model, x, target, seeds=[1, 2, 3]),
                                method.explain(model, x, target, seeds=[4, 5, 6]))
@@ -86,8 +78,8 @@ def test_la_using_every_other_class_is_seed_independent(batch):
 
 # --- ISA ------------------------------------------------------------------
 
-def test_isa_clips_step_size_features_per_round(batch):
-    model, x, target = batch
+def test_isa_clips_step_size_features_per_round(cnn_batch):
+    model, x, target = cnn_batch
     x = x.clone()
     x.view(3, -1)[:, :10] = 0  # black features score 0: clipped first, importance exactly 0
     method = SMALL["isa"]()
@@ -104,8 +96,8 @@ def test_isa_clips_step_size_features_per_round(batch):
     torch.testing.assert_close(method.explain(model, x, target, seeds=[1, 2, 3]), importance.view_as(x))
 
 
-def test_isa_step_size_larger_than_image_is_one_round(batch):
-    model, x, target = batch
+def test_isa_step_size_larger_than_image_is_one_round(cnn_batch):
+    model, x, target = cnn_batch
     importance, rounds = ISA(add_steps=1, remove_steps=1).search(model, x, target, seeds=[1, 2, 3])
     assert (rounds == 0).all() and importance.min() >= 0 and importance.max() <= 1.3 + 1e-6
 
@@ -139,8 +131,8 @@ def test_input_diversity_keeps_size():
     torch.testing.assert_close(out[5:, 7:], torch.ones(3, 5))
 
 
-def test_attexplore_runs_on_a_fixed_size_model(batch):
-    model, x, target = batch
+def test_attexplore_runs_on_a_fixed_size_model(cnn_batch):
+    model, x, target = cnn_batch
 
     def fixed(z):
         assert z.shape[-2:] == (8, 8), z.shape
@@ -151,9 +143,9 @@ def test_attexplore_runs_on_a_fixed_size_model(batch):
 
 
 @pytest.mark.parametrize("direction", ["ascent", "descent"])
-def test_attexplore_single_step_is_normalised_gradient(batch, direction):
+def test_attexplore_single_step_is_normalised_gradient(cnn_batch, direction):
     """No noise, mask, DI, TI or momentum: one sign step of eps gives eps * |g| / mean|g| (high = supports y)."""
-    model, x, target = batch
+    model, x, target = cnn_batch
     x = 0.1 + 0.8 * x
     xg = x.clone().requires_grad_(True)
     F.cross_entropy(model(xg), target, reduction="sum").backward()
@@ -165,8 +157,8 @@ def test_attexplore_single_step_is_normalised_gradient(batch, direction):
 
 
 @pytest.mark.parametrize("direction", ["ascent", "descent"])
-def test_attexplore_map_is_nonnegative(batch, direction):
-    model, x, target = batch
+def test_attexplore_map_is_nonnegative(cnn_batch, direction):
+    model, x, target = cnn_batch
     a = SMALL["attexplore"](direction=direction).explain(model, x, target, seeds=[1, 2, 3])
     assert (a >= 0).all() and a.sum() > 0
 

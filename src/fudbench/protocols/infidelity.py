@@ -47,11 +47,10 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-import pandas as pd
 import torch
 
 from fudbench.imputers.simple import gaussian_blur
-from fudbench.protocols.topk import CurveResult, sample_response
+from fudbench.protocols.topk import CurveResult, records_frame, sample_response
 from fudbench.seeding import derive_seed
 
 log = logging.getLogger(__name__)
@@ -167,18 +166,8 @@ class Infidelity:
             if samples is not None:
                 samples[sl, 0] = first.cpu().numpy()
         removed = self.removed_fraction(c)
-        records = pd.DataFrame({
-            "curve": self.curve,
-            "image": np.array([int(i) for i in image_ids]),
-            "step": 0,
-            "kept": 1 - removed,
-            "removed": removed,
-            "target": np.array([int(t) for t in y.cpu()]),
-            "infidelity": score,
-            "confidence": conf,
-            "prediction": pred,
-            "energy": energy,
-            "l2": l2,
-            "seconds": seconds,
-        })
+        records = records_frame(
+            self.curve, image=np.array([int(i) for i in image_ids]), step=0, kept=1 - removed, removed=removed,
+            target=np.array([int(t) for t in y.cpu()]), infidelity=score, confidence=conf, prediction=pred,
+            energy=energy, l2=l2, seconds=seconds)
         return CurveResult(records, samples)

@@ -38,13 +38,12 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-import pandas as pd
 import torch
 from tqdm import tqdm
 
 from fudbench.imputers.base import ImputeContext, Imputer
 from fudbench.masks import n_pixels, reduce_attribution
-from fudbench.protocols.topk import CurveResult, sample_response
+from fudbench.protocols.topk import CurveResult, records_frame, sample_response
 from fudbench.seeding import derive_seed
 
 log = logging.getLogger(__name__)
@@ -166,19 +165,10 @@ class SensitivityN:
             for j in range(steps):
                 corr[i, j], degenerate[i, j] = pearson(attr_sum[i, j], drop[i, j])
         removed = np.array(ks) / total
-        records = pd.DataFrame({
-            "curve": self.curve,
-            "image": np.repeat([int(i) for i in image_ids], steps),
-            "step": np.tile(np.arange(steps), n),
-            "kept": np.tile(1 - removed, n),
-            "removed": np.tile(removed, n),
-            "target": np.repeat([int(t) for t in y.cpu()], steps),
-            "correlation": corr.ravel(),
-            "degenerate": degenerate.ravel(),
-            "confidence": conf.ravel(),
-            "prediction": pred.ravel(),
-            "energy": energy.ravel(),
-            "l2": l2.ravel(),
-            "seconds": seconds.ravel(),
-        })
+        records = records_frame(
+            self.curve, image=np.repeat([int(i) for i in image_ids], steps), step=np.tile(np.arange(steps), n),
+            kept=np.tile(1 - removed, n), removed=np.tile(removed, n),
+            target=np.repeat([int(t) for t in y.cpu()], steps), correlation=corr.ravel(),
+            degenerate=degenerate.ravel(), confidence=conf.ravel(), prediction=pred.ravel(),
+            energy=energy.ravel(), l2=l2.ravel(), seconds=seconds.ravel())
         return CurveResult(records, samples)

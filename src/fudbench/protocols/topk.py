@@ -41,6 +41,15 @@ def sample_response(logits: torch.Tensor, target: torch.Tensor, filled: torch.Te
             (filled - original).float().flatten(1).norm(dim=1).cpu().numpy())
 
 
+def records_frame(curve: str, image, step, kept, removed, target, confidence, prediction, energy, l2, seconds,
+                  **extra) -> pd.DataFrame:
+    """Every protocol's records share these columns, in this order; protocol-
+    specific values (e.g. correlation, infidelity) follow the target column."""
+    return pd.DataFrame({"curve": curve, "image": image, "step": step, "kept": kept, "removed": removed,
+                         "target": target, **extra, "confidence": confidence, "prediction": prediction,
+                         "energy": energy, "l2": l2, "seconds": seconds})
+
+
 @dataclass
 class CurveResult:
     records: pd.DataFrame            # one row per (image, step)
@@ -88,17 +97,9 @@ class TopKCurve:
         total = h * w
         frac = np.array([self.fractions[j] for _, j in pairs])
         kept = np.array([n_pixels(f, total) for f in frac]) / total
-        records = pd.DataFrame({
-            "curve": self.curve,
-            "image": np.array([int(image_ids[i]) for i, _ in pairs]),
-            "step": np.array([j for _, j in pairs]),
-            "kept": kept if self.mode == "keep" else 1 - kept,
-            "removed": 1 - kept if self.mode == "keep" else kept,
-            "target": np.array([int(y[i]) for i, _ in pairs]),
-            "confidence": conf,
-            "prediction": pred,
-            "energy": energy,
-            "l2": l2,
-            "seconds": seconds,
-        })
+        records = records_frame(
+            self.curve, image=np.array([int(image_ids[i]) for i, _ in pairs]), step=np.array([j for _, j in pairs]),
+            kept=kept if self.mode == "keep" else 1 - kept, removed=1 - kept if self.mode == "keep" else kept,
+            target=np.array([int(y[i]) for i, _ in pairs]), confidence=conf, prediction=pred, energy=energy,
+            l2=l2, seconds=seconds)
         return CurveResult(records, samples)
