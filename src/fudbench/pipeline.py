@@ -73,9 +73,9 @@ def evaluate_shard(model_path, images_path, attributions_path, shard: int, shard
 def sample_quality(images_path, samples: dict, shard: int, shard_size: int, metrics, images_per_shard=None):
     """Image quality (piq) of the kept intermediate samples vs their originals.
 
-    samples: {explainer: path of an evaluate job's samples npz}. Only the first
-    `images_per_shard` images of the shard are measured (a CPU-budget knob;
-    None = all). Returns one row per (explainer, curve, image, step).
+    samples: {(model, explainer): path of an evaluate job's samples npz}. Only
+    the first `images_per_shard` images of the shard are measured (a CPU-budget
+    knob; None = all). Returns one row per (model, explainer, curve, image, step).
     """
     import pandas as pd
 
@@ -85,14 +85,14 @@ def sample_quality(images_path, samples: dict, shard: int, shard_size: int, metr
     n = len(data["ids"]) if images_per_shard is None else min(images_per_shard, len(data["ids"]))
     originals = torch.from_numpy(data["images"][:n])
     frames = []
-    for explainer, path in samples.items():
+    for (model, explainer), path in samples.items():
         for curve, arr in load_npz(path).items():
             if curve == "ids" or curve.startswith("removed_"):
                 continue
             steps = arr.shape[1]
             s = torch.from_numpy(arr[:n].astype(np.float32)).reshape(n * steps, *arr.shape[2:])
             q = quality_metrics(s, originals.repeat_interleave(steps, dim=0), metrics=metrics)
-            frames.append(pd.DataFrame({"explainer": explainer, "curve": curve,
+            frames.append(pd.DataFrame({"model": model, "explainer": explainer, "curve": curve,
                                         "image": np.repeat(data["ids"][:n], steps),
                                         "step": np.tile(np.arange(steps), n), **q}))
     return pd.concat(frames, ignore_index=True)

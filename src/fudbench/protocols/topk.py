@@ -23,6 +23,7 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
+from fudbench.analysis.energy import energy
 from fudbench.imputers.base import ImputeContext, Imputer
 from fudbench.masks import keep_mask, n_pixels, pixel_order, ranks_from_order, reduce_attribution
 from fudbench.seeding import derive_seed
@@ -37,7 +38,7 @@ def sample_response(logits: torch.Tensor, target: torch.Tensor, filled: torch.Te
     logits = logits.float()
     return (torch.softmax(logits, 1).gather(1, target.view(-1, 1)).squeeze(1).cpu().numpy(),
             logits.argmax(1).cpu().numpy(),
-            (-torch.logsumexp(logits, 1)).cpu().numpy(),
+            energy(logits).cpu().numpy(),
             (filled - original).float().flatten(1).norm(dim=1).cpu().numpy())
 
 
