@@ -61,3 +61,17 @@ def tiny_cnn():
 
     torch.manual_seed(0)
     return build_classifier({"arch": "small_cnn", "width": 4}, 4, 8, [0.5] * 3, [0.25] * 3).eval()
+
+
+@pytest.fixture(scope="session")
+def smoke_run(repo, tmp_path_factory):
+    """The smoke config run once to completion in a temporary directory, shared
+    by every workflow-level test (which must not modify it: copy it first).
+    Returns (results directory, CompletedProcess)."""
+    from workflow_support import snakemake
+
+    work = tmp_path_factory.mktemp("smoke")
+    res = snakemake(repo, "--configfile", str(repo / "config/smoke.yaml"), "--directory", str(work),
+                    "--cores", "2")
+    assert res.returncode == 0, (res.stdout + res.stderr)[-6000:]
+    return work / "results" / "smoke", res

@@ -1,29 +1,18 @@
 """Workflow tests: lint, the default DAG (per-shard jobs), and the smoke
 config end to end in a temporary directory. Snakemake is slow to start here,
-so the suite invokes it three times in all."""
+so the suite shares one smoke run (conftest.smoke_run)."""
 from __future__ import annotations
 
 import math
-import re
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
 
+from workflow_support import job_counts, snakemake
+
 pytestmark = pytest.mark.workflow
-
-
-def snakemake(repo, *args, cwd=None, timeout=900):
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), *args]
-    return subprocess.run(cmd, cwd=cwd or repo, capture_output=True, text=True, timeout=timeout)
-
-
-def job_counts(output: str) -> dict[str, int]:
-    stats = output[output.index("Job stats:"):]
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M)}
 
 
 def test_lint_is_clean(repo):
@@ -42,15 +31,6 @@ def test_default_dag_has_per_shard_jobs(repo, tmp_path):
     assert shards < cfg["data"]["n_eval"]  # shards, not images
     assert counts["explain"] == n_models * n_explainers * shards
     assert counts["evaluate"] == n_models * n_explainers * len(cfg["evaluators"]) * shards
-
-
-@pytest.fixture(scope="module")
-def smoke_run(repo, tmp_path_factory):
-    work = tmp_path_factory.mktemp("smoke")
-    res = snakemake(repo, "--configfile", str(repo / "config/smoke.yaml"), "--directory", str(work),
-                    "--cores", "2")
-    assert res.returncode == 0, (res.stdout + res.stderr)[-6000:]
-    return work / "results" / "smoke", res
 
 
 @pytest.mark.parametrize("table", ["table4_kendall", "table7_scores", "table2_ood", "table3_quality"])

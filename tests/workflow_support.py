@@ -1,0 +1,16 @@
+"""Running Snakemake from tests (each invocation costs seconds of start-up)."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+
+def snakemake(repo, *args, cwd=None, timeout=900):
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), *args]
+    return subprocess.run(cmd, cwd=cwd or repo, capture_output=True, text=True, timeout=timeout)
+
+
+def job_counts(output: str) -> dict[str, int]:
+    stats = output[output.index("Job stats:"):]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M)}
