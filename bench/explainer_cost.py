@@ -23,7 +23,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from fudbench.config import load_yaml  # noqa: E402
-from fudbench.explainers import EXPLAINERS, build_explainer  # noqa: E402
+from fudbench.explainers import build_explainer  # noqa: E402
 from fudbench.models.classifiers import build_classifier, load_classifier  # noqa: E402
 
 
@@ -83,20 +83,28 @@ def main():
     for mname, model in models.items():
         target = model(x).argmax(1)
         for ename, settings in explainers.items():
-            method = build_explainer(ename, settings)
-            method.prepare(x)
-            kwargs = {"masks": masks} if getattr(method, "uses_masks", False) else {}
-            method.explain(model, x[:1], target[:1], seeds=[0], **{k: v[:1] for k, v in kwargs.items()})  # warm-up
-            counter = PassCounter(model)
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            method.explain(counter, x, target, seeds=list(range(args.images)), **kwargs)
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            dt = (time.perf_counter() - t0) / args.images
-            print(f"{mname:8s} {ename:12s} {counter.forward_images / args.images:9.1f} "
-                  f"{counter.backward_images / args.images:9.1f} {dt:10.4f}", flush=True)
+            cost = measure_explainer(model, ename, settings, x, target, masks, device)
+            print(f"{mname:8s} {ename:12s} {cost['forward']:9.1f} {cost['backward']:9.1f} "
+                  f"{cost['seconds']:10.4f}", flush=True)
+
+
+def measure_explainer(model, name: str, settings: dict, x, target, masks, device) -> dict:
+    """Forward and backward passes per image and seconds per image of one
+    explainer on a batch (after a one-image warm-up call)."""
+    method = build_explainer(name, settings)
+    method.prepare(x)
+    kwargs = {"masks": masks} if getattr(method, "uses_masks", False) else {}
+    method.explain(model, x[:1], target[:1], seeds=[0], **{k: v[:1] for k, v in kwargs.items()})  # warm-up
+    counter = PassCounter(model)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    method.explain(counter, x, target, seeds=list(range(len(x))), **kwargs)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    n = len(x)
+    return {"forward": counter.forward_images / n, "backward": counter.backward_images / n,
+            "seconds": (time.perf_counter() - t0) / n}
 
 
 if __name__ == "__main__":

@@ -28,14 +28,14 @@ rule table:
         per_image=rules.aggregate_records.output.per_image,
     output:
         tex=f"{RESULTS}/tables/{{table}}.tex",
-        csv=f"{RESULTS}/tables/{{table}}.csv",
+        csv=reported_table(f"{RESULTS}/tables/{{table}}.csv", "table"),
     params:
-        analysis=config["analysis"],
+        analysis={k: config["analysis"][k] for k in ("bootstrap", "ci")},
         seed=config["seed"],
         models=MODELS,
         explainers=EXPLAINERS,
     wildcard_constraints:
-        table="table4_kendall|table7_scores",
+        table="table4_kendall|table7_scores|srg_scores|road_scores|ffidelity_scores|appendix_scores",
     log:
         f"{RESULTS}/logs/table/{{table}}.log",
     conda:
@@ -48,7 +48,7 @@ rule plot_confidence:
     input:
         records=rules.aggregate_records.output.records,
     output:
-        figure_paths("confidence_vs_ratio"),
+        reported_figure("confidence_vs_ratio"),
     params:
         plots=config["plots"],
         models=MODELS,
@@ -65,9 +65,11 @@ rule plot_qualitative:
     input:
         rules.gallery.output[0],
     output:
-        figure_paths("qualitative_samples"),
+        fig4=reported_figure("fig4_qualitative"),
+        grid=reported_figure("qualitative_samples"),
     params:
         plots=config["plots"],
+        models=MODELS,
     log:
         f"{RESULTS}/logs/plot_qualitative.log",
     conda:
@@ -95,43 +97,69 @@ rule clean_energy:
         "../scripts/clean_energy.py"
 
 
-rule table2_ood:
+# Tables 2 and 8 (main evaluators; 8 adds AUPR-In) and 11 (appendix protocols).
+rule table_ood:
     input:
         records=rules.aggregate_records.output.records,
         clean_energy=rules.clean_energy.output[0],
     output:
-        tex=f"{RESULTS}/tables/table2_ood.tex",
-        csv=f"{RESULTS}/tables/table2_ood.csv",
+        tex=f"{RESULTS}/tables/{{table}}.tex",
+        csv=reported_table(f"{RESULTS}/tables/{{table}}.csv", "table_ood"),
     params:
-        analysis=config["analysis"],
+        analysis={k: config["analysis"][k] for k in ("bootstrap", "ci", "ood_pooling")},
         seed=config["seed"],
         models=MODELS,
+    wildcard_constraints:
+        table="table2_ood|table8_ood|table11_ood",
     log:
-        f"{RESULTS}/logs/table2_ood.log",
+        f"{RESULTS}/logs/table_ood/{{table}}.log",
     conda:
         ENV_TORCH
     script:
-        "../scripts/table2_ood.py"
+        "../scripts/table_ood.py"
+
+
+ALL_QUALITY = expand(
+    f"{RESULTS}/quality/{{evaluator}}/shard{{shard}}.parquet",
+    evaluator=EVALUATORS,
+    shard=SHARDS,
+)
 
 
 rule table3_quality:
     input:
-        expand(
-            f"{RESULTS}/quality/{{evaluator}}/shard{{shard}}.parquet",
-            evaluator=EVALUATORS,
-            shard=SHARDS,
-        ),
+        ALL_QUALITY,
     output:
         tex=f"{RESULTS}/tables/table3_quality.tex",
-        csv=f"{RESULTS}/tables/table3_quality.csv",
-        radar=figure_paths("fig2_quality_radar"),
+        csv=reported_table(f"{RESULTS}/tables/table3_quality.csv", "table3_quality"),
+        radar=reported_figure("fig2_quality_radar"),
     params:
-        analysis=config["analysis"],
+        analysis={k: config["analysis"][k] for k in ("bootstrap", "ci")},
         seed=config["seed"],
         plots=config["plots"],
+        table="table3_quality",
     log:
         f"{RESULTS}/logs/table3_quality.log",
     conda:
         ENV_TORCH
     script:
-        "../scripts/table3_quality.py"
+        "../scripts/table_quality.py"
+
+
+rule table9_quality:
+    input:
+        ALL_QUALITY,
+    output:
+        tex=f"{RESULTS}/tables/table9_quality.tex",
+        csv=reported_table(f"{RESULTS}/tables/table9_quality.csv", "table9_quality"),
+    params:
+        analysis={k: config["analysis"][k] for k in ("bootstrap", "ci")},
+        seed=config["seed"],
+        plots=config["plots"],
+        table="table9_quality",
+    log:
+        f"{RESULTS}/logs/table9_quality.log",
+    conda:
+        ENV_TORCH
+    script:
+        "../scripts/table_quality.py"

@@ -1,6 +1,7 @@
 # Shared constants, wildcard constraints, resource helpers and targets.
 from fudbench.data.shards import n_shards
 from fudbench.fingerprint import score_model_training_inputs
+from fudbench.imputer_registry import needed_assets
 
 RESULTS = f"results/{config['run_name']}"
 MODELS = list(config["models"]["classifiers"])
@@ -12,6 +13,16 @@ GPU = 1 if config["device"] == "cuda" else 0
 ENV_TORCH = "../envs/torch.yaml"
 ENV_ANALYSIS = "../envs/analysis.yaml"
 ENV_REPORT = "../envs/report.yaml"
+# FUD diagnostics (rules/diagnostics.smk) run when the config has
+# analysis.diagnostics and analysis.timing, the fud evaluator, the diagnostics
+# explainer and the timing model.
+DIAG = config["analysis"].get("diagnostics", {"explainer": None})
+TIMING = config["analysis"].get("timing", {"model": None, "steps": []})
+FUD_ON = (
+    "fud" in config["evaluators"]
+    and DIAG["explainer"] in config["explainers"]
+    and TIMING["model"] in MODELS
+)
 
 
 wildcard_constraints:
@@ -32,12 +43,83 @@ def job_params():
 
 
 def evaluator_assets(wildcards):
-    """Only FUD needs the score model, so retraining it reruns only FUD jobs."""
-    return {"score_model": f"{RESULTS}/models/score_model.pt"} if wildcards.evaluator == "fud" else {}
+    """The files an evaluate job reads besides model, images and attributions,
+    so that e.g. retraining the score model reruns only the jobs that use it:
+    FUD and appendix protocols with a diffusion_plain imputer need the score
+    model; train-set / dataset-mean fills the training images; F-Fidelity the
+    model's fine-tuned surrogate."""
+    ev = wildcards.evaluator
+    needed = needed_assets(ev, config["evaluators"][ev])
+    assets = {}
+    if ev == "fud" or "score_model" in needed:
+        assets["score_model"] = f"{RESULTS}/models/score_model.pt"
+    if "reference_images" in needed:
+        assets["reference_images"] = rules.make_dataset.output.train
+    if ev == "ffid":
+        assets["surrogate"] = f"{RESULTS}/models/{wildcards.model}_surrogate.pt"
+    return assets
 
 
 def figure_paths(stem):
     return expand(f"{RESULTS}/figures/{stem}.{{ext}}", ext=config["plots"]["formats"])
+
+
+def reported_figure(stem, caption=None):
+    """figure_paths(stem), the PNG (else the first format) flagged for `snakemake --report`."""
+    paths = figure_paths(stem)
+    shown = next((p for p in paths if p.endswith(".png")), paths[0])
+    caption = f"../report/captions/{caption or stem}.rst"
+    return [report(p, caption=caption, category="Figures") if p == shown else p for p in paths]
+
+
+def reported_table(path, caption):
+    """A table's CSV, flagged for `snakemake --report` (the LaTeX twin is not)."""
+    return report(path, caption=f"../report/captions/{caption}.rst", category="Tables")
+
+
+def table_paths(*stems):
+    return expand(f"{RESULTS}/tables/{{stem}}.{{ext}}", stem=stems, ext=["tex", "csv"])
+
+
+def diagnostics_targets():
+    if not FUD_ON:
+        return []
+    return [
+        *figure_paths("fig3_auroc_by_step"),
+        *figure_paths("fig5_l2_by_step"),
+        *figure_paths("fig6_final_l2"),
+        f"{RESULTS}/tables/table5_constraint.tex",
+        f"{RESULTS}/tables/table5_constraint.csv",
+        f"{RESULTS}/tables/table10_timing.tex",
+        f"{RESULTS}/tables/table10_timing.csv",
+    ]
+
+
+# Appendix tables, present when one of their evaluators is configured.
+APPENDIX_TABLES = {
+    "srg_scores": {"srg"},
+    "road_scores": {"road"},
+    "ffidelity_scores": {"ffid"},
+    "appendix_scores": {"idsds", "distill", "gevaert"},
+    "table9_quality": {"idsds", "road", "distill", "gevaert"},
+    "table11_ood": {"idsds", "road", "distill", "gevaert"},
+}
+
+
+def appendix_targets():
+    tables = [t for t, evs in APPENDIX_TABLES.items() if evs & set(EVALUATORS)]
+    return table_paths(*tables)
+
+
+def meta_targets():
+    """The meta-evaluation needs degraded explainers (rules/meta.smk)."""
+    if not DEGRADED:
+        return []
+    return [
+        *table_paths("meta_ground_truth"),
+        f"{RESULTS}/tables/metric_agreement.csv",
+        *figure_paths("metric_agreement"),
+    ]
 
 
 def all_targets():
@@ -47,8 +129,7 @@ def all_targets():
         f"{RESULTS}/tables/table4_kendall.csv",
         f"{RESULTS}/tables/table7_scores.tex",
         f"{RESULTS}/tables/table7_scores.csv",
-        f"{RESULTS}/tables/table2_ood.tex",
-        f"{RESULTS}/tables/table2_ood.csv",
+        *table_paths("table2_ood", "table8_ood"),
         f"{RESULTS}/tables/table3_quality.tex",
         f"{RESULTS}/tables/table3_quality.csv",
         *figure_paths("fig2_quality_radar"),
@@ -56,4 +137,8 @@ def all_targets():
         *figure_paths("dataset_examples"),
         *figure_paths("score_model_samples"),
         *figure_paths("qualitative_samples"),
+        *figure_paths("fig4_qualitative"),
+        *diagnostics_targets(),
+        *appendix_targets(),
+        *meta_targets(),
     ]

@@ -1,31 +1,72 @@
 # Sample the images: the synthetic benchmark (train / val / test splits, the
-# evaluated subset) and a figure of examples.
+# evaluated subset) or a seeded sample of ImageNet's validation set (paper
+# profile), and a figure of examples. Both write the same eval npz.
+# External assets (ImageNet, downloaded weights) are inputs only when they exist
+# (`present`): a dry-run builds the DAG without them, and a real run stops before
+# any job in the Snakefile's onstart asset check, which names what is missing.
+from fudbench.assets import present, resolved_imagenet
 
 
-rule make_dataset:
-    output:
-        train=f"{RESULTS}/data/train.npz",
-        val=f"{RESULTS}/data/val.npz",
-        test=f"{RESULTS}/data/test.npz",
-        eval=f"{RESULTS}/data/eval.npz",
-        classes=f"{RESULTS}/data/classes.json",
-    params:
-        synthetic=config["data"]["synthetic"],
-        n_eval=config["data"]["n_eval"],
-        seed=config["seed"],
-    log:
-        f"{RESULTS}/logs/make_dataset.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/make_dataset.tsv"
-    conda:
-        ENV_TORCH
-    script:
-        "../scripts/make_dataset.py"
+if config["data"]["source"] == "imagenet":
+    IMAGENET = resolved_imagenet(config["data"]["imagenet"], REPO)
+
+    rule make_dataset:
+        input:
+            present(IMAGENET["root"], IMAGENET.get("labels"), IMAGENET.get("synsets")),
+        output:
+            eval=f"{RESULTS}/data/eval.npz",
+            classes=f"{RESULTS}/data/classes.json",
+            manifest=f"{RESULTS}/data/manifest.csv",
+            examples=f"{RESULTS}/data/examples.npz",
+            summary=f"{RESULTS}/data/imagenet_sample.json",
+        params:
+            imagenet=IMAGENET,
+            n_eval=config["data"]["n_eval"],
+        resources:
+            mem_mb=4000,
+            runtime=30,
+        log:
+            f"{RESULTS}/logs/make_dataset.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/make_dataset.tsv"
+        conda:
+            ENV_TORCH
+        script:
+            "../scripts/prepare_imagenet.py"
+
+    # Real images for the score-model check, and the few shown as examples.
+    REAL_IMAGES = rules.make_dataset.output.eval
+    EXAMPLE_IMAGES = rules.make_dataset.output.examples
+
+else:
+
+    rule make_dataset:
+        output:
+            train=f"{RESULTS}/data/train.npz",
+            val=f"{RESULTS}/data/val.npz",
+            test=f"{RESULTS}/data/test.npz",
+            eval=f"{RESULTS}/data/eval.npz",
+            classes=f"{RESULTS}/data/classes.json",
+        params:
+            synthetic=config["data"]["synthetic"],
+            n_eval=config["data"]["n_eval"],
+            seed=config["seed"],
+        log:
+            f"{RESULTS}/logs/make_dataset.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/make_dataset.tsv"
+        conda:
+            ENV_TORCH
+        script:
+            "../scripts/make_dataset.py"
+
+    REAL_IMAGES = rules.make_dataset.output.test
+    EXAMPLE_IMAGES = rules.make_dataset.output.test
 
 
 rule plot_dataset_examples:
     input:
-        test=rules.make_dataset.output.test,
+        test=EXAMPLE_IMAGES,
         classes=rules.make_dataset.output.classes,
     output:
         figure_paths("dataset_examples"),

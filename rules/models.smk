@@ -1,36 +1,83 @@
-# Train (or verify) the classifiers and the diffusion score model, then record
-# their quality gates.
+# Train (or verify, or fetch and convert) the classifiers and the diffusion
+# score model, then record their quality gates. The small models of the
+# synthetic benchmark are trained here; the paper profile's torchvision
+# classifiers and guided-diffusion U-Net are pretrained: their files are
+# checksum-verified and written in the same checkpoint format.
+from fudbench.assets import present, resolve_path, resolved_classifier
+from fudbench.models.torchvision_models import is_torchvision, weights_path
+
+CLASSIFIERS = config["models"]["classifiers"]
+TRAINED = [m for m in MODELS if not is_torchvision(CLASSIFIERS[m]["arch"])]
+PRETRAINED = [m for m in MODELS if is_torchvision(CLASSIFIERS[m]["arch"])]
+SCORE_SOURCE = config["models"]["score_model"]["source"]
 
 
-rule train_classifier:
-    input:
-        train=rules.make_dataset.output.train,
-        val=rules.make_dataset.output.val,
-        test=rules.make_dataset.output.test,
-        classes=rules.make_dataset.output.classes,
-    output:
-        model=f"{RESULTS}/models/{{model}}.pt",
-        metrics=f"{RESULTS}/models/{{model}}_metrics.json",
-    params:
-        classifier=lambda w: config["models"]["classifiers"][w.model],
-        gates=config["models"]["gates"],
-        job=job_params(),
-    threads: 2
-    resources:
-        gpu=GPU,
-        mem_mb=4000,
-        runtime=60,
-    log:
-        f"{RESULTS}/logs/train_classifier/{{model}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/train_classifier/{{model}}.tsv"
-    conda:
-        ENV_TORCH
-    script:
-        "../scripts/train_classifier.py"
+if TRAINED:
+
+    rule train_classifier:
+        input:
+            train=rules.make_dataset.output.train,
+            val=rules.make_dataset.output.val,
+            test=rules.make_dataset.output.test,
+            classes=rules.make_dataset.output.classes,
+        output:
+            model=f"{RESULTS}/models/{{model}}.pt",
+            metrics=f"{RESULTS}/models/{{model}}_metrics.json",
+        params:
+            classifier=lambda w: config["models"]["classifiers"][w.model],
+            gates=config["models"]["gates"],
+            job=job_params(),
+        wildcard_constraints:
+            model="|".join(TRAINED),
+        threads: 2
+        resources:
+            gpu=GPU,
+            mem_mb=4000,
+            runtime=60,
+        log:
+            f"{RESULTS}/logs/train_classifier/{{model}}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/train_classifier/{{model}}.tsv"
+        conda:
+            ENV_TORCH
+        script:
+            "../scripts/train_classifier.py"
 
 
-if config["models"]["score_model"]["source"] == "train":
+if PRETRAINED:
+
+    # No training: verify the weights file's checksum, load it strictly, measure
+    # top-1 accuracy on the evaluated images (a check of the label mapping).
+    rule prepare_classifier:
+        input:
+            weights=lambda w: present(weights_path(resolved_classifier(CLASSIFIERS[w.model], REPO))),
+            images=rules.make_dataset.output.eval,
+            classes=rules.make_dataset.output.classes,
+        output:
+            model=f"{RESULTS}/models/{{model}}.pt",
+            metrics=f"{RESULTS}/models/{{model}}_metrics.json",
+        params:
+            classifier=lambda w: resolved_classifier(CLASSIFIERS[w.model], REPO),
+            gates=config["models"]["gates"],
+            job=job_params(),
+        wildcard_constraints:
+            model="|".join(PRETRAINED),
+        threads: 2
+        resources:
+            gpu=GPU,
+            mem_mb=8000,
+            runtime=30,
+        log:
+            f"{RESULTS}/logs/prepare_classifier/{{model}}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/prepare_classifier/{{model}}.tsv"
+        conda:
+            ENV_TORCH
+        script:
+            "../scripts/prepare_classifier.py"
+
+
+if SCORE_SOURCE == "train":
 
     rule train_score_model:
         input:
@@ -56,7 +103,7 @@ if config["models"]["score_model"]["source"] == "train":
         script:
             "../scripts/train_score_model.py"
 
-else:
+elif SCORE_SOURCE == "shipped":
 
     rule verify_score_model:
         input:
@@ -73,31 +120,91 @@ else:
         script:
             "../scripts/verify_score_model.py"
 
+else:
+    GUIDED_DIFFUSION = {
+        **config["models"]["score_model"]["guided_diffusion"],
+        "checkpoint": str(resolve_path(config["models"]["score_model"]["guided_diffusion"]["checkpoint"], REPO)),
+    }
 
-rule check_score_model:
-    input:
-        score_model=f"{RESULTS}/models/score_model.pt",
-        classifiers=expand(f"{RESULTS}/models/{{model}}.pt", model=MODELS),
-        test=rules.make_dataset.output.test,
-        classes=rules.make_dataset.output.classes,
-    output:
-        report=f"{RESULTS}/models/score_model_check.json",
-        samples=f"{RESULTS}/models/score_model_samples.npz",
-    params:
-        gates=config["models"]["gates"],
-        models=MODELS,
-        job=job_params(),
-    threads: 2
-    resources:
-        gpu=GPU,
-        mem_mb=4000,
-        runtime=60,
-    log:
-        f"{RESULTS}/logs/check_score_model.log",
-    conda:
-        ENV_TORCH
-    script:
-        "../scripts/check_score_model.py"
+    # guided-diffusion's .pt -> UNet2DModel weights (safetensors) + a small
+    # score_model.pt pointing at them, which load_score_model reads.
+    rule convert_score_model:
+        input:
+            present(GUIDED_DIFFUSION["checkpoint"]),
+        output:
+            model=f"{RESULTS}/models/score_model.pt",
+            weights=f"{RESULTS}/models/score_model.safetensors",
+            manifest=f"{RESULTS}/models/score_model.json",
+        params:
+            guided_diffusion=GUIDED_DIFFUSION,
+        resources:
+            mem_mb=12000,
+            runtime=30,
+        log:
+            f"{RESULTS}/logs/convert_score_model.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/convert_score_model.tsv"
+        conda:
+            ENV_TORCH
+        script:
+            "../scripts/convert_score_model.py"
+
+
+CHECK_SCORE_MODEL = dict(
+    score_model=f"{RESULTS}/models/score_model.pt",
+    classifiers=expand(f"{RESULTS}/models/{{model}}.pt", model=MODELS),
+    test=REAL_IMAGES,
+    classes=rules.make_dataset.output.classes,
+)
+
+if SCORE_SOURCE == "guided_diffusion":
+
+    # Samples at the U-Net's resolution (256), resized to the classifiers' (224).
+    rule check_score_model:
+        input:
+            **CHECK_SCORE_MODEL,
+        output:
+            report=f"{RESULTS}/models/score_model_check.json",
+            samples=f"{RESULTS}/models/score_model_samples.npz",
+        params:
+            gates=config["models"]["gates"],
+            models=MODELS,
+            job=job_params(),
+        threads: 2
+        resources:
+            gpu=GPU,
+            mem_mb=16000,
+            runtime=60,
+        log:
+            f"{RESULTS}/logs/check_score_model.log",
+        conda:
+            ENV_TORCH
+        script:
+            "../scripts/check_pretrained_score_model.py"
+
+else:
+
+    rule check_score_model:
+        input:
+            **CHECK_SCORE_MODEL,
+        output:
+            report=f"{RESULTS}/models/score_model_check.json",
+            samples=f"{RESULTS}/models/score_model_samples.npz",
+        params:
+            gates=config["models"]["gates"],
+            models=MODELS,
+            job=job_params(),
+        threads: 2
+        resources:
+            gpu=GPU,
+            mem_mb=4000,
+            runtime=60,
+        log:
+            f"{RESULTS}/logs/check_score_model.log",
+        conda:
+            ENV_TORCH
+        script:
+            "../scripts/check_score_model.py"
 
 
 rule plot_score_model_samples:

@@ -8,7 +8,7 @@ from fudbench.models.classifiers import build_classifier, save_classifier
 from fudbench.models.training import accuracy, train_classifier
 from fudbench.io import write_json
 from fudbench.jobs import setup_job
-from fudbench.seeding import derive_seed
+from fudbench.seeding import derive_seed, seed_everything
 
 log = setup_job(snakemake)
 p, w = snakemake.params, snakemake.wildcards
@@ -20,6 +20,9 @@ n_classes = len(json.load(open(snakemake.input.classes)))
 mean = train_x.mean(dim=(0, 2, 3)).tolist()
 std = train_x.std(dim=(0, 2, 3)).tolist()
 
+# Seed before building: the initial weights come from torch's global RNG,
+# whose default seed differs between processes.
+seed_everything(derive_seed(p.job["seed"], "init", w.model))
 model = build_classifier(p.classifier, n_classes, train_x.shape[-1], mean, std)
 info = train_classifier(model, train_x, train_y, val_x, val_y, p.classifier["train"],
                         derive_seed(p.job["seed"], "train", w.model), device)

@@ -7,12 +7,15 @@ from fudbench.io import write_json
 from fudbench.jobs import setup_job
 from fudbench.models.score import build_unet, ddpm_scheduler, save_score_model, schedule_config
 from fudbench.models.training import train_score_model
-from fudbench.seeding import derive_seed
+from fudbench.seeding import derive_seed, seed_everything
 
 log = setup_job(snakemake)
 p = snakemake.params
 cfg = p.score_model
 train_x, _, _ = load_split(snakemake.input.train)
+# Seed before building: the initial weights come from torch's global RNG,
+# whose default seed differs between processes.
+seed_everything(derive_seed(p.job["seed"], "init", "score_model"))
 unet = build_unet(cfg, train_x.shape[-1])
 n_params = sum(t.numel() for t in unet.parameters())
 log.info("UNet2DModel with %.2fM parameters", n_params / 1e6)

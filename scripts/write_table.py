@@ -1,17 +1,27 @@
-"""Write one of the paper's tables as LaTeX (booktabs) and CSV."""
+"""Write a table of per-image scores (Tables 4 and 7, the appendix protocols'
+score tables) as LaTeX (booktabs) and CSV."""
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 
 from fudbench.io import write_csv, write_text
 from fudbench.jobs import setup_job
 from fudbench.report import tables
+from fudbench.report.paper_tables import SCORE_TABLES, score_labels
 
 log = setup_job(snakemake)
-p = snakemake.params
-builders = {"table4_kendall": tables.table4_kendall, "table7_scores": tables.table7_scores}
-summary, tex = builders[snakemake.wildcards.table](
-    pd.read_parquet(snakemake.input.per_image), p.models, p.explainers,
-    p.analysis["bootstrap"], p.analysis["ci"], p.seed)
+p, name = snakemake.params, snakemake.wildcards.table
+per_image = pd.read_parquet(snakemake.input.per_image)
+common = (per_image, p.models, p.explainers, p.analysis["bootstrap"], p.analysis["ci"], p.seed)
+if name == "table4_kendall":
+    summary, tex = tables.table4_kendall(*common)
+elif name == "table7_scores":
+    summary, tex = tables.table7_scores(*common)
+else:
+    spec, labels = SCORE_TABLES[name], score_labels()
+    curves = [c for c in labels if spec["select"](c) and c in set(per_image["curve"])]
+    summary, tex = tables.score_table(per_image, p.models, p.explainers, curves, labels, p.analysis["bootstrap"],
+                                      p.analysis["ci"], p.seed, caption=spec["caption"],
+                                      tex_label=spec["tex_label"])
 write_csv(snakemake.output.csv, summary, index=False, float_format="%.6g")
 write_text(snakemake.output.tex, tex)
 print(summary.to_string(index=False), flush=True)

@@ -1,4 +1,7 @@
 """Bad inputs get clear errors that name the file or key and what to do."""
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -48,3 +51,171 @@ def test_attributions_of_another_shard_are_refused(tmp_path, classifier_ckpt):
         evaluate_shard(classifier_ckpt, tmp_path / "eval.npz", tmp_path / "attr.npz", 1, 2, "insdel",
                        {"n_steps": 2, "blur_kernel": 3, "blur_sigma": 1.0, "batch_size": 4},
                        {"ratios": [0.5, 0.7], "reduction": "abs_sum"}, {}, (0,), "cpu")
+
+
+# --- Config names the registries do not know (explainers, ratios, shard size: tests/test_config.py) ---
+
+@pytest.mark.parametrize("edit,match", [
+    (lambda c: c["evaluators"].__setitem__("xyz", {}), r"config key 'evaluators': unknown key\(s\) 'xyz'; "
+                                                       r"allowed keys: .*fud.*insdel"),
+    (lambda c: c["models"]["classifiers"]["cnn"].__setitem__("arch", "resnet99"),
+     r"config key 'models\.classifiers\.cnn\.arch': 'resnet99' is not allowed; allowed values: 'small_cnn'"),
+])
+def test_unknown_evaluator_or_model_names_the_key_and_the_choices(repo, edit, match):
+    from fudbench.config import ConfigError, load_yaml, validate_config
+
+    cfg = load_yaml(repo / "config/smoke.yaml")
+    edit(cfg)
+    with pytest.raises(ConfigError, match=match):
+        validate_config(cfg, repo / "config/schema.yaml")
+
+
+# --- Degenerate attributions: a documented rule, not an error (masks.py docstring) ---
+
+def test_constant_and_all_nan_maps_get_the_seeded_random_order(caplog):
+    from fudbench.masks import degenerate_counts, pixel_order
+
+    maps = torch.stack([torch.zeros(4, 4), torch.full((4, 4), 7.5), torch.full((4, 4), float("nan")),
+                        torch.arange(16.0).view(4, 4)])
+    with caplog.at_level("WARNING", logger="fudbench.masks"):
+        order = pixel_order(maps, seeds=[3, 3, 3, 3])
+    # Whatever the constant (or NaN everywhere), the order is the same seeded permutation ...
+    assert torch.equal(order[0], order[1]) and torch.equal(order[0], order[2])
+    assert torch.equal(order[0], pixel_order(torch.zeros(1, 4, 4), seeds=[3])[0])
+    assert not torch.equal(order[0], torch.arange(16)) and sorted(order[0].tolist()) == list(range(16))
+    # ... while an informative map keeps its own ranking.
+    assert order[3].tolist() == list(range(15, -1, -1))
+    assert degenerate_counts(maps) == {"non_finite_values": 16, "non_finite_images": 1, "constant_images": 3}
+    assert "16 non-finite attribution values in 1 image(s): ranked least relevant" in caplog.text
+    assert "3 image(s) with a constant attribution map: seeded random pixel order" in caplog.text
+
+
+def test_partly_nan_map_ranks_its_nan_pixels_last():
+    from fudbench.masks import pixel_order
+
+    scores = torch.arange(16.0).view(1, 4, 4)
+    scores[0, 0, :2] = float("nan")
+    scores[0, 3, 3] = float("-inf")
+    order = pixel_order(scores, seeds=[0])[0].tolist()
+    assert order[:13] == list(range(14, 1, -1))          # finite scores first, most relevant first
+    assert set(order[13:]) == {0, 1, 15}
+
+
+def test_evaluating_nan_and_constant_attributions_completes_and_reports(tmp_path, classifier_ckpt, caplog):
+    """A NaN or constant map costs its own scores only: the evaluate job finishes
+    with finite records and the counts in its log."""
+    images = (np.random.default_rng(0).random((4, 3, 8, 8)) * 255).astype(np.uint8)
+    write_npz(tmp_path / "eval.npz", images=images, labels=np.zeros(4, np.int64), masks=np.zeros((4, 8, 8), np.uint8))
+    attr = np.random.default_rng(1).standard_normal((4, 3, 8, 8)).astype(np.float32)
+    attr[0, :, :2] = np.nan          # some NaN pixels
+    attr[1] = np.nan                 # all NaN (counts as constant too)
+    attr[2] = 0.25                   # constant
+    write_npz(tmp_path / "attr.npz", attributions=attr, targets=np.zeros(4, np.int64), ids=np.arange(4))
+    with caplog.at_level("WARNING"):
+        records, _ = evaluate_shard(classifier_ckpt, tmp_path / "eval.npz", tmp_path / "attr.npz", 0, 4, "insdel",
+                                    {"n_steps": 2, "blur_kernel": 3, "blur_sigma": 1.0, "batch_size": 16},
+                                    {"ratios": [0.5], "reduction": "abs_sum"}, {}, (0,), "cpu")
+    assert set(records["image"]) == {0, 1, 2, 3}
+    assert np.isfinite(records["confidence"]).all()
+    assert "non-finite attribution values in 2 image(s)" in caplog.text
+    assert "2 image(s) with a constant attribution map" in caplog.text
+
+
+# --- Results directory: refused before any job, nothing touched ---
+
+def _as_read_only(path, code: str):
+    """Run `code` (Python) in a subprocess that sees `path` read-only, in a way
+    that binds root too: root ignores permission bits, so it gets a read-only
+    bind mount in a private mount namespace (nothing leaks to the machine)."""
+    import os
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-c", code]
+    if os.geteuid() != 0:
+        path.chmod(0o555)
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True)
+        finally:
+            path.chmod(0o755)
+    shell = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && exec "$@"'
+    res = subprocess.run(["unshare", "--mount", "sh", "-c", shell, "-", str(path), *cmd],
+                         capture_output=True, text=True)
+    if "mount:" in res.stderr or "unshare:" in res.stderr:
+        pytest.skip(f"cannot make a read-only mount here: {res.stderr.strip()}")
+    return res
+
+
+def test_read_only_results_directory_is_refused(repo, tmp_path):
+    results = tmp_path / "results" / "smoke"
+    (results / "tables").mkdir(parents=True)
+    (results / "tables" / "t.csv").write_text("a\n1\n")
+    res = _as_read_only(results, f"import sys; sys.path.insert(0, {str(repo / 'src')!r})\n"
+                                 "from fudbench.preflight import check_results_writable\n"
+                                 f"check_results_writable({str(results)!r})")
+    assert res.returncode != 0
+    assert re.search(r"PreflightError: results directory \S+/results/smoke is not writable .*make it writable.*"
+                     r"--directory.*run_name.*nothing was run or deleted", res.stderr), res.stderr
+    assert (results / "tables" / "t.csv").read_text() == "a\n1\n"
+    assert sorted(p.name for p in results.rglob("*")) == ["t.csv", "tables"]  # no probe left behind
+
+
+def test_results_directory_checks_pass_or_name_the_blocking_file(tmp_path):
+    from fudbench.preflight import PreflightError, check_results_writable
+
+    check_results_writable(tmp_path / "results" / "new")   # missing but creatable: fine, nothing created
+    assert not (tmp_path / "results").exists()
+    (tmp_path / "results").write_text("not a directory")
+    with pytest.raises(PreflightError, match=r"cannot be created: .*results is not a directory; remove or rename"):
+        check_results_writable(tmp_path / "results" / "smoke")
+
+
+# --- Workflow level: refused before any job; a failing job deletes nothing else ---
+
+@pytest.mark.workflow
+def test_workflow_refuses_read_only_results_before_any_job(repo, tmp_path):
+    work = tmp_path / "work"
+    results = work / "results" / "smoke"
+    results.mkdir(parents=True)
+    res = _as_read_only(results, "import runpy, sys\n"
+                                 f"sys.argv = ['snakemake', '-s', {str(repo / 'Snakefile')!r}, '--configfile', "
+                                 f"{str(repo / 'config/smoke.yaml')!r}, '--directory', {str(work)!r}, '--cores', '1']\n"
+                                 "runpy.run_module('snakemake', run_name='__main__')")
+    out = res.stdout + res.stderr
+    assert res.returncode != 0, out[-3000:]
+    assert re.search(r"results/smoke is not writable.*make it writable", out), out[-3000:]
+    assert "Finished job" not in out and not any(results.iterdir())
+
+
+@pytest.mark.workflow
+def test_failing_job_leaves_other_outputs_in_place(repo, smoke_run, tmp_path):
+    """A corrupt intermediate file makes its consumers fail; every output of a
+    job that did not start stays as it was (byte for byte)."""
+    import hashlib
+    import shutil
+
+    from workflow_support import snakemake
+
+    results, _ = smoke_run
+    work = tmp_path / "work"
+    shutil.copytree(results.parent.parent, work, symlinks=True)
+    copy = work / "results" / "smoke"
+
+    def snapshot():
+        return {str(p.relative_to(copy)): hashlib.sha256(p.read_bytes()).hexdigest() for p in copy.rglob("*")
+                if p.is_file() and p.relative_to(copy).parts[0] not in ("logs", "benchmarks")}
+
+    (copy / "analysis" / "per_image.parquet").write_bytes(b"not a parquet file")  # newer: its consumers rerun
+    before = snapshot()
+    res = snakemake(repo, "--configfile", str(repo / "config/smoke.yaml"), "--directory", str(work), "--cores", "1",
+                    "--rerun-triggers", "mtime", "params", "input")
+    out = res.stdout + res.stderr
+    assert res.returncode != 0, out[-3000:]
+    started = re.findall(r"^    output: (.*)$", out, re.M)
+    assert started, out[-3000:]
+    rerun_outputs = {str(Path(f).relative_to("results/smoke")) for line in started for f in line.split(", ")}
+    after = snapshot()
+    changed = {f for f in before if after.get(f) != before[f]}
+    assert changed and changed <= rerun_outputs, sorted(changed - rerun_outputs)
+    assert after["analysis/per_image.parquet"] == before["analysis/per_image.parquet"]
+    assert "records/cnn/sm/fud/shard0.parquet" in after and "models/cnn.pt" in after

@@ -48,3 +48,31 @@ def test_degrade_interpolates_between_base_and_noise(batch):
 def test_degrade_fraction_checked():
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         build_explainer("degrade", {"base": "sm", "fraction": 1.5})
+
+
+def test_degrade_replace_degrades_a_binary_map_progressively(tiny_cnn):
+    """The oracle mask is binary: replacing a fraction p of its pixels with noise
+    must move background pixels above object pixels more often as p grows (a
+    convex mix with p <= 0.5 would not change the ranking at all)."""
+    torch.manual_seed(0)
+    x = torch.rand(4, 3, 16, 16)
+    masks = torch.zeros(4, 16, 16, dtype=torch.uint8)
+    masks[:, 4:12, 4:12] = 1
+    target = tiny_cnn(x).argmax(1)
+    seeds = [11, 12, 13, 14]
+
+    def top_k_precision(fraction, mode="replace"):
+        a = build_explainer("degrade", {"base": "oracle", "fraction": fraction, "mode": mode}).explain(
+            tiny_cnn, x, target, seeds, masks=masks)[:, 0].flatten(1)
+        top = a.argsort(dim=1, descending=True)[:, :64]  # as many pixels as the object has
+        return masks.flatten(1).gather(1, top).float().mean().item(), a
+
+    p0, a0 = top_k_precision(0.0)
+    p3, a3 = top_k_precision(0.3)
+    p6, _ = top_k_precision(0.6)
+    assert p0 == 1.0 and p0 > p3 > p6
+    replaced = (a3 != a0).float().mean().item()
+    assert 0.2 < replaced < 0.4  # about a fraction 0.3 of the pixels
+    assert top_k_precision(0.3, mode="mix")[0] == 1.0  # why "mix" is not the default
+    with pytest.raises(ValueError, match="mode"):
+        build_explainer("degrade", {"base": "oracle", "fraction": 0.3, "mode": "blend"})

@@ -33,26 +33,52 @@ def test_default_dag_has_per_shard_jobs(repo, tmp_path):
     assert counts["evaluate"] == n_models * n_explainers * len(cfg["evaluators"]) * shards
 
 
-@pytest.mark.parametrize("table", ["table4_kendall", "table7_scores", "table2_ood", "table3_quality"])
+# smoke config: 2 models, 3 explainers (ig and two degraded copies), 4 main
+# evaluators (+ 6 appendix ones), 7 quality metrics, 4 OOD metrics, 2 timed step counts.
+# table -> expected rows (None: not fixed), all entries finite?
+SMOKE_TABLES = {
+    "table2_ood": (4 * 2 * 4, True),          # evaluators x models x OOD metrics (CSV keeps all four)
+    "table8_ood": (4 * 2 * 4, True),
+    "table11_ood": (5 * 2 * 4, True),         # IDSDS, ROAD, Distill, Gevaert, FUD
+    "table3_quality": (4 * 7, True),          # evaluators x quality metrics
+    "table9_quality": (5 * 7, True),
+    "table4_kendall": (2 * 2 * 3, True),      # models x evaluators x explainers
+    "table5_constraint": (2 * 7, True),       # hard / soft x quality metrics
+    "table7_scores": (2 * 3 * 5, True),       # models x explainers x metrics
+    "table10_timing": (2, True),              # step counts
+    "srg_scores": (2 * 3 * 3, False),         # MRG, LRG, SRG for one imputer; NaN allowed on a 1-epoch model
+    "road_scores": (2 * 3 * 4, True),
+    "ffidelity_scores": (2 * 3 * 6, True),
+    "appendix_scores": (None, False),
+    "meta_ground_truth": (None, False),       # Spearman is undefined when a 1-epoch model ties everything
+    "metric_agreement": (None, False),
+}
+
+
+@pytest.mark.parametrize("table", sorted(SMOKE_TABLES))
 def test_smoke_tables_exist_and_are_finite(smoke_run, table):
     results, _ = smoke_run
+    expected_rows, all_finite = SMOKE_TABLES[table]
     csv = pd.read_csv(results / "tables" / f"{table}.csv")
     assert len(csv) > 0
-    value = "value" if table == "table2_ood" else "mean"
-    assert np.isfinite(csv[value]).all()
-    tex = (results / "tables" / f"{table}.tex").read_text()
-    assert "\\toprule" in tex and "\\bottomrule" in tex
-    assert "nan" not in tex.lower()
-    # models x evaluators x explainers; models x explainers x metrics; evaluators x models x OOD metrics
-    expected_rows = {"table4_kendall": 2 * 2 * 2, "table7_scores": 2 * 2 * 5, "table2_ood": 4 * 2 * 4,
-                     "table3_quality": 4 * 7}[table]  # ... evaluators x quality metrics
-    assert len(csv) == expected_rows
+    if expected_rows is not None:
+        assert len(csv) == expected_rows
+    if all_finite:
+        value = "value" if "value" in csv.columns else "mean"
+        assert np.isfinite(csv[value]).all()
+    tex = results / "tables" / f"{table}.tex"
+    if tex.exists():
+        text = tex.read_text()
+        assert "\\toprule" in text and "\\bottomrule" in text
+        if all_finite:
+            assert "nan" not in text.lower()
 
 
 def test_smoke_outputs_and_temp_samples(smoke_run):
     results, res = smoke_run
     for fig in ("confidence_vs_ratio", "dataset_examples", "score_model_samples", "qualitative_samples",
-                "fig2_quality_radar"):
+                "fig2_quality_radar", "fig3_auroc_by_step", "fig4_qualitative", "fig5_l2_by_step", "fig6_final_l2",
+                "metric_agreement"):
         assert (results / "figures" / f"{fig}.png").stat().st_size > 1000
     assert not list((results / "samples").rglob("*.npz")), "intermediate images must be temp()"
     gallery = np.load(results / "gallery" / "gallery.npz")

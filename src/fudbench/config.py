@@ -91,7 +91,15 @@ def check_semantics(config: dict) -> None:
                 problems.append(
                     "config key 'data.synthetic.dark'/'light': brightness classes must differ by >= 0.2"
                 )
+    if data["source"] == "imagenet" and "imagenet" in data:
+        im = data["imagenet"]
+        if im["resize"] < im["crop"]:
+            problems.append(f"config key 'data.imagenet.resize': {im['resize']} must be >= data.imagenet.crop "
+                            f"= {im['crop']} (shorter side resized, then centre-cropped)")
+    problems += _pretrained_model_problems(config)
     for name, c in config["models"]["classifiers"].items():
+        if c["arch"].startswith("torchvision_"):
+            continue
         if c["arch"] == "small_vit":
             for k in ("patch_size", "dim", "depth", "heads"):
                 if k not in c:
@@ -107,12 +115,44 @@ def check_semantics(config: dict) -> None:
         elif "width" not in c:
             problems.append(f"config key 'models.classifiers.{name}.width': required for arch small_cnn")
     score = config["models"]["score_model"]
-    if len(score["attention"]) != len(score["block_out_channels"]):
+    if "attention" in score and len(score["attention"]) != len(score.get("block_out_channels", ())):
         problems.append(
             "config key 'models.score_model.attention': needs one flag per entry of block_out_channels"
         )
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
+
+
+def _pretrained_model_problems(config: dict) -> list[str]:
+    """Models that fit only one data source: the workflow trains small_* models and
+    the synthetic score model on the synthetic training split; torchvision's
+    weights are ImageNet-1k classifiers."""
+    from fudbench.models.torchvision_models import FIXED_INPUT_SIZE, WEIGHT_FILES
+
+    data = config["data"]
+    problems = []
+    for name, c in config["models"]["classifiers"].items():
+        key = f"models.classifiers.{name}"
+        if c["arch"] in WEIGHT_FILES:
+            if c.get("weights") not in WEIGHT_FILES[c["arch"]]:
+                problems.append(f"config key '{key}.weights': {c.get('weights')!r} is not available for "
+                                f"{c['arch']}; choose one of {', '.join(WEIGHT_FILES[c['arch']])}")
+            if data["source"] != "imagenet":
+                problems.append(f"config key '{key}.arch': {c['arch']} is an ImageNet-1k classifier and needs "
+                                f"data.source: imagenet")
+            size = FIXED_INPUT_SIZE.get(c["arch"])
+            crop = data.get("imagenet", {}).get("crop")
+            if size and crop and crop != size:
+                problems.append(f"config key 'data.imagenet.crop': {crop}, but {key} ({c['arch']}) takes "
+                                f"{size}x{size} images only")
+        elif data["source"] != "synthetic":
+            problems.append(f"config key '{key}.arch': {c['arch']} is trained by the workflow on the synthetic "
+                            f"training split and needs data.source: synthetic; use a torchvision_* arch")
+    source = config["models"]["score_model"]["source"]
+    if source in ("train", "shipped") and data["source"] != "synthetic":
+        problems.append(f"config key 'models.score_model.source': {source!r} is the synthetic benchmark's score "
+                        f"model and needs data.source: synthetic; use guided_diffusion")
+    return problems
 
 
 def validate_config(config: dict, schema_path) -> dict:

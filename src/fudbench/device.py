@@ -13,3 +13,15 @@ def resolve_device(name: str):
             "torch; set device: cpu (or auto), or run on a GPU node"
         )
     return torch.device(name)
+
+
+def describe_device(device) -> str:
+    """A human-readable device name for tables that report timings."""
+    import os
+
+    import torch
+
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"CPU ({torch.get_num_threads()} threads of {os.cpu_count()} cores)"

@@ -43,13 +43,20 @@ def removal_fractions(ratios) -> list[float]:
 
 def build_fud(settings: dict, evaluation: dict, assets: dict, device) -> Evaluator:
     from fudbench.imputers.diffusion import DiffusionImputer
+    from fudbench.imputers.resolution import bridge_resolution
     from fudbench.models.score import load_score_model
 
     unet, schedule = load_score_model(assets["score_model"], device)
     imputer = DiffusionImputer(unet, schedule, steps=settings["steps"],
                                guidance_scale=settings["guidance_scale"],
                                guidance_start=settings["guidance_start"],
-                               known=settings["known"], clip_x0=settings["clip_x0"])
+                               known=settings["known"], clip_x0=settings["clip_x0"],
+                               constraint=settings.get("constraint", "hard"),
+                               soft_sigma=settings.get("soft_sigma", 0.1),
+                               amp_dtype=settings.get("amp_dtype"),
+                               channels_last=settings.get("channels_last", False),
+                               compile=settings.get("compile", False))
+    imputer = bridge_resolution(imputer, unet)  # e.g. 224 px images, 256 px U-Net (paper profile)
     curve = TopKCurve("fud", evaluation["ratios"], mode="keep", batch_size=settings["batch_size"],
                       reduction=evaluation["reduction"], keep_samples=True)
     return Evaluator("fud", [(curve, imputer)])

@@ -11,6 +11,12 @@ EVALUATORS = {
     "insdel": "fudbench.evaluation:build_insdel",
     "sensn": "fudbench.evaluation:build_sensn",
     "infid": "fudbench.evaluation:build_infid",
+    "srg": "fudbench.evaluation_baselines:build_srg",
+    "road": "fudbench.evaluation_baselines:build_road",
+    "idsds": "fudbench.evaluation_baselines:build_idsds",
+    "distill": "fudbench.evaluation_baselines:build_distill",
+    "gevaert": "fudbench.evaluation_baselines:build_gevaert",
+    "ffid": "fudbench.evaluation_ffidelity:build_ffid",
 }
 
 

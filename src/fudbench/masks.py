@@ -6,6 +6,19 @@ per pixel by `reduce_attribution`; pixels are ranked from most to least
 relevant, ties broken by a seeded random permutation (so a constant map gives
 a seeded random order rather than raster order), and non-finite values rank
 last.
+
+Degenerate attributions (the rule for every ranking protocol: FUD, INS/DEL;
+docs/reliability.md):
+- NaN, +inf and -inf pixel scores mean "least relevant": they rank after every
+  finite score, in the seeded random order among themselves. They are not an
+  error, so one explainer's numerical failure lowers its own scores instead of
+  stopping the run. (Protocols that sum attributions, Sensitivity-N and
+  Infidelity, count non-finite values as 0 instead, with their own warning.)
+- A constant map (every pixel equal; an all-non-finite map counts as constant)
+  carries no ranking: its order is the seeded random tie-break, a uniformly
+  random order that is reproducible and the same whatever the constant is.
+- Both are reported: `pixel_order` logs a warning with the counts, which lands
+  in the evaluate job's log file; `degenerate_counts` returns the counts.
 """
 from __future__ import annotations
 
@@ -38,15 +51,18 @@ def pixel_order(scores: torch.Tensor, seeds) -> torch.Tensor:
     """Indices of the H*W pixels of each image, most relevant first.
 
     scores: (N, H, W); seeds: one int per image for the tie-breaking permutation.
-    Non-finite scores go last (and are counted in the log).
+    Non-finite scores go last; they and constant maps are counted in the log.
     """
     n = scores.shape[0]
     flat = scores.reshape(n, -1).float().cpu()
-    bad = ~torch.isfinite(flat)
-    if bad.any():
+    counts = degenerate_counts(flat)
+    if counts["non_finite_values"]:
         log.warning("%d non-finite attribution values in %d image(s): ranked least relevant",
-                    int(bad.sum()), int(bad.any(1).sum()))
-        flat = flat.masked_fill(bad, float("-inf"))
+                    counts["non_finite_values"], counts["non_finite_images"])
+    if counts["constant_images"]:
+        log.warning("%d image(s) with a constant attribution map: seeded random pixel order",
+                    counts["constant_images"])
+    flat = flat.masked_fill(~torch.isfinite(flat), float("-inf"))
     orders = []
     for i in range(n):
         g = torch.Generator().manual_seed(int(seeds[i]))
@@ -55,6 +71,18 @@ def pixel_order(scores: torch.Tensor, seeds) -> torch.Tensor:
         idx = torch.sort(flat[i, perm], descending=True, stable=True).indices
         orders.append(perm[idx])
     return torch.stack(orders)
+
+
+def degenerate_counts(scores: torch.Tensor) -> dict[str, int]:
+    """Counts of the degenerate cases of per-pixel scores (N, ...): non-finite
+    values, images with any non-finite value, images whose map is constant
+    (non-finite values count as equal to each other: they all rank last)."""
+    flat = scores.reshape(scores.shape[0], -1).float()
+    bad = ~torch.isfinite(flat)
+    ranked = flat.masked_fill(bad, float("-inf"))
+    constant = (ranked == ranked[:, :1]).all(1)
+    return {"non_finite_values": int(bad.sum()), "non_finite_images": int(bad.any(1).sum()),
+            "constant_images": int(constant.sum())}
 
 
 def ranks_from_order(order: torch.Tensor) -> torch.Tensor:

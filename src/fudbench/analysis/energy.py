@@ -7,17 +7,21 @@ score, so AUROC = 0.5 means the detector cannot tell the two sets apart and
 from __future__ import annotations
 
 import numpy as np
-import torch
+
+# No module-level torch import: table jobs use ood_metrics without torch.
 
 
-def energy(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
-    return -temperature * torch.logsumexp(logits / temperature, dim=1)
+def energy(logits, temperature: float = 1.0):
+    """Per row of a (N, classes) logits tensor."""
+    return -temperature * (logits / temperature).logsumexp(dim=1)
 
 
-@torch.no_grad()
-def energies(model, images: torch.Tensor, batch_size: int = 256, temperature: float = 1.0) -> np.ndarray:
-    out = [energy(model(images[i:i + batch_size]).float(), temperature).cpu()
-           for i in range(0, len(images), batch_size)]
+def energies(model, images, batch_size: int = 256, temperature: float = 1.0) -> np.ndarray:
+    import torch
+
+    with torch.no_grad():
+        out = [energy(model(images[i:i + batch_size]).float(), temperature).cpu()
+               for i in range(0, len(images), batch_size)]
     return torch.cat(out).numpy()
 
 

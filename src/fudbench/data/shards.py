@@ -26,7 +26,8 @@ def shard_slice(shard: int, n_eval: int, shard_size: int) -> slice:
 
 
 def load_eval_shard(eval_npz: str | Path, shard: int, shard_size: int):
-    """Images (float32 in [0,1]), labels, masks and global ids of one shard."""
+    """Images (float32 in [0,1]), labels, masks and global ids of one shard.
+    has_masks is False where the data set has no object masks (ImageNet: masks are zeros)."""
     data = load_npz(eval_npz)
     n_eval = len(data["labels"])
     sl = shard_slice(shard, n_eval, shard_size)
@@ -36,4 +37,5 @@ def load_eval_shard(eval_npz: str | Path, shard: int, shard_size: int):
         "labels": data["labels"][sl],
         "masks": data["masks"][sl],
         "ids": np.arange(n_eval)[sl],
+        "has_masks": bool(data.get("has_masks", True)),
     }

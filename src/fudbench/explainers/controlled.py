@@ -6,12 +6,18 @@
            (the F-Fidelity paper's protocol, seeds/004): the more noise, the
            worse the explanation, which gives a ground-truth ranking.
 
-Degradation rule (the seed paper states the idea, not a formula; ours):
-a per-pixel map a (|attribution| summed over channels) is min-max normalised
-per image to [0, 1] and mixed with seeded uniform noise u:
-    a_p = (1 - p) * norm(a) + p * u,
-broadcast back over the channels. p = 0 keeps the base ranking, p = 1 is the
-random explainer.
+Degradation rule (the seed paper adds "a proportion of noise perturbations" to
+the explanation without a formula; ours): the per-pixel map a (|attribution|
+summed over channels) is min-max normalised per image to [0, 1]; then
+- mode "replace" (default): a seeded random fraction p of the pixels get a
+  seeded uniform value instead of theirs. The ranking of the other pixels is
+  kept, so p = 0 is the base ranking and p = 1 the random explainer. It also
+  degrades a binary map such as the oracle mask, whose ranking a convex mix
+  with p <= 0.5 would leave unchanged (every object pixel would still outrank
+  every background pixel);
+- mode "mix": a_p = (1 - p) * norm(a) + p * u, a convex mix with uniform
+  noise u (suits continuous maps only, see above).
+The result is broadcast back over the channels.
 """
 from __future__ import annotations
 
@@ -58,11 +64,14 @@ class Degrade(Explainer):
 
     name = "degrade"
 
-    def __init__(self, base: str, fraction: float, base_settings: dict | None = None):
+    def __init__(self, base: str, fraction: float, base_settings: dict | None = None, mode: str = "replace"):
         from fudbench.explainers import build_explainer
 
         if not 0.0 <= fraction <= 1.0:
             raise ValueError(f"degrade fraction must be in [0, 1], got {fraction}")
+        if mode not in ("replace", "mix"):
+            raise ValueError(f"degrade mode must be 'replace' or 'mix', got {mode!r}")
+        self.mode = mode
         if base == "degrade":
             raise ValueError("degrade cannot wrap itself")
         self.fraction = fraction
@@ -77,5 +86,9 @@ class Degrade(Explainer):
         base_seeds = None if seeds is None else [int(s) ^ 0xBA5E for s in seeds]
         a = self.base.explain(model, x, target, seeds=base_seeds, **kwargs).abs().sum(1)
         noise = seeded_uniform(x.shape[-2:], seeds, x.device)
-        mixed = (1 - self.fraction) * _minmax(a) + self.fraction * noise
-        return mixed.unsqueeze(1).expand_as(x).clone()
+        if self.mode == "mix":
+            out = (1 - self.fraction) * _minmax(a) + self.fraction * noise
+        else:  # which pixels are replaced: a second seeded uniform map, thresholded
+            picked = seeded_uniform(x.shape[-2:], [int(s) ^ 0x9E1EC7 for s in seeds], x.device) < self.fraction
+            out = torch.where(picked, noise, _minmax(a))
+        return out.unsqueeze(1).expand_as(x).clone()

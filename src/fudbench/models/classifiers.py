@@ -118,8 +118,14 @@ def build_classifier(cfg: dict, n_classes: int, image_size: int, mean, std) -> C
     elif arch == "small_vit":
         net = SmallViT(n_classes, image_size, cfg["patch_size"], cfg["dim"], cfg["depth"], cfg["heads"],
                        stem=cfg.get("stem", "patchify"))
+    elif arch.startswith("torchvision_"):
+        from fudbench.models.torchvision_models import TORCHVISION_ARCHS, build_torchvision_net
+
+        if arch not in TORCHVISION_ARCHS:
+            raise ValueError(f"unknown classifier arch {arch!r}; torchvision ones: {', '.join(TORCHVISION_ARCHS)}")
+        net = build_torchvision_net(arch, image_size, n_classes)
     else:
-        raise ValueError(f"unknown classifier arch {arch!r}; choose small_cnn or small_vit")
+        raise ValueError(f"unknown classifier arch {arch!r}; choose small_cnn, small_vit or a torchvision_* arch")
     return Classifier(net, mean, std)
 
 
@@ -143,7 +149,16 @@ def load_classifier(path, device="cpu") -> Classifier:
     from fudbench.models.checkpoints import load_checkpoint
 
     ckpt = load_checkpoint(path, kind="classifier")
-    model = build_classifier(ckpt["cfg"], ckpt["n_classes"], ckpt["image_size"], ckpt["mean"], ckpt["std"])
-    model.load_state_dict(ckpt["state_dict"])
+    if ckpt["cfg"]["arch"].startswith("torchvision_"):
+        import torch
+
+        # Build on the meta device and take the stored tensors over: a random
+        # init of ViT-B/16's 86M parameters would cost seconds in every job.
+        with torch.device("meta"):
+            model = build_classifier(ckpt["cfg"], ckpt["n_classes"], ckpt["image_size"], ckpt["mean"], ckpt["std"])
+        model.load_state_dict(ckpt["state_dict"], assign=True)
+    else:
+        model = build_classifier(ckpt["cfg"], ckpt["n_classes"], ckpt["image_size"], ckpt["mean"], ckpt["std"])
+        model.load_state_dict(ckpt["state_dict"])
     model.eval().requires_grad_(False)
     return model.to(device)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from diffusers import DDIMScheduler, DDPMScheduler, UNet2DModel
 
@@ -47,11 +48,32 @@ def save_score_model(path, unet: UNet2DModel, cfg: dict, image_size: int, metric
                       "schedule": schedule_config(cfg), "state_dict": unet.state_dict(), "metrics": metrics})
 
 
+def save_score_model_pointer(path, weights, unet_config: dict, schedule: dict, source: dict) -> None:
+    """A small score-model checkpoint that points at converted weights (a
+    safetensors file beside it): a 2.2 GB model is not copied into every run."""
+    from fudbench.io import torch_save
+
+    weights = Path(weights)
+    if weights.parent.resolve() != Path(path).parent.resolve():
+        raise ValueError(f"the weights {weights} must lie beside the pointer checkpoint {path}")
+    torch_save(path, {"kind": "score_model", "weights": weights.name, "unet_config": dict(unet_config),
+                      "image_size": unet_config["sample_size"], "schedule": schedule, "source": source,
+                      "weights_bytes": weights.stat().st_size})
+
+
 def load_score_model(path, device="cpu"):
     """Returns (unet in eval mode, schedule dict)."""
     from fudbench.models.checkpoints import load_checkpoint
 
     ckpt = load_checkpoint(path, kind="score_model")
+    if "weights" in ckpt:  # pointer to converted (guided-diffusion) weights
+        from fudbench.models.guided_diffusion import load_converted
+
+        weights = Path(path).parent / ckpt["weights"]
+        if weights.is_file() and weights.stat().st_size != ckpt["weights_bytes"]:
+            raise RuntimeError(f"{weights} has {weights.stat().st_size} bytes, the checkpoint {path} expects "
+                               f"{ckpt['weights_bytes']}: delete both and rerun the workflow to convert again")
+        return load_converted(weights, ckpt["unet_config"], device), ckpt["schedule"]
     unet = build_unet(ckpt["cfg"], ckpt["image_size"])
     unet.load_state_dict(ckpt["state_dict"])
     unet.eval().requires_grad_(False)

@@ -9,13 +9,15 @@ and the imputer's time per sample.
 
 All (image, fraction) pairs are flattened and processed in batches, so a GPU
 sees large batches whatever the shard size. Per-sample seeds come from the
-image id and the step, not from the position in the batch.
+image id and the step, not from the position in the batch, so a batch that
+runs out of GPU memory is simply retried at half the size (fudbench.batching)
+and the results do not change.
 """
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 import numpy as np
@@ -24,6 +26,7 @@ import torch
 from tqdm import tqdm
 
 from fudbench.analysis.energy import energy
+from fudbench.batching import AdaptiveBatchSize, fit_batch_size, run_batched
 from fudbench.imputers.base import ImputeContext, Imputer
 from fudbench.masks import keep_mask, n_pixels, pixel_order, ranks_from_order, reduce_attribution
 from fudbench.seeding import derive_seed
@@ -40,6 +43,20 @@ def sample_response(logits: torch.Tensor, target: torch.Tensor, filled: torch.Te
             logits.argmax(1).cpu().numpy(),
             energy(logits).cpu().numpy(),
             (filled - original).float().flatten(1).norm(dim=1).cpu().numpy())
+
+
+def fill_and_score(model, imputer, x: torch.Tensor, masks: torch.Tensor, context: ImputeContext,
+                   target: torch.Tensor):
+    """Fill one batch, classify it and time both (per sample, CUDA synchronised).
+    Returns (filled, logits, seconds per sample, sample_response(...))."""
+    t0 = time.perf_counter()
+    filled = imputer.fill(x, masks, context)
+    with torch.no_grad():
+        logits = model(filled)
+    if logits.is_cuda:
+        torch.cuda.synchronize()
+    seconds = (time.perf_counter() - t0) / len(x)
+    return filled, logits, seconds, sample_response(logits, target, filled, x)
 
 
 def records_frame(curve: str, image, step, kept, removed, target, confidence, prediction, energy, l2, seconds,
@@ -65,6 +82,20 @@ class TopKCurve:
     batch_size: int = 64
     reduction: str = "abs_sum"
     keep_samples: bool = False
+    # The working batch size, shrunk on out-of-memory and kept for later runs.
+    batch_state: Optional[AdaptiveBatchSize] = field(default=None, init=False, repr=False, compare=False)
+
+    def _batch_state(self, imputer: Imputer, x: torch.Tensor) -> AdaptiveBatchSize:
+        """batch_size caps the batch; on a GPU the first batch is also fitted to the
+        free memory when the imputer can estimate its memory per sample."""
+        if self.batch_state is None:
+            size = self.batch_size
+            estimate = getattr(imputer, "bytes_per_sample", None)
+            if x.is_cuda and estimate is not None:
+                size = fit_batch_size(size, estimate(tuple(x.shape[1:]), x.device), x.device)
+                log.info("%s: batch size %d (cap %d, fitted to free GPU memory)", self.curve, size, self.batch_size)
+            self.batch_state = AdaptiveBatchSize(size)
+        return self.batch_state
 
     def run(self, model, x: torch.Tensor, y: torch.Tensor, attribution: torch.Tensor,
             imputer: Imputer, image_ids: Sequence[int], seed_key: tuple) -> CurveResult:
@@ -75,8 +106,12 @@ class TopKCurve:
         conf = np.empty(len(pairs)); energy = np.empty(len(pairs)); l2 = np.empty(len(pairs))
         pred = np.empty(len(pairs), dtype=np.int64); seconds = np.empty(len(pairs))
         samples = np.empty((n, len(self.fractions), c, h, w), np.float16) if self.keep_samples else None
-        for start in tqdm(range(0, len(pairs), self.batch_size), desc=self.curve, leave=False, mininterval=10):
-            batch = pairs[start:start + self.batch_size]
+        progress = tqdm(total=len(pairs), desc=self.curve, leave=False, mininterval=10)
+
+        def one_batch(positions):
+            """Fill and score the pairs at these positions; results are written by
+            position, so an OOM retry with smaller batches gives the same arrays."""
+            batch = [pairs[p] for p in positions]
             ii = torch.tensor([i for i, _ in batch])
             masks = torch.cat([keep_mask(ranks[i:i + 1], self.fractions[j], self.mode, (h, w)) for i, j in batch])
             xb = x[ii]
@@ -89,12 +124,16 @@ class TopKCurve:
             dt = (time.perf_counter() - t0) / len(batch)
             with torch.no_grad():
                 logits = model(filled)
-            sl = slice(start, start + len(batch))
+            sl = np.asarray(positions)
             conf[sl], pred[sl], energy[sl], l2[sl] = sample_response(logits, y[ii], filled, xb)
             seconds[sl] = dt
             if samples is not None:
                 for k, (i, j) in enumerate(batch):
                     samples[i, j] = filled[k].cpu().numpy()
+            progress.update(len(batch))
+
+        run_batched(one_batch, range(len(pairs)), self._batch_state(imputer, x), desc=f"{self.curve} curve")
+        progress.close()
         total = h * w
         frac = np.array([self.fractions[j] for _, j in pairs])
         kept = np.array([n_pixels(f, total) for f in frac]) / total

@@ -88,3 +88,36 @@ def qualitative_grid(gallery: dict, curve_labels: dict[str, str], image: int = 0
             ax_row[j + 2].imshow(_chw_to_hwc(s), interpolation="nearest")
     fig.tight_layout()
     return fig
+
+
+def fig4_qualitative(gallery: dict, curve_labels: dict[str, str], model: str, explainer: str):
+    """FUD's Fig. 4, widened to every evaluator: for each gallery image, one row
+    per evaluator with the original, the explainer's heat-map and the
+    intermediate samples from the least to the most removed pixels."""
+    pair = f"{model}__{explainer}"
+    if f"{pair}__attributions" not in gallery:
+        raise KeyError(f"the gallery has no attributions of {model}/{explainer}")
+    curves = [(c, label) for c, label in curve_labels.items() if f"{pair}__{c}" in gallery]
+    n_images = len(gallery["ids"])
+    n_cols = 2 + max(gallery[f"{pair}__{c}"].shape[1] for c, _ in curves)
+    n_rows = n_images * len(curves)
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(1.1 * n_cols, 1.15 * n_rows), squeeze=False)
+    for ax in axes.flat:
+        ax.axis("off")
+    for i in range(n_images):
+        attr = np.abs(gallery[f"{pair}__attributions"][i]).sum(0)
+        attr = attr / max(float(attr.max()), 1e-12)
+        for k, (curve, label) in enumerate(curves):
+            row = axes[i * len(curves) + k]
+            removed = gallery[f"{pair}__{curve}__removed"]
+            order = np.argsort(removed)
+            row[0].imshow(_chw_to_hwc(gallery["images"][i]), interpolation="nearest")
+            row[0].set_title(f"image {int(gallery['ids'][i])}: {label}", fontsize=6, loc="left")
+            row[1].imshow(attr, cmap="inferno", interpolation="nearest")
+            for j, s in enumerate(gallery[f"{pair}__{curve}"][i][order]):
+                row[j + 2].imshow(_chw_to_hwc(s), interpolation="nearest")
+                if i == 0:  # each evaluator's own removal fractions, on the first image's rows
+                    row[j + 2].set_title(f"{removed[order][j]:.0%} removed", fontsize=5)
+    fig.suptitle(f"{model} / {explainer}: original, heat-map, intermediate samples", fontsize=8)
+    fig.tight_layout()
+    return fig

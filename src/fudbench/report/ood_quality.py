@@ -136,7 +136,8 @@ def _ood_cell(e_in, img_in, outs, counts):
 
 def table2_ood(records: pd.DataFrame, clean_energy: Mapping, evaluators: Mapping[str, str], models,
                n_boot: int = 1000, ci: float = 0.95, seed: int = 0, digits: int = 4,
-               model_labels: Mapping[str, str] | None = None, pooling: str = "all"):
+               model_labels: Mapping[str, str] | None = None, pooling: str = "all", columns=None,
+               caption: str | None = None, tex_label: str = "tab:ood"):
     """Energy OOD detection of intermediate samples vs clean images (Table 2 / 8 / 11 of FUD).
 
     records: rows with model, curve, image, energy (one per intermediate sample).
@@ -160,6 +161,10 @@ def table2_ood(records: pd.DataFrame, clean_energy: Mapping, evaluators: Mapping
     curve x step: ID = all clean images, OOD = that run's samples, balanced)
     and averages them over runs, the bootstrap using the same image draws for
     every run. The paper's AUPR-In ~ AUPR-Out ~ AUROC points to balanced sets.
+
+    columns: the metric names shown in the LaTeX table (default: all four; the
+    paper's Table 2 leaves out AUPR-In, its extended Table 8 has it); the CSV
+    always has all four.
     """
     if pooling not in ("all", "run"):
         raise ValueError(f"pooling must be 'all' or 'run', got {pooling!r}")
@@ -206,7 +211,7 @@ def table2_ood(records: pd.DataFrame, clean_energy: Mapping, evaluators: Mapping
     summary = pd.DataFrame(rows, columns=["evaluator", "model", "metric", "value", "ci_low", "ci_high",
                                           "n_images", "n_id", "n_ood", "n_runs", "n_nonfinite"])
 
-    metric_names = list(OOD_METRICS.values())
+    metric_names = list(columns or OOD_METRICS.values())
     body = []
     for label in labels:
         cells = []
@@ -216,12 +221,12 @@ def table2_ood(records: pd.DataFrame, clean_energy: Mapping, evaluators: Mapping
                 cells.append(fmt_ci(*r[["value", "ci_low", "ci_high"]].iloc[0], digits=digits) if len(r) else "--")
         body.append([escape(label), *cells])
     ncol = len(metric_names)
-    tex = booktabs(["Eval", *metric_names * len(models)], body,
-                   caption="Energy-score OOD detection of the intermediate samples (OOD) against the clean "
-                           "images (ID), pooled over explainers and steps ($\\pm$ half-width of the bootstrap "
-                           "95\\% CI over images). Arrows: the direction in which the intermediate samples "
-                           "are harder to tell from clean data (Table 2 of FUD).",
-                   label="tab:ood", align="l" + ("r" * ncol) * len(models))
+    caption = caption or ("Energy-score OOD detection of the intermediate samples (OOD) against the clean "
+                          "images (ID), pooled over explainers and steps ($\\pm$ half-width of the bootstrap "
+                          "95\\% CI over images). Arrows: the direction in which the intermediate samples "
+                          "are harder to tell from clean data (Table 2 of FUD).")
+    tex = booktabs(["Eval", *metric_names * len(models)], body, caption=caption, label=tex_label,
+                   align="l" + ("r" * ncol) * len(models))
     group = " & ".join([""] + [f"\\multicolumn{{{ncol}}}{{c}}{{{escape(model_labels.get(m, m))}}}" for m in models])
     rules = " ".join(f"\\cmidrule(lr){{{2 + k * ncol}-{1 + (k + 1) * ncol}}}" for k in range(len(models)))
     sub = " & ".join(["Eval"] + [f"{m} {_ARROW[OOD_CLOSER_TO_DATA[m]]}" for m in metric_names] * len(models))
@@ -234,7 +239,8 @@ def table2_ood(records: pd.DataFrame, clean_energy: Mapping, evaluators: Mapping
 
 def table3_quality(quality: pd.DataFrame, n_boot: int = 1000, ci: float = 0.95, seed: int = 0,
                    metrics=QUALITY_METRICS, evaluators=None, models=None, bold_best: bool = True,
-                   digits: Mapping[str, int] | None = None):
+                   digits: Mapping[str, int] | None = None, caption: str | None = None,
+                   tex_label: str = "tab:quality", first_column: str = "Eval"):
     """Image quality of intermediate samples per evaluator (Table 3 / 9 of FUD).
 
     quality: one row per intermediate sample with columns evaluator (label),
@@ -288,12 +294,12 @@ def table3_quality(quality: pd.DataFrame, n_boot: int = 1000, ci: float = 0.95, 
             cell = fmt_ci(*r[["mean", "ci_low", "ci_high"]].iloc[0], digits=digits[m]) if len(r) else "--"
             cells.append(f"\\textbf{{{cell}}}" if best.get(m) == label and len(r) else cell)
         body.append([escape(label), *cells])
-    tex = booktabs(["Eval", *metrics], body,
-                   caption="Image quality of the intermediate samples against their originals, mean over all "
-                           "runs ($\\pm$ half-width of the bootstrap 95\\% CI over images; best in bold). "
-                           "$\\uparrow$ higher is better, $\\downarrow$ lower is better (Table 3 of FUD).",
-                   label="tab:quality", align="l" + "r" * len(metrics))
-    sub = " & ".join(["Eval"] + [f"{escape(m)} {_ARROW['up' if HIGHER_IS_BETTER[m] else 'down']}" for m in metrics])
+    caption = caption or ("Image quality of the intermediate samples against their originals, mean over all "
+                          "runs ($\\pm$ half-width of the bootstrap 95\\% CI over images; best in bold). "
+                          "$\\uparrow$ higher is better, $\\downarrow$ lower is better (Table 3 of FUD).")
+    tex = booktabs([first_column, *metrics], body, caption=caption, label=tex_label, align="l" + "r" * len(metrics))
+    sub = " & ".join([first_column]
+                     + [f"{escape(m)} {_ARROW['up' if HIGHER_IS_BETTER[m] else 'down']}" for m in metrics])
     tex = _header_lines(tex, [sub + r" \\"])
     return summary, tex
 

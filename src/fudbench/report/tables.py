@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from fudbench.analysis.bootstrap import bootstrap_ci
-from fudbench.analysis.curves import CURVE_SCORES, TAU_CURVES
+from fudbench.analysis.curves import CURVE_SCORES, MAIN_CURVE_SCORES, TAU_CURVES
 from fudbench.report.latex import booktabs, escape, fmt_ci
 from fudbench.seeding import derive_seed
 
@@ -58,16 +58,22 @@ def table4_kendall(per_image: pd.DataFrame, models, explainers, n_boot: int, ci:
     return summary, tex
 
 
-def table7_scores(per_image: pd.DataFrame, models, explainers, n_boot: int, ci: float, seed: int):
-    """Every evaluator's score per model x explainer (CURVE_SCORES: FUD, Insertion,
-    Sen-N higher better; Deletion, INFID lower better)."""
-    d = per_image[per_image["curve"].isin(CURVE_SCORES)].copy()
-    d["metric"] = d["curve"].map({k: v[0] for k, v in CURVE_SCORES.items()})
+def score_table(per_image: pd.DataFrame, models, explainers, curves, labels: dict, n_boot: int, ci: float,
+                seed: int, caption: str, tex_label: str):
+    """Per-image scores of the given curves, per model x explainer: mean over
+    images with a bootstrap CI. labels: {curve: (column name, higher is better)};
+    columns follow the order of `curves`, keeping those present."""
+    d = per_image[per_image["curve"].isin(list(curves)) & per_image["score"].notna()].copy()
+    d["metric"] = d["curve"].map({c: labels[c][0] for c in curves})
     summary = _summarise(d, "score", ["model", "explainer", "metric"], n_boot, ci, seed)
-    metrics = [v[0] for v in CURVE_SCORES.values() if v[0] in set(summary["metric"])]
+    metrics = [labels[c][0] for c in curves if labels[c][0] in set(summary.get("metric", []))]
+    if not len(summary):
+        raise ValueError(f"no per-image scores for any of the curves {list(curves)[:6]}...")
     summary = _order(summary, models, explainers)
     summary["metric"] = pd.Categorical(summary["metric"], metrics, ordered=True)
     summary = summary.sort_values(["model", "explainer", "metric"]).reset_index(drop=True)
+    higher = {labels[c][0]: labels[c][1] for c in curves}
+    summary["higher_is_better"] = summary["metric"].map(higher).astype(bool)
 
     rows, breaks = [], []
     for model in models:
@@ -78,9 +84,17 @@ def table7_scores(per_image: pd.DataFrame, models, explainers, n_boot: int, ci: 
                 cells.append(fmt_ci(*r[["mean", "ci_low", "ci_high"]].iloc[0]) if len(r) else "--")
             rows.append([escape(model), escape(ex.upper()), *cells])
         breaks.append(len(rows) - 1)
-    tex = booktabs(["Model", "Method", *metrics], rows,
-                   caption="Attribution scores: normalised area under the confidence curve (mean over "
-                           "images, $\\pm$ half-width of the bootstrap 95\\% CI) (Table 7 of FUD).",
-                   label="tab:scores", align="ll" + "r" * len(metrics), midrules_after=breaks,
-                   header_suffix={v[0]: r" $\uparrow$" if v[1] else r" $\downarrow$" for v in CURVE_SCORES.values()})
+    tex = booktabs(["Model", "Method", *metrics], rows, caption=caption, label=tex_label,
+                   align="ll" + "r" * len(metrics), midrules_after=breaks,
+                   header_suffix={m: r" $\uparrow$" if h else r" $\downarrow$" for m, h in higher.items()})
     return summary, tex
+
+
+def table7_scores(per_image: pd.DataFrame, models, explainers, n_boot: int, ci: float, seed: int):
+    """The main evaluators' scores per model x explainer (FUD, Insertion, Sen-N
+    higher better; Deletion, INFID lower better)."""
+    labels = {c: CURVE_SCORES[c][:2] for c in MAIN_CURVE_SCORES}
+    return score_table(per_image, models, explainers, list(MAIN_CURVE_SCORES), labels, n_boot, ci, seed,
+                       caption="Attribution scores: normalised area under the confidence curve (mean over "
+                               "images, $\\pm$ half-width of the bootstrap 95\\% CI) (Table 7 of FUD).",
+                       tex_label="tab:scores")

@@ -1,20 +1,20 @@
-"""Table 2: Energy OOD detection of every evaluator's intermediate samples vs clean images."""
+"""Tables 2, 8, 11: Energy OOD detection of intermediate samples vs clean images."""
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 
-from fudbench.analysis.curves import INTERMEDIATE_CURVES
 from fudbench.io import write_csv, write_text
 from fudbench.jobs import setup_job
 from fudbench.report.ood_quality import table2_ood
+from fudbench.report.paper_tables import OOD_TABLES, intermediate_curves
 
 setup_job(snakemake)
-p = snakemake.params
+p, table = snakemake.params, snakemake.wildcards.table
 records = pd.read_parquet(snakemake.input.records)
 clean = pd.read_parquet(snakemake.input.clean_energy)
 clean_energy = {m: g.set_index("image")["energy"] for m, g in clean.groupby("model")}
-present = {c: label for c, label in INTERMEDIATE_CURVES.items() if c in set(records["curve"])}
+present = {c: label for c, label in intermediate_curves(table).items() if c in set(records["curve"])}
 summary, tex = table2_ood(records, clean_energy, present, p.models, p.analysis["bootstrap"], p.analysis["ci"],
-                          p.seed, pooling=p.analysis["ood_pooling"])
+                          p.seed, pooling=p.analysis["ood_pooling"], **OOD_TABLES[table])
 write_csv(snakemake.output.csv, summary, index=False, float_format="%.6g")
 write_text(snakemake.output.tex, tex)
 print(summary.to_string(index=False), flush=True)

@@ -1,0 +1,31 @@
+# F-Fidelity (seeds/004): fine-tune a surrogate of each classifier with random
+# removal of up to beta of the pixels. The `ffid` evaluate jobs read it as the
+# asset "surrogate". Only beta and the fine-tuning settings reach this rule,
+# so changing alpha, n_samples or the sparsities reruns the evaluations only.
+
+if "ffid" in config["evaluators"]:
+
+    rule train_surrogate:
+        input:
+            classifier=f"{RESULTS}/models/{{model}}.pt",
+            train=rules.make_dataset.output.train,
+            val=rules.make_dataset.output.val,
+        output:
+            model=f"{RESULTS}/models/{{model}}_surrogate.pt",
+            metrics=f"{RESULTS}/models/{{model}}_surrogate_metrics.json",
+        params:
+            ffid={k: config["evaluators"]["ffid"][k] for k in ("beta", "finetune")},
+            job=job_params(),
+        threads: 2
+        resources:
+            gpu=GPU,
+            mem_mb=4000,
+            runtime=60,
+        log:
+            f"{RESULTS}/logs/train_surrogate/{{model}}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/train_surrogate/{{model}}.tsv"
+        conda:
+            ENV_TORCH
+        script:
+            "../scripts/train_surrogate.py"

@@ -1,0 +1,51 @@
+# Meta-evaluation: how well each metric recovers the known ranking of degraded
+# explainers (`method: degrade` entries of config["explainers"]), and how much
+# the metrics agree on the ranking of the other explainers.
+from fudbench.analysis.meta import degraded_explainers
+
+DEGRADED = degraded_explainers(config["explainers"])
+PAPER_EXPLAINERS = [e for e in EXPLAINERS if e not in DEGRADED]
+# metrics in the meta-evaluation (curve or table names); None = every scored curve
+META_METRICS = config["analysis"].get("meta_metrics")
+
+
+rule meta_table:
+    input:
+        per_image=rules.aggregate_records.output.per_image,
+        records=rules.aggregate_records.output.records,
+    output:
+        tex=f"{RESULTS}/tables/meta_ground_truth.tex",
+        csv=reported_table(f"{RESULTS}/tables/meta_ground_truth.csv", "meta_ground_truth"),
+    params:
+        degraded={name: list(v) for name, v in DEGRADED.items()},
+        analysis={k: config["analysis"][k] for k in ("bootstrap", "ci")},
+        seed=config["seed"],
+        models=MODELS,
+        metrics=META_METRICS,
+    log:
+        f"{RESULTS}/logs/meta_table.log",
+    conda:
+        ENV_ANALYSIS
+    script:
+        "../scripts/meta_table.py"
+
+
+rule plot_agreement:
+    input:
+        per_image=rules.aggregate_records.output.per_image,
+    output:
+        figures=reported_figure("metric_agreement"),
+        csv=f"{RESULTS}/tables/metric_agreement.csv",
+    params:
+        explainers=PAPER_EXPLAINERS,
+        analysis={k: config["analysis"][k] for k in ("bootstrap", "ci")},
+        seed=config["seed"],
+        models=MODELS,
+        plots=config["plots"],
+        metrics=META_METRICS,
+    log:
+        f"{RESULTS}/logs/plot_agreement.log",
+    conda:
+        ENV_REPORT
+    script:
+        "../scripts/plot_agreement.py"

@@ -1,0 +1,34 @@
+"""Score-model gate for a pretrained U-Net of another resolution than the images:
+unconditional samples at the U-Net's size, resized to the classifiers' size."""
+import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
+import json
+
+import numpy as np
+
+from fudbench.data.splits import load_split
+from fudbench.device import resolve_device
+from fudbench.imputers.resolution import resize_images
+from fudbench.io import write_json, write_npz
+from fudbench.jobs import setup_job
+from fudbench.models.classifiers import load_classifier
+from fudbench.models.quality import score_model_report, unconditional_samples
+from fudbench.models.score import load_score_model
+
+log = setup_job(snakemake)
+p = snakemake.params
+device = resolve_device(p.job["device"])
+unet, schedule = load_score_model(snakemake.input.score_model, device)
+real, _, _ = load_split(snakemake.input.test)
+class_names = json.load(open(snakemake.input.classes))
+samples = unconditional_samples(unet, schedule, p.gates["n_samples"], unet.config.sample_size,
+                                p.gates["sample_steps"], p.job["seed"], device, batch_size=16)
+samples = resize_images(samples, real.shape[-1]).clamp(0, 1)
+classifiers = {m: load_classifier(path, device) for m, path in zip(p.models, snakemake.input.classifiers)}
+report = score_model_report(samples, real, classifiers, class_names)
+report["sample_steps"] = p.gates["sample_steps"]
+report["sampled_at"] = unet.config.sample_size
+for m, r in report["classifiers"].items():
+    print(f"[gate] score model under {m}: energy AUROC samples vs real = {r['auroc']:.3f} "
+          f"(0.5 = indistinguishable), FPR95 {r['fpr95']:.3f}", flush=True)
+write_json(snakemake.output.report, report)
+write_npz(snakemake.output.samples, samples=(samples.numpy() * 255).round().astype(np.uint8))

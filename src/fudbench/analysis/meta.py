@@ -1,0 +1,326 @@
+"""Meta-evaluation: how well each metric recovers a known ranking, and how
+much the metrics agree with each other.
+
+Ground truth (seeds/004): an explainer degraded with a fraction p of random
+noise (`method: degrade` in config, family = its `base`) is worse the larger
+p is. Per (model, family, metric) we report the Spearman correlation between
+the metric's ranking of the family's explainers and the true one, oriented so
+that +1 = the metric ranks them perfectly (less noise better) and -1 =
+exactly reversed, whatever the metric's direction (CURVE_SCORES' higher-is-
+better flag). The seed paper correlates with the noise level instead, so its
+ideal "MoRF vs GT" for FFid+ is -1; ours is +1.
+
+- macro: on the per-explainer mean of the per-image score (the AUC over the
+  curve's steps).
+- micro: per step (sparsity, ratio, n) the Spearman correlation of the
+  per-explainer mean of the step's value (`STEP_VALUES`, e.g. confidence or
+  fidelity), averaged over the steps where it is defined. Steps where the
+  metric ties every explainer (e.g. deletion's first point, nothing removed)
+  have no defined correlation and are left out of the average (counted in
+  n_steps). Metrics with a single value per image (INFID) or no per-step
+  column have no micro correlation: NaN ("--" in the table).
+
+Agreement: per model, Kendall's tau-b between the rankings of the (non-
+degraded) explainers by each pair of metrics, oriented as above (tau = 1: the
+two metrics order the explainers identically).
+
+Confidence intervals: percentile bootstrap over images. Each replicate
+resamples the images once (with replacement) and recomputes every
+explainer's mean from them (paired: all explainers see the same images), then
+the correlation; replicates where the correlation is undefined are dropped.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pandas as pd
+
+log = logging.getLogger(__name__)
+
+# curve -> the per-step records column whose per-explainer mean a micro correlation ranks
+STEP_VALUES = {"fud": "confidence", "insertion": "confidence", "deletion": "confidence",
+               "sensitivity_n": "correlation"}
+
+
+def default_curve_scores() -> dict:
+    """CURVE_SCORES with the F-Fidelity curves (until the lead merges them)."""
+    from fudbench.analysis.curves import CURVE_SCORES
+    from fudbench.evaluation_ffidelity import FFID_CURVE_SCORES
+
+    return {**FFID_CURVE_SCORES, **CURVE_SCORES}
+
+
+def select_curves(curve_scores: dict, curves) -> dict:
+    """The entries of curve_scores for `curves` (curve or table names; None = all)."""
+    if curves is None:
+        return curve_scores
+    wanted = set(curves)
+    out = {c: v for c, v in curve_scores.items() if c in wanted or v[0] in wanted}
+    unknown = wanted - set(out) - {v[0] for v in out.values()}
+    if unknown:
+        raise ValueError(f"unknown metric(s) {sorted(unknown)}: use curve names or table names of "
+                         f"{sorted(curve_scores)}")
+    return out
+
+
+def default_step_values() -> dict:
+    from fudbench.evaluation_ffidelity import FFID_STEP_VALUES
+
+    return {**FFID_STEP_VALUES, **STEP_VALUES}
+
+
+def degraded_explainers(explainers: dict) -> dict[str, tuple[str, float]]:
+    """{explainer name: (family, noise fraction p)} for the config entries with
+    `method: degrade`; the family is the entry's `base` explainer."""
+    out = {}
+    for name, settings in explainers.items():
+        if (settings or {}).get("method") != "degrade":
+            continue
+        for key in ("base", "fraction"):
+            if key not in settings:
+                raise ValueError(f"config key 'explainers.{name}.{key}': required for method: degrade "
+                                 f"(e.g. {{method: degrade, base: ig, fraction: 0.1}})")
+        out[name] = (str(settings["base"]), float(settings["fraction"]))
+    return out
+
+
+# ------------------------------------------------------------ rank statistics
+
+def _tie_tolerance(v: np.ndarray) -> np.ndarray:
+    """Values closer than this count as tied: means of the same per-image
+    values summed in another order (a bootstrap replicate) must tie exactly
+    as they do in the point estimate, rounding aside."""
+    return 1e-9 * (1.0 + np.abs(v).max(-1, keepdims=True))
+
+
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """Ranks along the last axis (1 = smallest), ties get their average rank."""
+    v = np.asarray(values, dtype=float)
+    diff = v[..., None, :] - v[..., :, None]  # [..., i, j] = v_j - v_i
+    tol = _tie_tolerance(v)[..., None]
+    less = (diff < -tol).sum(-1)
+    equal = (np.abs(diff) <= tol).sum(-1)
+    return less + (equal + 1) / 2
+
+
+def spearman_rows(values: np.ndarray, truth) -> np.ndarray:
+    """Spearman correlation of each row of `values` (..., E) with `truth` (E,);
+    NaN where a row (or the truth) is constant or has non-finite entries."""
+    v = np.asarray(values, dtype=float)
+    finite = np.isfinite(v).all(-1)
+    rv = average_ranks(np.where(np.isfinite(v), v, 0.0))
+    rt = average_ranks(np.asarray(truth, dtype=float))
+    rv = rv - rv.mean(-1, keepdims=True)
+    rt = rt - rt.mean()
+    denom = np.sqrt((rv ** 2).sum(-1) * (rt ** 2).sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = (rv * rt).sum(-1) / denom
+    return np.where(finite & (denom > 1e-12), np.clip(rho, -1.0, 1.0), np.nan)
+
+
+def spearman(a, b) -> float:
+    return float(spearman_rows(np.asarray(a, dtype=float)[None], b)[0])
+
+
+def kendall_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b between matching rows of x and y (..., E); NaN where either is constant."""
+    x = np.asarray(x, dtype=float); y = np.asarray(y, dtype=float)
+    i, j = np.triu_indices(x.shape[-1], k=1)
+    dx, dy = x[..., j] - x[..., i], y[..., j] - y[..., i]
+    sx = np.where(np.abs(dx) <= _tie_tolerance(x), 0.0, np.sign(dx))
+    sy = np.where(np.abs(dy) <= _tie_tolerance(y), 0.0, np.sign(dy))
+    n_x, n_y = (sx != 0).sum(-1), (sy != 0).sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = (sx * sy).sum(-1) / np.sqrt(n_x * n_y)
+    return np.where((n_x > 0) & (n_y > 0), tau, np.nan)
+
+
+def _interval(replicates: np.ndarray, ci: float) -> tuple[float, float]:
+    r = replicates[np.isfinite(replicates)]
+    if len(r) < 2:
+        return float("nan"), float("nan")
+    a = (1 - ci) / 2
+    lo, hi = np.quantile(r, [a, 1 - a])
+    return float(lo), float(hi)
+
+
+def _finite_mean_rows(a: np.ndarray) -> np.ndarray:
+    """Mean of each row's finite entries; NaN for a row without any."""
+    ok = np.isfinite(a)
+    n = ok.sum(-1)
+    total = np.where(ok, a, 0.0).sum(-1)
+    return np.where(n > 0, total / np.maximum(n, 1), np.nan)
+
+
+def _resample_weights(n_images: int, n_boot: int, seed: int) -> np.ndarray:
+    """(n_boot, n_images): how often each image is drawn in each replicate, / n_images.
+    weights @ values = the replicates' means, without materialising the
+    (replicates x images x ...) resampled array (GBs on the paper config)."""
+    idx = np.random.default_rng(seed).integers(0, n_images, size=(n_boot, n_images))
+    flat = (np.arange(n_boot)[:, None] * n_images + idx).ravel()
+    return np.bincount(flat, minlength=n_boot * n_images).reshape(n_boot, n_images) / n_images
+
+
+def _boot_means(weights: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """(B, n) weights, (n, ...) values -> (B, ...) resampled means."""
+    return (weights @ values.reshape(len(values), -1)).reshape(len(weights), *values.shape[1:])
+
+
+def _image_matrix(frame: pd.DataFrame, value: str, explainers: list[str], index) -> pd.DataFrame:
+    """rows = index (image, or image x step), columns = explainers; only rows
+    every explainer has (the bootstrap pairs explainers on the same images)."""
+    m = frame.pivot_table(index=index, columns="explainer", values=value, aggfunc="mean")
+    missing = [e for e in explainers if e not in m.columns]
+    if missing:
+        return pd.DataFrame()
+    return m[explainers].dropna()
+
+
+# ------------------------------------------------------------ ground-truth ranking
+
+def ground_truth_correlations(per_image: pd.DataFrame, degraded: dict, records: pd.DataFrame | None = None,
+                              n_boot: int = 1000, ci: float = 0.95, seed: int = 0,
+                              curve_scores: dict | None = None, step_values: dict | None = None,
+                              curves=None) -> pd.DataFrame:
+    """Spearman correlation of each metric's ranking of degraded explainers with the truth.
+
+    per_image: columns model, explainer, curve, image, score (per_image_scores).
+    degraded: {explainer: (family, p)} (degraded_explainers). records: the
+    per-step records (model, explainer, curve, image, step and the STEP_VALUES
+    columns), needed for micro; without them micro is NaN.
+    Returns one row per (model, family, metric, kind in {macro, micro}):
+    spearman, ci_low, ci_high, n_images, n_explainers, n_steps (steps with a
+    defined correlation, micro only), higher_is_better, curve. `curves`
+    restricts the metrics (curve or table names; None = every scored curve).
+    """
+    from fudbench.seeding import derive_seed
+
+    if not degraded:
+        raise ValueError("no degraded explainers: add config entries with `method: degrade` (e.g. "
+                         "ig_d00..ig_d50: {method: degrade, base: ig, fraction: 0.0 .. 0.5})")
+    curve_scores = select_curves(curve_scores or default_curve_scores(), curves)
+    step_values = step_values or default_step_values()
+    families: dict[str, list[str]] = {}
+    for name, (family, _) in degraded.items():
+        families.setdefault(family, []).append(name)
+    # split once: the paper config has millions of record rows
+    scored = dict(tuple(per_image.groupby(["model", "curve"], sort=False)))
+    stepped = {} if records is None else dict(tuple(records.groupby(["model", "curve"], sort=False)))
+    rows = []
+    for model in sorted(per_image["model"].unique()):
+        for family, members in families.items():
+            members = sorted(members, key=lambda e: degraded[e][1])
+            truth = -np.array([degraded[e][1] for e in members])  # less noise = better
+            for curve, (metric, higher, _) in curve_scores.items():
+                sign = 1.0 if higher else -1.0
+                key = (model, family, metric)
+                base = {"model": model, "family": family, "metric": metric, "curve": curve,
+                        "higher_is_better": higher, "n_explainers": len(members)}
+                d = scored.get((model, curve))
+                d = None if d is None else d[d["explainer"].isin(members)]
+                if d is None or d.empty:
+                    continue
+                m = _image_matrix(d, "score", members, "image")
+                if m.empty:
+                    log.warning("%s/%s/%s: some explainers of the family have no scores; skipped",
+                                model, family, metric)
+                    continue
+                s = sign * m.to_numpy()
+                rho = spearman(s.mean(0), truth)
+                boot = np.array([])
+                if n_boot:
+                    w = _resample_weights(len(s), n_boot, derive_seed(seed, "meta", *key))
+                    boot = spearman_rows(_boot_means(w, s), truth)
+                rows.append({**base, "kind": "macro", "spearman": rho, **_ci_cols(boot, ci),
+                             "n_images": len(s), "n_steps": np.nan})
+                rows.append({**base, "kind": "micro", **_micro(stepped.get((model, curve)), members, truth, sign,
+                                                               step_values.get(curve), n_boot, ci,
+                                                               derive_seed(seed, "meta", *key))})
+    cols = ["model", "family", "metric", "kind", "spearman", "ci_low", "ci_high", "n_images", "n_explainers",
+            "n_steps", "higher_is_better", "curve"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def _ci_cols(boot: np.ndarray, ci: float) -> dict:
+    lo, hi = _interval(boot, ci)
+    return {"ci_low": lo, "ci_high": hi}
+
+
+def _micro(records, members, truth, sign, column, n_boot, ci, seed) -> dict:
+    """records: one model's rows of one curve (or None)."""
+    nan = {"spearman": np.nan, "ci_low": np.nan, "ci_high": np.nan, "n_images": np.nan, "n_steps": np.nan}
+    if records is None or column is None or column not in records.columns:
+        return nan
+    d = records[records["explainer"].isin(members)]
+    if d.empty or d["step"].nunique() < 2:
+        return nan
+    m = _image_matrix(d, column, members, ["image", "step"])
+    if m.empty:
+        return nan
+    steps = sorted(m.index.get_level_values("step").unique())
+    images = sorted(set.intersection(*[set(m.xs(j, level="step").index) for j in steps]))
+    # (steps, images, explainers), oriented
+    cube = sign * np.stack([m.xs(j, level="step").loc[images].to_numpy() for j in steps])
+    per_step = spearman_rows(cube.mean(1), truth)
+    out = {"spearman": float(_finite_mean_rows(per_step[None])[0]),
+           "n_images": len(images), "n_steps": int(np.isfinite(per_step).sum())}
+    if n_boot:
+        w = _resample_weights(len(images), n_boot, seed)
+        boot = spearman_rows(_boot_means(w, cube.transpose(1, 0, 2)), truth)  # (B, steps)
+        out.update(_ci_cols(_finite_mean_rows(boot), ci))
+    else:
+        out.update({"ci_low": np.nan, "ci_high": np.nan})
+    return out
+
+
+# ------------------------------------------------------------ agreement between metrics
+
+def metric_agreement(per_image: pd.DataFrame, explainers: list[str], n_boot: int = 1000, ci: float = 0.95,
+                     seed: int = 0, curve_scores: dict | None = None, curves=None):
+    """Kendall tau-b between the explainer rankings of every pair of metrics, per model.
+
+    Returns ({model: square DataFrame metric x metric of tau (symmetric, 1 on
+    the diagonal)}, long DataFrame model, metric_a, metric_b, tau, ci_low,
+    ci_high, n_images, n_explainers). Only images scored by every metric for
+    every explainer are used, so all pairs see the same images. `curves`
+    restricts the metrics (curve or table names; None = every scored curve).
+    """
+    from fudbench.seeding import derive_seed
+
+    curve_scores = select_curves(curve_scores or default_curve_scores(), curves)
+    matrices, rows = {}, []
+    for model in sorted(per_image["model"].unique()):
+        d = per_image[(per_image["model"] == model) & per_image["explainer"].isin(explainers)]
+        present = [c for c in curve_scores if c in set(d["curve"])]
+        mats, names = [], []
+        for curve in present:
+            m = _image_matrix(d[d["curve"] == curve], "score", list(explainers), "image")
+            if m.empty:
+                log.warning("%s/%s: not every explainer has scores; left out of the agreement", model, curve)
+                continue
+            mats.append((1.0 if curve_scores[curve][1] else -1.0) * m)
+            names.append(curve_scores[curve][0])
+        if len(mats) < 2:
+            log.warning("%s: fewer than two metrics with complete scores; no agreement matrix", model)
+            continue
+        images = sorted(set.intersection(*[set(m.index) for m in mats]))
+        cube = np.stack([m.loc[images].to_numpy() for m in mats], axis=-1)  # (images, explainers, metrics)
+        means = cube.mean(0)
+        k = len(names)
+        tau = np.full((k, k), np.nan)
+        boot_means = (_boot_means(_resample_weights(len(images), n_boot, derive_seed(seed, "agreement", model)),
+                                  cube) if n_boot else None)  # (B, explainers, metrics)
+        for a in range(k):
+            for b in range(a, k):
+                t = float(kendall_rows(means[:, a], means[:, b]))
+                tau[a, b] = tau[b, a] = t
+                lo, hi = (_interval(kendall_rows(boot_means[..., a], boot_means[..., b]), ci)
+                          if n_boot else (np.nan, np.nan))
+                for x, y in {(a, b), (b, a)}:
+                    rows.append({"model": model, "metric_a": names[x], "metric_b": names[y], "tau": t,
+                                 "ci_low": lo, "ci_high": hi, "n_images": len(images),
+                                 "n_explainers": len(explainers)})
+        matrices[model] = pd.DataFrame(tau, index=names, columns=names)
+    return matrices, pd.DataFrame(rows, columns=["model", "metric_a", "metric_b", "tau", "ci_low", "ci_high",
+                                                 "n_images", "n_explainers"])

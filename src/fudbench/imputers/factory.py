@@ -1,0 +1,166 @@
+"""Imputers by name, for evaluator configs (names in fudbench.imputer_registry).
+
+    build_imputer(name, options, references, assets, device) -> Imputer
+
+options: that imputer's settings (dict, may be empty; unknown keys are an
+error). references: (M, C, H, W) reference images (uint8 or float in [0, 1]) or
+None; when None and the imputer needs them (train_set, mean without an
+explicit mean), they are loaded from assets["reference_images"], an npz with an
+"images" uint8 array (M, C, H, W). assets["score_model"]: the score-model
+checkpoint for diffusion_plain.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from fudbench.imputer_registry import IMPUTERS
+from fudbench.registry import resolve
+
+DEFAULTS = {
+    "zero": {},
+    "blur": {"kernel_size": 11, "sigma": 5.0},
+    "mean": {"mean": None},
+    "sample_average": {},
+    "uniform": {"low": 0.0, "high": 1.0},
+    "gaussian": {"std": 1.0, "mean": 0.0, "around_image": False, "model_space": False},
+    "train_set": {},
+    "histogram": {},
+    "telea": {"radius": 3.0},
+    "noisy_linear": {"noise": 0.01},
+    "box_blur": {"fraction": 0.5},
+    "max_distance": {},
+    "diffusion_plain": {"steps": 50, "known": "clean", "clip_x0": True},
+}
+
+
+def imputer_options(name: str, options: Optional[dict]) -> dict:
+    """DEFAULTS[name] updated with options; unknown keys raise naming the allowed ones."""
+    defaults = DEFAULTS[name]
+    unknown = sorted(set(options or {}) - set(defaults))
+    if unknown:
+        raise ValueError(f"imputer {name!r}: unknown option(s) {unknown}; allowed: {sorted(defaults) or 'none'}")
+    return {**defaults, **(options or {})}
+
+
+def load_references(assets: Optional[dict], who: str) -> torch.Tensor:
+    path = (assets or {}).get("reference_images")
+    if not path:
+        raise ValueError(f"imputer {who!r} needs reference images: set assets['reference_images'] to an npz "
+                         "with an 'images' uint8 array (M, C, H, W), e.g. the training split")
+    from fudbench.io import load_npz
+
+    data = load_npz(path)
+    if "images" not in data:
+        raise ValueError(f"{path}: no 'images' array (found {sorted(data)}); expected uint8 (M, C, H, W)")
+    images = torch.from_numpy(data["images"])
+    if images.dim() != 4 or images.dtype != torch.uint8:
+        raise ValueError(f"{path}: 'images' must be uint8 (M, C, H, W), got {images.dtype} {tuple(images.shape)}")
+    return images
+
+
+def build_imputer(name: str, options: Optional[dict] = None, references=None, assets: Optional[dict] = None,
+                  device="cpu"):
+    builder = resolve(IMPUTERS, name, "imputer")
+    return builder(imputer_options(name, options), references, assets, device)
+
+
+# ---------------------------------------------------------------- builders
+
+
+def zero(o, references, assets, device):
+    from fudbench.imputers.simple import ZeroImputer
+
+    return ZeroImputer()
+
+
+def blur(o, references, assets, device):
+    from fudbench.imputers.simple import BlurImputer
+
+    return BlurImputer(int(o["kernel_size"]), float(o["sigma"]))
+
+
+def mean(o, references, assets, device):
+    """Explicit mean > channel mean of the references > the classifier's normalisation mean."""
+    from fudbench.imputers.baselines import MeanImputer
+
+    if o["mean"] is not None:
+        return MeanImputer(o["mean"])
+    if references is None and (assets or {}).get("reference_images"):
+        references = load_references(assets, "mean")
+    if references is None:
+        return MeanImputer(None)
+    refs = torch.as_tensor(references)
+    scale = 255.0 if refs.dtype == torch.uint8 else 1.0
+    return MeanImputer((refs.double().mean(dim=(0, 2, 3)) / scale).tolist())
+
+
+def sample_average(o, references, assets, device):
+    from fudbench.imputers.baselines import SampleAverageImputer
+
+    return SampleAverageImputer()
+
+
+def uniform(o, references, assets, device):
+    from fudbench.imputers.baselines import UniformNoiseImputer
+
+    return UniformNoiseImputer(o["low"], o["high"])
+
+
+def gaussian(o, references, assets, device):
+    from fudbench.imputers.baselines import GaussianNoiseImputer
+
+    return GaussianNoiseImputer(o["std"], o["mean"], around_image=o["around_image"], model_space=o["model_space"])
+
+
+def train_set(o, references, assets, device):
+    from fudbench.imputers.baselines import TrainSetImputer
+
+    return TrainSetImputer(references if references is not None else load_references(assets, "train_set"))
+
+
+def histogram(o, references, assets, device):
+    from fudbench.imputers.baselines import HistogramImputer
+
+    return HistogramImputer()
+
+
+def telea(o, references, assets, device):
+    from fudbench.imputers.baselines import TeleaImputer
+
+    return TeleaImputer(o["radius"])
+
+
+def noisy_linear(o, references, assets, device):
+    from fudbench.imputers.noisy_linear import NoisyLinearImputer
+
+    return NoisyLinearImputer(o["noise"])
+
+
+def box_blur(o, references, assets, device):
+    from fudbench.imputers.baselines import BoxBlurImputer
+
+    return BoxBlurImputer(o["fraction"])
+
+
+def max_distance(o, references, assets, device):
+    from fudbench.imputers.baselines import MaxDistanceImputer
+
+    return MaxDistanceImputer()
+
+
+def diffusion_plain(o, references, assets, device):
+    """FUD's sampler with guidance off: the seeds/002 (RePaint-like) diffusion imputer."""
+    path = (assets or {}).get("score_model")
+    if not path:
+        raise ValueError("imputer 'diffusion_plain' needs assets['score_model'] (the score-model checkpoint)")
+    from fudbench.imputers.diffusion import DiffusionImputer
+    from fudbench.models.score import load_score_model
+
+    unet, schedule = load_score_model(path, device)
+    imputer = DiffusionImputer(unet, schedule, steps=int(o["steps"]), guidance_scale=0.0, known=o["known"],
+                               clip_x0=bool(o["clip_x0"]))
+    imputer.name = "diffusion_plain"
+    imputer.stochastic = True
+    return imputer

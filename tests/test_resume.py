@@ -1,0 +1,173 @@
+"""Interrupted runs and determinism (docs/reliability.md).
+
+test_killed_run_resumes_to_identical_tables is also the determinism check: the
+resumed run is a second run of the smoke config from scratch (it started in an
+empty directory), so its CSV tables must equal, byte for byte, those of the
+session's other smoke run (conftest.smoke_run) on the CPU. Timing tables are
+the documented exception: their wall-time columns are compared by presence
+only, every other column byte for byte.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from workflow_support import snakemake
+
+pytestmark = pytest.mark.workflow
+
+# Tables that report measured wall time: those columns differ between runs.
+TIMING_COLUMNS = {"table10_timing.csv": ["mean", "std", "min", "max"]}
+
+
+def _load_complete(path: Path) -> None:
+    """Read a final output fully; raises if it is truncated or partial."""
+    suffix = path.suffix
+    if suffix == ".parquet":
+        pd.read_parquet(path)
+    elif suffix == ".npz":
+        with np.load(path, allow_pickle=False) as z:
+            for k in z.files:
+                z[k]
+    elif suffix == ".csv":
+        assert len(pd.read_csv(path).columns) > 0
+    elif suffix == ".tex":
+        assert "\\bottomrule" in path.read_text()
+    elif suffix == ".json":
+        json.loads(path.read_text())
+    elif suffix == ".png":
+        from PIL import Image
+
+        with Image.open(path) as im:
+            im.load()
+    elif suffix == ".pdf":
+        data = path.read_bytes()
+        assert data.startswith(b"%PDF") and b"%%EOF" in data[-1024:]
+    elif suffix == ".pt":
+        import torch
+
+        torch.load(path, map_location="cpu", weights_only=False)
+    elif suffix == ".html":
+        assert "</html>" in path.read_text().lower()
+    else:
+        raise AssertionError(f"{path}: no completeness check for {suffix!r} files; add one to this test")
+
+
+def _wait_for(condition, proc, log: Path, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if proc.poll() is not None:
+            raise AssertionError(f"the run ended (rc={proc.returncode}) before {what}:\n"
+                                 + log.read_text()[-4000:])
+        if time.monotonic() > deadline:
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def _group_gone(pgid: int, timeout: float = 20) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def _upstream_differences(results: Path, reference: Path) -> list[str]:
+    """Where two runs first part ways (for the failure message): arrays of the
+    data, weights of the models, attributions, records without timings."""
+    import torch
+
+    def same_npz(a, b):  # timings (e.g. attributions' seconds_per_image) aside
+        with np.load(a) as x, np.load(b) as y:
+            return x.files == y.files and all(np.array_equal(x[k], y[k], equal_nan=True) for k in x.files
+                                              if "seconds" not in k)
+
+    def same_pt(a, b):
+        x, y = (torch.load(f, map_location="cpu", weights_only=False).get("state_dict", {}) for f in (a, b))
+        return x.keys() == y.keys() and all(torch.equal(x[k], y[k]) for k in x)
+
+    def same_parquet(a, b):
+        x, y = (pd.read_parquet(f).drop(columns=["seconds"], errors="ignore") for f in (a, b))
+        return x.equals(y)
+
+    checks = {"data": ("*.npz", same_npz), "models": ("*.pt", same_pt), "attributions": ("*.npz", same_npz),
+              "records": ("*.parquet", same_parquet)}
+    out = []
+    for folder, (pattern, same) in checks.items():
+        for a in sorted((results / folder).rglob(pattern)):
+            b = reference / a.relative_to(results)
+            if b.exists() and not same(a, b):
+                out.append(str(a.relative_to(results)))
+    return out
+
+
+def test_killed_run_resumes_to_identical_tables(repo, smoke_run, tmp_path):
+    reference, _ = smoke_run
+    work = tmp_path / "work"
+    results = work / "results" / "smoke"
+    log = tmp_path / "killed_run.log"
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "--configfile",
+           str(repo / "config/smoke.yaml"), "--directory", str(work), "--cores", "2"]
+    with open(log, "w") as fh:
+        # Own process group: SIGKILL reaches Snakemake and every job it started, like a node failure.
+        proc = subprocess.Popen(cmd, cwd=repo, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        # An evaluate job has started its work once it opened its log (after its imports) ...
+        _wait_for(lambda: any((results / "logs" / "evaluate").rglob("*.log")), proc, log, 1500,
+                  "an evaluate job started")
+        time.sleep(1.5)  # ... and is now in the middle of it.
+        assert proc.poll() is None
+        running = [p.name for p in (work / ".snakemake" / "incomplete").iterdir()]
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert _group_gone(proc.pid), "processes of the killed run survived SIGKILL"
+    assert running, "the kill did not interrupt a running job (no .snakemake/incomplete markers)"
+
+    # No file under a final name is partial: atomic writes leave only hidden '.<name>.*.part' temporaries.
+    finals = [p for p in results.rglob("*") if p.is_file() and not p.name.startswith(".")
+              and p.relative_to(results).parts[0] not in ("logs", "benchmarks")]
+    assert finals
+    for p in finals:
+        _load_complete(p)
+    leftovers = [p for p in results.rglob(".*") if p.is_file()]
+    assert all(p.name.endswith(".part") for p in leftovers), leftovers
+
+    # Resume: a SIGKILLed Snakemake leaves its lock behind; unlock, then rerun to completion.
+    unlock = snakemake(repo, "--configfile", str(repo / "config/smoke.yaml"), "--directory", str(work), "--unlock")
+    assert unlock.returncode == 0, unlock.stderr[-3000:]
+    res = snakemake(repo, "--configfile", str(repo / "config/smoke.yaml"), "--directory", str(work),
+                    "--cores", "2", timeout=1800)
+    assert res.returncode == 0, (res.stdout + res.stderr)[-6000:]
+    assert "Nothing to be done" not in res.stdout + res.stderr
+
+    # Determinism: identical CSV tables, byte for byte, to the uninterrupted run.
+    ours = sorted(p.name for p in (results / "tables").glob("*.csv"))
+    assert ours == sorted(p.name for p in (reference / "tables").glob("*.csv"))
+    differ = []
+    for name in ours:
+        a, b = (results / "tables" / name).read_bytes(), (reference / "tables" / name).read_bytes()
+        if name in TIMING_COLUMNS:
+            fa, fb = (pd.read_csv(io.BytesIO(x)) for x in (a, b))
+            assert list(fa.columns) == list(fb.columns)
+            a, b = (f.drop(columns=TIMING_COLUMNS[name]).to_csv(index=False).encode() for f in (fa, fb))
+        if a != b:
+            differ.append(name)
+    assert not differ, (f"tables differ from the uninterrupted run: {differ}; upstream files that differ: "
+                        f"{_upstream_differences(results, reference)}")

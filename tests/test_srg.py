@@ -1,0 +1,164 @@
+"""SRG / R-OMS superpixel pixel flipping (seeds/002): steps, superpixels,
+known answers on a model with known gradients, seeding and the relevance gains."""
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import torch.nn.functional as F
+
+from fudbench.analysis.curves import CURVE_SCORES, per_image_scores, relevance_gains
+from fudbench.imputers import ImputeContext, Imputer, MeanImputer, UniformNoiseImputer
+from fudbench.imputers.base import compose
+from fudbench.protocols.srg import SRG, occlusion_steps, superpixel_relevance, superpixels
+
+
+def _blocks(n=12, seed=0):
+    """16x16 images made of 4x4 blocks of random brightness (plus a little noise)."""
+    g = torch.Generator().manual_seed(seed)
+    levels = 0.1 + 0.8 * torch.rand(n, 1, 4, 4, generator=g)
+    x = F.interpolate(levels, scale_factor=4, mode="nearest").expand(n, 3, 16, 16)
+    return (x + 0.02 * torch.rand(x.shape, generator=g)).clamp(0, 1), g
+
+
+def _run(proto, model, x, y, a, explainer="e", ids=None, imputer=None):
+    ids = list(range(len(x))) if ids is None else ids
+    rec = proto.run(model, x, y, a, imputer or MeanImputer([0.5] * 3), ids,
+                    (0, "evaluate", "m", explainer, "srg", proto.curve)).records
+    rec.insert(0, "model", "m")
+    rec.insert(1, "explainer", explainer)
+    return rec
+
+
+def test_occlusion_steps_are_zero_geomspace_and_all():
+    assert occlusion_steps(1) == [0, 1]
+    steps = occlusion_steps(16)
+    assert steps[0] == 0 and steps[-1] == 16 and steps == sorted(set(steps))
+    # geomspace(1, 16, 15) = 1, 1.22, 1.49, 1.81, 2.21, 2.69, 3.28, 4, 4.88, 5.94, 7.25, 8.83, 10.8, 13.1, 16
+    assert steps == [0, 1, 2, 3, 4, 5, 6, 7, 9, 11, 13, 16]
+    assert occlusion_steps(500) == [0, 1, 2, 4, 6, 9, 14, 22, 35, 54, 85, 132, 206, 321, 500]
+    with pytest.raises(ValueError):
+        occlusion_steps(0)
+
+
+def test_superpixels_squares_and_slic_give_consecutive_labels():
+    x, _ = _blocks(2)
+    sq = superpixels(x.numpy(), "squares", square_side=4)
+    assert len(sq) == 2 and sq[0].max() == 15 and np.all(np.bincount(sq[0].ravel()) == 16)
+    odd = superpixels(np.zeros((1, 3, 10, 10)), "squares", square_side=4)[0]
+    assert odd.max() == 8 and odd[9, 9] == 8  # partial squares at the edge are their own superpixels
+    sl = superpixels(x.numpy(), "slic", n_segments=16, compactness=10)
+    for lab in sl:
+        assert lab.shape == (16, 16) and lab.min() == 0 and set(np.unique(lab)) == set(range(lab.max() + 1))
+        assert lab.max() >= 3
+    with pytest.raises(ValueError, match="segmentation"):
+        superpixels(x.numpy(), "sam")
+
+
+def test_superpixel_relevance_is_the_mean_and_non_finite_is_least_relevant():
+    labels = np.array([[0, 0], [1, 2]])
+    rel = superpixel_relevance(np.array([[1.0, 3.0], [np.nan, -1.0]]), labels)
+    assert rel[0] == 2.0 and rel[1] == -np.inf and rel[2] == -1.0
+
+
+def test_oracle_attribution_gives_mif_below_roms_below_lif(brightness_classifier):
+    """The brightness model's p(class 0) moves with the mean brightness; filling a
+    block with 0.5 changes it by (0.5 - block brightness): attribution x - 0.5
+    (sign-flipped for class 1) is exact, its negation is the worst ordering."""
+    x, _ = _blocks()
+    y = brightness_classifier(x).argmax(1)
+    oracle = torch.where(y == 0, 1.0, -1.0).view(-1, 1, 1, 1) * (x - 0.5)
+    proto = SRG("mean", segmentation="squares", square_side=4, n_random=8)
+    pi = per_image_scores(_run(proto, brightness_classifier, x, y, oracle)).pivot(
+        index="image", columns="curve", values="score")
+    assert (pi["srg_mif__mean"] < pi["srg_roms__mean"]).all()
+    assert (pi["srg_roms__mean"] < pi["srg_lif__mean"]).all()
+    anti = per_image_scores(_run(proto, brightness_classifier, x, y, -oracle)).pivot(
+        index="image", columns="curve", values="score")
+    assert (anti["srg_lif__mean"] < anti["srg_mif__mean"]).all()
+    # R-OMS depends on the image, not the explainer
+    np.testing.assert_array_equal(pi["srg_roms__mean"].to_numpy(), anti["srg_roms__mean"].to_numpy())
+
+
+def test_random_explainer_has_srg_near_zero(brightness_classifier):
+    x, g = _blocks(12, seed=3)
+    y = brightness_classifier(x).argmax(1)
+    proto = SRG("mean", segmentation="squares", square_side=4, n_random=8)
+    oracle = torch.where(y == 0, 1.0, -1.0).view(-1, 1, 1, 1) * (x - 0.5)
+    good = relevance_gains(per_image_scores(_run(proto, brightness_classifier, x, y, oracle, "oracle")))
+    rand = relevance_gains(per_image_scores(_run(proto, brightness_classifier, x, y,
+                                                 torch.randn(x.shape, generator=g), "random")))
+    srg_good = good[good.curve == "srg__mean"]["score"]
+    srg_rand = rand[rand.curve == "srg__mean"]["score"]
+    assert srg_good.mean() > 0.3
+    assert abs(srg_rand.mean()) < 3 * srg_rand.std() / np.sqrt(len(srg_rand))
+    assert abs(srg_rand.mean()) < 0.25 * srg_good.mean()
+
+
+def test_records_curves_meet_at_both_ends_and_columns(brightness_classifier):
+    x, g = _blocks(3)
+    y = brightness_classifier(x).argmax(1)
+    proto = SRG("uniform", segmentation="squares", square_side=4, n_random=3, n_imputations=2)
+    rec = _run(proto, brightness_classifier, x, y, torch.randn(x.shape, generator=g),
+               imputer=UniformNoiseImputer())
+    assert list(rec.columns[2:8]) == ["curve", "image", "step", "kept", "removed", "target"]
+    assert {"n_occluded", "n_segments", "removed_pixels"} <= set(rec.columns)
+    assert set(rec["curve"]) == {"srg_mif__uniform", "srg_lif__uniform", "srg_roms__uniform"}
+    assert set(rec["curve"]) <= set(CURVE_SCORES)
+    for _, g_img in rec.groupby("image"):
+        first = g_img[g_img.n_occluded == 0]["confidence"]
+        last = g_img[g_img.n_occluded == g_img.n_segments]["confidence"]
+        assert first.nunique() == 1 and last.nunique() == 1 and len(first) == len(last) == 3
+    ends = rec[rec.n_occluded == rec.n_segments]
+    assert np.allclose(ends["removed"], 1.0) and np.allclose(ends["removed_pixels"], 1.0)
+
+
+def test_batched_equals_per_image_and_shard_layout(brightness_classifier):
+    x, g = _blocks(4)
+    y = brightness_classifier(x).argmax(1)
+    a = torch.randn(x.shape, generator=g)
+    proto = SRG("uniform", segmentation="squares", square_side=4, n_random=2, n_imputations=2, batch_size=7)
+    ids = [10, 11, 12, 13]
+    whole = _run(proto, brightness_classifier, x, y, a, ids=ids, imputer=UniformNoiseImputer())
+    parts = pd.concat([_run(proto, brightness_classifier, x[i:i + 1], y[i:i + 1], a[i:i + 1], ids=[ids[i]],
+                            imputer=UniformNoiseImputer()) for i in range(4)])
+    key = ["curve", "image", "step"]
+    cols = ["confidence", "prediction", "removed", "removed_pixels"]
+    pd.testing.assert_frame_equal(whole.sort_values(key)[key + cols].reset_index(drop=True),
+                                  parts.sort_values(key)[key + cols].reset_index(drop=True))
+
+
+class CountingImputer(Imputer):
+    """A deterministic fill that counts the samples it is asked to fill."""
+
+    name = "counting"
+    stochastic = False
+
+    def __init__(self):
+        self.calls = 0
+
+    def fill(self, x, keep_mask, context: ImputeContext | None = None):
+        self.calls += len(x)
+        return compose(x, keep_mask, torch.full_like(x, 0.5))
+
+
+def test_deterministic_imputer_is_filled_once_per_point(brightness_classifier):
+    x, g = _blocks(1)
+    y = brightness_classifier(x).argmax(1)
+    imp = CountingImputer()
+    proto = SRG("counting", segmentation="squares", square_side=4, n_random=2, n_imputations=5)
+    _run(proto, brightness_classifier, x, y, torch.randn(x.shape, generator=g), imputer=imp)
+    inner = len(occlusion_steps(16)) - 2  # n = 0 needs no fill, n = K is shared
+    assert imp.calls == 1 + (2 + 2) * inner
+
+
+def test_relevance_gains_from_per_image_scores():
+    pi = pd.DataFrame({"model": "m", "explainer": "e", "image": [0, 0, 0, 1, 1],
+                       "curve": ["srg_mif__telea", "srg_lif__telea", "srg_roms__telea",
+                                 "srg_mif__telea", "srg_lif__telea"],
+                       "score": [0.2, 0.7, 0.5, 0.1, 0.9]})
+    rg = relevance_gains(pi).set_index("curve")
+    assert len(rg) == 3  # image 1 lacks its R-OMS: no gains
+    assert rg.loc["mrg__telea", "score"] == pytest.approx(0.3)
+    assert rg.loc["lrg__telea", "score"] == pytest.approx(0.2)
+    assert rg.loc["srg__telea", "score"] == pytest.approx(0.5)
+    assert relevance_gains(pi[pi.curve != "srg_roms__telea"]).empty
