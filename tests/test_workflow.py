@@ -87,3 +87,19 @@ def test_smoke_outputs_and_temp_samples(smoke_run):
     assert {"image", "step", "confidence", "seconds", "energy", "l2"} <= set(records.columns)
     assert records["image"].nunique() == 6 and np.isfinite(records["confidence"]).all()
     assert "[gate] classifier cnn: test accuracy" in res.stdout + res.stderr
+
+
+def test_smoke_report_has_every_table_and_figure(repo, smoke_run, tmp_path):
+    """`snakemake --report` (./fud report) on the finished smoke run: one HTML
+    file with the tables and figures and their captions."""
+    results, _ = smoke_run
+    work = results.parent.parent
+    report = tmp_path / "report.html"
+    res = snakemake(repo, "--configfile", str(repo / "config/smoke.yaml"), "--directory", str(work),
+                    "--report", str(report))
+    assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
+    html = report.read_text(errors="replace")
+    assert len(html) > 100_000
+    for name in ("table2_ood.csv", "table5_constraint.csv", "table10_timing.csv", "fig3_auroc_by_step.png",
+                 "fig4_qualitative.png", "meta_ground_truth.csv"):
+        assert name in html, name
