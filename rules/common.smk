@@ -60,6 +60,13 @@ def evaluator_assets(wildcards):
     return assets
 
 
+def samples_kept_per_shard():
+    """Images per shard whose intermediate samples an evaluate job keeps: those
+    the quality jobs measure and the gallery shows (None = all)."""
+    q = config["evaluation"]["quality"]["images_per_shard"]
+    return None if q is None else max(q, config["evaluation"]["gallery_images"])
+
+
 def figure_paths(stem):
     return expand(f"{RESULTS}/figures/{stem}.{{ext}}", ext=config["plots"]["formats"])
 

@@ -1,5 +1,7 @@
-# Evaluations per model x explainer x evaluator x shard: per-image records
-# (kept); intermediate images are temp() and only shard 0's reach the gallery.
+# Evaluations per model x explainer x evaluator x shard: per-image records and
+# the intermediate images of the first images of the shard, the ones the
+# quality and gallery jobs read (not temp(): a temp file deleted after use
+# would make every later rerun of quality or gallery rerun the evaluate jobs).
 
 
 rule evaluate:
@@ -10,11 +12,12 @@ rule evaluate:
         attributions=rules.explain.output[0],
     output:
         records=f"{RESULTS}/records/{{model}}/{{explainer}}/{{evaluator}}/shard{{shard}}.parquet",
-        samples=temp(f"{RESULTS}/samples/{{model}}/{{explainer}}/{{evaluator}}/shard{{shard}}.npz"),
+        samples=f"{RESULTS}/samples/{{model}}/{{explainer}}/{{evaluator}}/shard{{shard}}.npz",
     params:
         evaluator=lambda w: config["evaluators"][w.evaluator],
         evaluation={k: config["evaluation"][k] for k in ("ratios", "reduction")},
         shard_size=config["data"]["shard_size"],
+        kept_images=samples_kept_per_shard(),
         job=job_params(),
     threads: 1
     resources:

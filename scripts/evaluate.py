@@ -19,5 +19,8 @@ records.insert(0, "model", w.model)
 records.insert(1, "explainer", w.explainer)
 records.insert(2, "evaluator", w.evaluator)
 write_parquet(snakemake.output.records, records)
-write_npz(snakemake.output.samples, **samples)
+# keep the intermediate images of the first images only (quality and gallery read no more)
+k = p.kept_images
+write_npz(snakemake.output.samples, **{key: a if key.startswith("removed_") or k is None else a[:k]
+                                       for key, a in samples.items()})
 log.info("%d records, %.4f s per sample on average", len(records), records["seconds"].mean())

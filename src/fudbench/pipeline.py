@@ -95,6 +95,8 @@ def sample_quality(images_path, samples: dict, shard: int, shard_size: int, metr
             frames.append(pd.DataFrame({"model": model, "explainer": explainer, "curve": curve,
                                         "image": np.repeat(data["ids"][:n], steps),
                                         "step": np.tile(np.arange(steps), n), **q}))
+    if not frames:  # evaluators that keep no intermediate samples (e.g. srg)
+        return pd.DataFrame(columns=["model", "explainer", "curve", "image", "step", *metrics])
     return pd.concat(frames, ignore_index=True)
 
 
