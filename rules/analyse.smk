@@ -155,7 +155,6 @@ rule table9_quality:
     params:
         analysis={k: config["analysis"][k] for k in ("bootstrap", "ci")},
         seed=config["seed"],
-        plots=config["plots"],
         table="table9_quality",
     log:
         f"{RESULTS}/logs/table9_quality.log",
