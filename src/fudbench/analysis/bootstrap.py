@@ -18,3 +18,14 @@ def bootstrap_ci(values, n_resamples: int = 1000, ci: float = 0.95, seed: int = 
     alpha = (1 - ci) / 2
     lo, hi = np.quantile(means, [alpha, 1 - alpha])
     return mean, float(lo), float(hi)
+
+
+def percentile_interval(replicates: np.ndarray, ci: float) -> tuple[float, float]:
+    """Percentile interval of bootstrap replicates (non-finite ones dropped);
+    nan, nan with fewer than two finite replicates."""
+    r = replicates[np.isfinite(replicates)]
+    if len(r) < 2:
+        return float("nan"), float("nan")
+    alpha = (1 - ci) / 2
+    lo, hi = np.quantile(r, [alpha, 1 - alpha])
+    return float(lo), float(hi)

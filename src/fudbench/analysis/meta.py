@@ -36,6 +36,8 @@ import logging
 import numpy as np
 import pandas as pd
 
+from fudbench.analysis.bootstrap import percentile_interval
+
 log = logging.getLogger(__name__)
 
 # curve -> the per-step records column whose per-explainer mean a micro correlation ranks
@@ -136,15 +138,6 @@ def kendall_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.where((n_x > 0) & (n_y > 0), tau, np.nan)
 
 
-def _interval(replicates: np.ndarray, ci: float) -> tuple[float, float]:
-    r = replicates[np.isfinite(replicates)]
-    if len(r) < 2:
-        return float("nan"), float("nan")
-    a = (1 - ci) / 2
-    lo, hi = np.quantile(r, [a, 1 - a])
-    return float(lo), float(hi)
-
-
 def _finite_mean_rows(a: np.ndarray) -> np.ndarray:
     """Mean of each row's finite entries; NaN for a row without any."""
     ok = np.isfinite(a)
@@ -243,7 +236,7 @@ def ground_truth_correlations(per_image: pd.DataFrame, degraded: dict, records: 
 
 
 def _ci_cols(boot: np.ndarray, ci: float) -> dict:
-    lo, hi = _interval(boot, ci)
+    lo, hi = percentile_interval(boot, ci)
     return {"ci_low": lo, "ci_high": hi}
 
 
@@ -315,7 +308,7 @@ def metric_agreement(per_image: pd.DataFrame, explainers: list[str], n_boot: int
             for b in range(a, k):
                 t = float(kendall_rows(means[:, a], means[:, b]))
                 tau[a, b] = tau[b, a] = t
-                lo, hi = (_interval(kendall_rows(boot_means[..., a], boot_means[..., b]), ci)
+                lo, hi = (percentile_interval(kendall_rows(boot_means[..., a], boot_means[..., b]), ci)
                           if n_boot else (np.nan, np.nan))
                 for x, y in {(a, b), (b, a)}:
                     rows.append({"model": model, "metric_a": names[x], "metric_b": names[y], "tau": t,

@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from fudbench.analysis.bootstrap import percentile_interval  # noqa: E402
 from fudbench.analysis.energy import ood_metrics  # noqa: E402
 from fudbench.analysis.quality import HIGHER_IS_BETTER, QUALITY_METRICS  # noqa: E402
 from fudbench.report.latex import booktabs, escape, fmt_ci  # noqa: E402
@@ -31,15 +32,6 @@ _ARROW = {"up": r"$\uparrow$", "down": r"$\downarrow$"}
 
 
 # ----------------------------------------------------------------- bootstrap
-
-
-def _percentile(values: np.ndarray, ci: float) -> tuple[float, float]:
-    v = values[np.isfinite(values)]
-    if len(v) < 2:
-        return float("nan"), float("nan")
-    alpha = (1 - ci) / 2
-    lo, hi = np.quantile(v, [alpha, 1 - alpha])
-    return float(lo), float(hi)
 
 
 def _resample_counts(n_items: int, n_boot: int, seed: int) -> np.ndarray:
@@ -204,7 +196,7 @@ def table2_ood(records: pd.DataFrame, clean_energy: Mapping, evaluators: Mapping
             counts = _resample_counts(len(ids), n_boot, derive_seed(seed, "bootstrap", "table2", model, label))
             point, boot = _ood_cell(e_in, img_in, outs, counts)
             for key, name in OOD_METRICS.items():
-                lo, hi = _percentile(boot[key], ci) if n_boot else (float("nan"),) * 2
+                lo, hi = percentile_interval(boot[key], ci) if n_boot else (float("nan"),) * 2
                 rows.append({"evaluator": label, "model": model, "metric": name, "value": point[key],
                              "ci_low": lo, "ci_high": hi, "n_images": len(ids), "n_id": len(e_in),
                              "n_ood": n_ood, "n_runs": len(outs), "n_nonfinite": n_bad})
@@ -274,7 +266,7 @@ def table3_quality(quality: pd.DataFrame, n_boot: int = 1000, ci: float = 0.95, 
             mean = float(sums.sum() / ns.sum()) if ns.sum() else float("nan")
             with np.errstate(invalid="ignore", divide="ignore"):
                 boot = (counts @ sums) / (counts @ ns)
-            lo, hi = _percentile(boot, ci) if n_boot else (float("nan"),) * 2
+            lo, hi = percentile_interval(boot, ci) if n_boot else (float("nan"),) * 2
             rows.append({"evaluator": label, "metric": m, "mean": mean, "ci_low": lo, "ci_high": hi,
                          "n_images": int((ns > 0).sum()), "n_samples": int(fin.sum()),
                          "n_nonfinite": int((~fin).sum()), "higher_is_better": HIGHER_IS_BETTER[m]})
