@@ -42,21 +42,30 @@ def job_params():
     return {"seed": config["seed"], "device": config["device"]}
 
 
-def evaluator_assets(wildcards):
-    """The files an evaluate job reads besides model, images and attributions,
-    so that e.g. retraining the score model reruns only the jobs that use it:
-    FUD and appendix protocols with a diffusion_plain imputer need the score
-    model; train-set / dataset-mean fills the training images; F-Fidelity the
-    model's fine-tuned surrogate."""
-    ev = wildcards.evaluator
-    needed = needed_assets(ev, config["evaluators"][ev])
+def protocol_assets(evaluator):
+    """The shared files an evaluator's protocols read: FUD and appendix
+    protocols with a diffusion_plain imputer need the score model; train-set /
+    dataset-mean fills the training images."""
+    needed = needed_assets(evaluator, config["evaluators"][evaluator])
     assets = {}
-    if ev == "fud" or "score_model" in needed:
+    if evaluator == "fud" or "score_model" in needed:
         assets["score_model"] = f"{RESULTS}/models/score_model.pt"
     if "reference_images" in needed:
         assets["reference_images"] = rules.make_dataset.output.train
+    return assets
+
+
+def evaluator_assets(wildcards):
+    """The files an evaluate job reads besides model, images and attributions,
+    so that e.g. retraining the score model reruns only the jobs that use it:
+    protocol_assets, plus F-Fidelity's fine-tuned surrogate of the model and
+    SRG's R-OMS records of the model and shard (computed once, rule srg_reference)."""
+    ev = wildcards.evaluator
+    assets = protocol_assets(ev)
     if ev == "ffid":
         assets["surrogate"] = f"{RESULTS}/models/{wildcards.model}_surrogate.pt"
+    if ev == "srg":
+        assets["srg_reference"] = f"{RESULTS}/srg_reference/{wildcards.model}/shard{wildcards.shard}.parquet"
     return assets
 
 

@@ -34,6 +34,35 @@ rule evaluate:
         "../scripts/evaluate.py"
 
 
+rule srg_reference:
+    # R-OMS orders superpixels at random: one computation per model x shard
+    # serves every explainer's srg evaluate job.
+    input:
+        unpack(lambda w: protocol_assets("srg")),
+        model=f"{RESULTS}/models/{{model}}.pt",
+        images=rules.make_dataset.output.eval,
+    output:
+        f"{RESULTS}/srg_reference/{{model}}/shard{{shard}}.parquet",
+    params:
+        evaluator=config["evaluators"].get("srg"),
+        target=config["target"],
+        shard_size=config["data"]["shard_size"],
+        job=job_params(),
+    threads: 1
+    resources:
+        gpu=GPU,
+        mem_mb=6000,
+        runtime=240,
+    log:
+        f"{RESULTS}/logs/srg_reference/{{model}}/shard{{shard}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/srg_reference/{{model}}/shard{{shard}}.tsv"
+    conda:
+        ENV_TORCH
+    script:
+        "../scripts/srg_reference.py"
+
+
 rule gallery:
     input:
         images=rules.make_dataset.output.eval,

@@ -150,61 +150,32 @@ else:
             "../scripts/convert_score_model.py"
 
 
-CHECK_SCORE_MODEL = dict(
-    score_model=f"{RESULTS}/models/score_model.pt",
-    classifiers=expand(f"{RESULTS}/models/{{model}}.pt", model=MODELS),
-    test=REAL_IMAGES,
-    classes=rules.make_dataset.output.classes,
-)
-
-if SCORE_SOURCE == "guided_diffusion":
-
-    # Samples at the U-Net's resolution (256), resized to the classifiers' (224).
-    rule check_score_model:
-        input:
-            **CHECK_SCORE_MODEL,
-        output:
-            report=f"{RESULTS}/models/score_model_check.json",
-            samples=f"{RESULTS}/models/score_model_samples.npz",
-        params:
-            gates=config["models"]["gates"],
-            models=MODELS,
-            job=job_params(),
-        threads: 2
-        resources:
-            gpu=GPU,
-            mem_mb=16000,
-            runtime=60,
-        log:
-            f"{RESULTS}/logs/check_score_model.log",
-        conda:
-            ENV_TORCH
-        script:
-            "../scripts/check_pretrained_score_model.py"
-
-else:
-
-    rule check_score_model:
-        input:
-            **CHECK_SCORE_MODEL,
-        output:
-            report=f"{RESULTS}/models/score_model_check.json",
-            samples=f"{RESULTS}/models/score_model_samples.npz",
-        params:
-            gates=config["models"]["gates"],
-            models=MODELS,
-            job=job_params(),
-        threads: 2
-        resources:
-            gpu=GPU,
-            mem_mb=4000,
-            runtime=60,
-        log:
-            f"{RESULTS}/logs/check_score_model.log",
-        conda:
-            ENV_TORCH
-        script:
-            "../scripts/check_score_model.py"
+# Unconditional samples vs real images. A pretrained 256 px U-Net samples at
+# its own size; the samples are resized to the images'.
+rule check_score_model:
+    input:
+        score_model=f"{RESULTS}/models/score_model.pt",
+        classifiers=expand(f"{RESULTS}/models/{{model}}.pt", model=MODELS),
+        test=REAL_IMAGES,
+        classes=rules.make_dataset.output.classes,
+    output:
+        report=f"{RESULTS}/models/score_model_check.json",
+        samples=f"{RESULTS}/models/score_model_samples.npz",
+    params:
+        gates=config["models"]["gates"],
+        models=MODELS,
+        job=job_params(),
+    threads: 2
+    resources:
+        gpu=GPU,
+        mem_mb=16000 if SCORE_SOURCE == "guided_diffusion" else 4000,
+        runtime=60,
+    log:
+        f"{RESULTS}/logs/check_score_model.log",
+    conda:
+        ENV_TORCH
+    script:
+        "../scripts/check_score_model.py"
 
 
 rule plot_score_model_samples:

@@ -11,7 +11,7 @@ records, samples = evaluate_shard(
     model_path=snakemake.input.model, images_path=snakemake.input.images,
     attributions_path=snakemake.input.attributions, shard=int(w.shard), shard_size=p.shard_size,
     evaluator=w.evaluator, settings=p.evaluator, evaluation=p.evaluation,
-    assets={k: snakemake.input.get(k) for k in ("score_model", "reference_images", "surrogate")},
+    assets={k: snakemake.input.get(k) for k in ("score_model", "reference_images", "surrogate", "srg_reference")},
     seed_key=(p.job["seed"], "evaluate", w.model, w.explainer, w.evaluator),
     device=resolve_device(p.job["device"]),
 )

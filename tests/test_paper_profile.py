@@ -402,7 +402,7 @@ def test_paper_job_scripts_on_stand_ins(repo, tmp_path, monkeypatch):
     assert unet.config.sample_size == 16
 
     check = {"report": str(res / "check.json"), "samples": str(res / "samples.npz")}
-    _run_script(repo, "check_pretrained_score_model.py", tmp_path,
+    _run_script(repo, "check_score_model.py", tmp_path,
                 input={"score_model": score["model"], "test": data["eval"], "classes": data["classes"],
                        "classifiers": [models["model"]]},
                 output=check, params={"gates": gates, "models": ["rn"], "job": job})

@@ -162,3 +162,53 @@ def test_relevance_gains_from_per_image_scores():
     assert rg.loc["lrg__telea", "score"] == pytest.approx(0.2)
     assert rg.loc["srg__telea", "score"] == pytest.approx(0.5)
     assert relevance_gains(pi[pi.curve != "srg_roms__telea"]).empty
+
+
+def test_roms_computed_once_and_replayed_equals_the_full_protocol(brightness_classifier, tmp_path):
+    """The workflow's split (rule srg_reference computes R-OMS once per shard,
+    each explainer job MIF / LIF and replays it) gives the records of one full run."""
+    from fudbench.evaluation_baselines import build_srg
+    from fudbench.io import write_parquet
+    from fudbench.pipeline import _targets
+
+    x, g = _blocks(3)
+    y = _targets(brightness_classifier, x, None, "prediction")
+    a = torch.randn(x.shape, generator=g)
+    settings = {"segmentation": "squares", "n_segments": 4, "compactness": 10.0, "square_side": 4, "n_steps": 15,
+                "n_imputations": 2, "n_random": 3, "reduction": "sum", "batch_size": 16,
+                "imputers": ["uniform", "telea"]}
+    ids, key = [5, 6, 7], (0, "evaluate", "m", "e", "srg")
+    full, _ = build_srg(settings, {}, {}, "cpu").run(brightness_classifier, x, y, a, ids, key)
+
+    from fudbench.evaluation import Evaluator
+    from fudbench.evaluation_baselines import srg_curves
+    roms_only = srg_curves(settings, {}, "cpu", kinds=("roms",))
+    assert [p.kinds for p, _ in roms_only] == [("roms",), ("roms",)]
+    reference, _ = Evaluator("ref", roms_only).run(brightness_classifier, x, y, None, ids, (0, "srg_reference"))
+    assert set(reference["curve"]) == {"srg_roms__uniform", "srg_roms__telea"}
+    write_parquet(tmp_path / "ref.parquet", reference)
+    split, _ = build_srg(settings, {}, {"srg_reference": str(tmp_path / "ref.parquet")}, "cpu").run(
+        brightness_classifier, x, y, a, ids, key)
+    cols = [c for c in full.columns if c != "seconds"]
+    pd.testing.assert_frame_equal(split[cols], full[cols])
+
+    # a reference of other images or other target classes is refused, naming the file
+    write_parquet(tmp_path / "short.parquet", reference[reference.image != 7])
+    with pytest.raises(ValueError, match=r"short\.parquet holds no srg_roms__uniform records for images \[7\]"):
+        build_srg(settings, {}, {"srg_reference": str(tmp_path / "short.parquet")}, "cpu").run(
+            brightness_classifier, x, y, a, ids, key)
+    with pytest.raises(ValueError, match="other target classes"):
+        build_srg(settings, {}, {"srg_reference": str(tmp_path / "ref.parquet")}, "cpu").run(
+            brightness_classifier, x, (y + 1) % 2, a, ids, key)
+
+
+def test_srg_kinds_are_checked_and_mif_needs_an_attribution(brightness_classifier):
+    with pytest.raises(ValueError, match="kinds"):
+        SRG("mean", kinds=("mif", "random"))
+    with pytest.raises(ValueError, match="kinds"):
+        SRG("mean", kinds=())
+    assert SRG("mean", kinds=("roms", "mif")).kinds == ("mif", "roms")
+    x, _ = _blocks(1)
+    with pytest.raises(ValueError, match="attribution"):
+        SRG("mean", segmentation="squares", square_side=4, kinds=("lif",)).run(
+            brightness_classifier, x, torch.zeros(1, dtype=torch.long), None, MeanImputer([0.5] * 3), [0], (0,))

@@ -2,7 +2,8 @@
 build_<name>(settings, evaluation, assets, device) -> Evaluator.
 
 - srg:     SRG / R-OMS superpixel pixel flipping, one MIF/LIF/R-OMS triple of
-           curves per configured imputer (srg_<kind>__<imputer>).
+           curves per configured imputer (srg_<kind>__<imputer>); R-OMS is
+           read from assets["srg_reference"] when the rules computed it once.
 - road:    ROAD MoRF and LeRF at p = the removal fractions 1 - rho, noisy
            linear imputation (road_morf keeps its samples).
 - idsds:   single deletion of grid cells, Spearman correlation (idsds).
@@ -14,8 +15,9 @@ build_<name>(settings, evaluation, assets, device) -> Evaluator.
 
 assets (keys the rules provide): "score_model" (checkpoint, for
 diffusion_plain), "reference_images" (npz with an "images" uint8 (M, C, H, W)
-array, for train_set and the dataset mean). Only the imputers a config names
-are built, so assets are only needed when used.
+array, for train_set and the dataset mean), "srg_reference" (parquet of R-OMS
+records, rule srg_reference). Only the imputers a config names are built, so
+assets are only needed when used.
 """
 from __future__ import annotations
 
@@ -42,21 +44,39 @@ def _references(names, settings: dict, assets: dict):
     return None
 
 
-def build_srg(settings: dict, evaluation: dict, assets: dict, device) -> Evaluator:
+def srg_curves(settings: dict, assets: dict, device, kinds=("mif", "lif", "roms")) -> list:
+    """[(SRG protocol, imputer)] per configured imputer, computing the curves `kinds`."""
     from fudbench.protocols.srg import SRG
 
     names = list(settings["imputers"])
     if len(set(names)) != len(names):
         raise ValueError(f"config key 'evaluators.srg.imputers': {names} names an imputer twice")
     refs = _references(names, settings, assets)
+    return [(SRG(imputer_name=name, segmentation=settings["segmentation"], n_segments=settings["n_segments"],
+                 compactness=settings["compactness"], square_side=settings["square_side"],
+                 n_steps=settings["n_steps"], n_imputations=settings["n_imputations"],
+                 n_random=settings["n_random"], reduction=settings["reduction"],
+                 batch_size=settings["batch_size"], kinds=kinds),
+             build_imputer(name, _imputer_options(settings, name), refs, assets, device))
+            for name in names]
+
+
+def build_srg(settings: dict, evaluation: dict, assets: dict, device) -> Evaluator:
+    """With assets["srg_reference"] (R-OMS records of this model and shard, rule
+    srg_reference) only MIF and LIF are computed here and R-OMS is replayed."""
+    reference = (assets or {}).get("srg_reference")
+    if not reference:
+        return Evaluator("srg", srg_curves(settings, assets, device))
+    import pandas as pd
+
+    from fudbench.protocols.srg import srg_curve_name
+    from fudbench.protocols.stored import StoredCurve
+
+    stored = pd.read_parquet(reference)
     curves = []
-    for name in names:
-        protocol = SRG(imputer_name=name, segmentation=settings["segmentation"], n_segments=settings["n_segments"],
-                       compactness=settings["compactness"], square_side=settings["square_side"],
-                       n_steps=settings["n_steps"], n_imputations=settings["n_imputations"],
-                       n_random=settings["n_random"], reduction=settings["reduction"],
-                       batch_size=settings["batch_size"])
-        curves.append((protocol, build_imputer(name, _imputer_options(settings, name), refs, assets, device)))
+    for protocol, imputer in srg_curves(settings, assets, device, kinds=("mif", "lif")):
+        curves += [(protocol, imputer),
+                   (StoredCurve(srg_curve_name("roms", protocol.imputer_name), stored, reference), None)]
     return Evaluator("srg", curves)
 
 

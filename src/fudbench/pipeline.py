@@ -70,6 +70,25 @@ def evaluate_shard(model_path, images_path, attributions_path, shard: int, shard
     return records, samples
 
 
+def srg_reference_shard(model_path, images_path, shard: int, shard_size: int, settings: dict, target_mode: str,
+                        assets: dict, seed: int, device):
+    """SRG's R-OMS curves (random superpixel orderings, so no explainer) of one
+    model x shard, for every configured imputer: records as the srg evaluator
+    writes them, before the label column."""
+    from fudbench.evaluation import Evaluator
+    from fudbench.evaluation_baselines import srg_curves
+    from fudbench.models.classifiers import load_classifier
+
+    model = load_classifier(model_path, device)
+    data = load_eval_shard(images_path, shard, shard_size)
+    x = torch.from_numpy(data["images"]).to(device)
+    y = _targets(model, x, data["labels"], target_mode)
+    # R-OMS seeds use only the first element of the key (the run's seed), as in evaluate jobs
+    ev = Evaluator("srg_reference", srg_curves(settings, assets, device, kinds=("roms",)))
+    records, _ = ev.run(model, x, y, None, data["ids"], (seed, "srg_reference"))
+    return records
+
+
 def sample_quality(images_path, samples: dict, shard: int, shard_size: int, metrics, images_per_shard=None):
     """Image quality (piq) of the kept intermediate samples vs their originals.
 

@@ -1,6 +1,7 @@
 """The imputer interface."""
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -34,3 +35,12 @@ class Imputer(ABC):
 def compose(x: torch.Tensor, keep_mask: torch.Tensor, filler: torch.Tensor) -> torch.Tensor:
     """Kept pixels from x exactly, removed pixels from filler (clamped to [0, 1])."""
     return torch.where(keep_mask.bool(), x, filler.clamp(0, 1))
+
+
+def takes_x0_hat(callback) -> bool:
+    """Whether a sampler callback accepts the x0 estimate (keyword x0_hat or **kwargs)."""
+    try:
+        params = inspect.signature(callback).parameters
+    except (TypeError, ValueError):
+        return False
+    return "x0_hat" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())

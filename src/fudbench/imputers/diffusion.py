@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import inspect
 import math
 import types
 from typing import Optional
@@ -59,7 +58,7 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
-from fudbench.imputers.base import ImputeContext, Imputer, compose
+from fudbench.imputers.base import ImputeContext, Imputer, compose, takes_x0_hat
 from fudbench.models.score import ddim_scheduler
 
 CONSTRAINTS = ("hard", "soft")
@@ -102,14 +101,6 @@ def group_norm_in_fp32(module: torch.nn.Module) -> torch.nn.Module:
             m.forward = types.MethodType(_group_norm_fp32, m)
             m._fud_fp32 = True
     return module
-
-
-def _takes_x0_hat(callback) -> bool:
-    try:
-        params = inspect.signature(callback).parameters
-    except (TypeError, ValueError):
-        return False
-    return "x0_hat" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
 
 
 class DiffusionImputer(Imputer):
@@ -222,7 +213,7 @@ class DiffusionImputer(Imputer):
             renoise_gen = [torch.Generator().manual_seed(int(s) ^ 0x5EED) for s in context.seeds]
         x_t = m * x_clean + (1 - m) * eps
         distances = [self._distance(x_t, x_clean)] if trace else None
-        with_x0 = callback is not None and _takes_x0_hat(callback)
+        with_x0 = callback is not None and takes_x0_hat(callback)
         timesteps = self.timesteps
         for i, t in enumerate(timesteps):
             abar_t = self._abar(t)

@@ -15,13 +15,12 @@ imputer unchanged, so it can wrap every diffusion imputer.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fudbench.imputers.base import ImputeContext, Imputer, compose
+from fudbench.imputers.base import ImputeContext, Imputer, compose, takes_x0_hat
 
 
 def resize_images(x: torch.Tensor, size: int) -> torch.Tensor:
@@ -36,20 +35,11 @@ def resize_mask(keep_mask: torch.Tensor, size: int) -> torch.Tensor:
     return F.interpolate(keep_mask.float(), size=(size, size), mode="nearest").to(keep_mask.dtype)
 
 
-def _takes_x0_hat(callback) -> bool:
-    """Whether the sampler would pass x0_hat to this callback (keyword or **kwargs)."""
-    try:
-        params = inspect.signature(callback).parameters
-    except (TypeError, ValueError):
-        return False
-    return "x0_hat" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
-
-
 def _resized_callback(callback, size: int):
     """A sampler callback that hands the wrapped one images of the given size."""
     if callback is None:
         return None
-    if _takes_x0_hat(callback):
+    if takes_x0_hat(callback):
         def resized(step, t, x_t, x0_hat=None):
             kwargs = {} if x0_hat is None else {"x0_hat": resize_images(x0_hat, size)}
             callback(step, t, resize_images(x_t, size), **kwargs)

@@ -38,7 +38,6 @@ energy, l2; seconds = mean imputer + model time per sample.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -49,7 +48,7 @@ from tqdm import tqdm
 from fudbench.imputers.base import ImputeContext, Imputer, compose
 from fudbench.masks import n_pixels, pixel_order, ranks_from_order, reduce_attribution
 from fudbench.models.surrogate import max_removed, removal_value
-from fudbench.protocols.topk import CurveResult, records_frame, sample_response
+from fudbench.protocols.topk import CurveResult, fill_work_items, record_first_draws, records_frame
 from fudbench.seeding import derive_seed
 
 DEFAULT_SPARSITIES = tuple(round(0.05 + 0.1 * k, 10) for k in range(10))  # 5%, 15%, ..., 95%
@@ -140,32 +139,14 @@ class FidelityCurve:
         def flush():
             if not pending:
                 return
-            b = len(pending)
-            ii = torch.tensor([i for i, _, _, _ in pending], device=x.device)
-            keep = torch.stack([m for _, _, _, m in pending]).view(b, 1, h, w).to(x.device)
-            xb = x[ii]
-            ctx = ImputeContext(classifier=model, target=y[ii],
-                                seeds=[derive_seed(*seed_key, int(image_ids[i]), j, s) for i, j, s, _ in pending])
-            t0 = time.perf_counter()
-            filled = imputer.fill(xb, keep, ctx)
-            with torch.no_grad():
-                logits = model(filled).float()
-            if logits.is_cuda:
-                torch.cuda.synchronize()
-            dt = (time.perf_counter() - t0) / b
+            keep = torch.stack([m for *_, m in pending]).view(len(pending), 1, h, w)
+            ii, filled, logits, dt, response = fill_work_items(model, imputer, x, y, keep, pending, seed_key,
+                                                               image_ids)
             hit = (logits.argmax(1) == y[ii]).cpu().numpy()
-            first = [r for r, (_, _, s, _) in enumerate(pending) if s == 0]
-            if first:
-                fr = torch.tensor(first, device=x.device)
-                cf, pf, ef, df = sample_response(logits[fr], y[ii][fr], filled[fr], xb[fr])
             for r, (i, j, _, _) in enumerate(pending):
                 hits[i, j] += int(hit[r])
                 seconds[i, j] += dt / S
-            for q, r in enumerate(first):
-                i, j = pending[r][0], pending[r][1]
-                conf[i, j], pred[i, j], energy[i, j], l2[i, j] = cf[q], pf[q], ef[q], df[q]
-                if samples is not None:
-                    samples[i, j] = filled[r].float().cpu().numpy()
+            record_first_draws(pending, filled, response, conf, pred, energy, l2, samples)
             pending.clear()
 
         for i in tqdm(range(n), desc=self.curve, leave=False, mininterval=10):

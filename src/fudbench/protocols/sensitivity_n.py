@@ -33,7 +33,6 @@ subset of the step. Samples: (N, steps, C, H, W) float16 of the first subset.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -41,9 +40,9 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from fudbench.imputers.base import ImputeContext, Imputer
+from fudbench.imputers.base import Imputer
 from fudbench.masks import n_pixels, reduce_attribution
-from fudbench.protocols.topk import CurveResult, records_frame, sample_response
+from fudbench.protocols.topk import CurveResult, fill_work_items, record_first_draws, records_frame
 from fudbench.seeding import derive_seed
 
 log = logging.getLogger(__name__)
@@ -119,35 +118,16 @@ class SensitivityN:
         def flush():
             if not pending:
                 return
-            b = len(pending)
-            ii = torch.tensor([i for i, _, _, _ in pending], device=x.device)
-            masks = torch.ones(b, total)
+            masks = torch.ones(len(pending), total)
             for r, (_, _, _, idx) in enumerate(pending):
                 masks[r, idx] = 0.0
-            masks = masks.view(b, 1, h, w).to(x.device)
-            xb = x[ii]
-            ctx = ImputeContext(classifier=model, target=y[ii],
-                                seeds=[derive_seed(*seed_key, int(image_ids[i]), j, s) for i, j, s, _ in pending])
-            t0 = time.perf_counter()
-            filled = imputer.fill(xb, masks, ctx)
-            with torch.no_grad():
-                logits = model(filled).float()
-            if logits.is_cuda:
-                torch.cuda.synchronize()
-            dt = (time.perf_counter() - t0) / b
+            ii, filled, logits, dt, response = fill_work_items(model, imputer, x, y, masks.view(-1, 1, h, w),
+                                                               pending, seed_key, image_ids)
             f_y = logits.gather(1, y[ii].view(-1, 1)).squeeze(1).cpu().numpy()
-            first = [r for r, (_, _, s, _) in enumerate(pending) if s == 0]
-            if first:
-                fr = torch.tensor(first, device=x.device)
-                cf, pf, ef, df = sample_response(logits[fr], y[ii][fr], filled[fr], xb[fr])
             for r, (i, j, s, _) in enumerate(pending):
                 drop[i, j, s] = clean[i] - f_y[r]
                 seconds[i, j] += dt / S
-            for q, r in enumerate(first):
-                i, j = pending[r][0], pending[r][1]
-                conf[i, j], energy[i, j], pred[i, j], l2[i, j] = cf[q], ef[q], pf[q], df[q]
-                if samples is not None:
-                    samples[i, j] = filled[r].float().cpu().numpy()
+            record_first_draws(pending, filled, response, conf, pred, energy, l2, samples)
             pending.clear()
 
         for i in tqdm(range(n), desc=self.curve, leave=False, mininterval=10):

@@ -23,6 +23,9 @@ for every ordering) use a key made of seed_key[0] (the run's global seed, the
 first element of every evaluate job's seed key) and the curve name only, so
 R-OMS is identical across explainer jobs and the curves meet exactly at both
 ends. Everything is per image, so batching and sharding do not change numbers.
+That is why the workflow computes R-OMS once per model x shard (`kinds` =
+("roms",), rule srg_reference) and the explainer jobs only MIF and LIF, with
+the stored R-OMS records replayed beside them (fudbench.protocols.stored).
 
 Records: one row per (curve, image, step) for the curves srg_mif__<imp>,
 srg_lif__<imp>, srg_roms__<imp>; kept/removed = fractions of superpixels
@@ -109,8 +112,12 @@ class SRG:
     n_random: int = 8
     reduction: str = "sum"
     batch_size: int = 128
+    kinds: tuple = KINDS              # which curves to compute (R-OMS alone needs no attribution)
 
     def __post_init__(self):
+        if not self.kinds or set(self.kinds) - set(KINDS):
+            raise ValueError(f"srg kinds must be a non-empty subset of {KINDS}, got {self.kinds!r}")
+        self.kinds = tuple(k for k in KINDS if k in self.kinds)  # canonical order, so outputs are too
         if self.segmentation not in SEGMENTATIONS:
             raise ValueError(f"srg segmentation must be one of {SEGMENTATIONS}, got {self.segmentation!r}")
         if self.n_imputations < 1 or self.n_random < 1:
@@ -130,17 +137,25 @@ class SRG:
         n_fill = self.n_imputations if is_stochastic(imputer) else 1
         labels = superpixels(x.detach().float().cpu().numpy(), self.segmentation, self.n_segments,
                              self.compactness, self.square_side)
-        scores = reduce_attribution(attribution, self.reduction).cpu().numpy()
         steps = [occlusion_steps(int(lab.max()) + 1, self.n_steps) for lab in labels]
+        ranked = "mif" in self.kinds or "lif" in self.kinds
+        if ranked and attribution is None:
+            raise ValueError("srg MIF / LIF curves need an attribution")
+        scores = reduce_attribution(attribution, self.reduction).cpu().numpy() if ranked else None
 
         orders = []  # per image: {(kind, r): superpixel order}
         for i in range(n):
-            rel = superpixel_relevance(scores[i], labels[i])
-            mif = pixel_order(torch.from_numpy(rel).view(1, 1, -1), [derive_seed(*seed_key, "order", ids[i])])[0]
-            o = {("mif", 0): mif, ("lif", 0): mif.flip(0)}
-            for r in range(self.n_random):
-                g = torch.Generator().manual_seed(derive_seed(*shared, "random", ids[i], r))
-                o[("roms", r)] = torch.randperm(len(rel), generator=g)
+            o = {}
+            if ranked:
+                rel = superpixel_relevance(scores[i], labels[i])
+                mif = pixel_order(torch.from_numpy(rel).view(1, 1, -1),
+                                  [derive_seed(*seed_key, "order", ids[i])])[0]
+                o.update({kd: order for kd, order in ((("mif", 0), mif), (("lif", 0), mif.flip(0)))
+                          if kd[0] in self.kinds})
+            if "roms" in self.kinds:
+                for r in range(self.n_random):
+                    g = torch.Generator().manual_seed(derive_seed(*shared, "random", ids[i], r))
+                    o[("roms", r)] = torch.randperm(steps[i][-1], generator=g)
             orders.append(o)
 
         # Work items: (image, kind, ordering, step index, fill index, seed). The
@@ -161,26 +176,27 @@ class SRG:
 
         n_orders = {"mif": 1, "lif": 1, "roms": self.n_random}
         width = max(len(s) for s in steps)
-        conf = {kd: np.zeros((n, width)) for kd in KINDS}
-        pred = {kd: np.zeros((n, width), np.int64) for kd in KINDS}
-        energy = {kd: np.zeros((n, width)) for kd in KINDS}
-        l2 = {kd: np.zeros((n, width)) for kd in KINDS}
-        secs = {kd: np.zeros((n, width)) for kd in KINDS}
-        removed_px = {kd: np.zeros((n, width)) for kd in KINDS}
+        conf = {kd: np.zeros((n, width)) for kd in self.kinds}
+        pred = {kd: np.zeros((n, width), np.int64) for kd in self.kinds}
+        energy = {kd: np.zeros((n, width)) for kd in self.kinds}
+        l2 = {kd: np.zeros((n, width)) for kd in self.kinds}
+        secs = {kd: np.zeros((n, width)) for kd in self.kinds}
+        removed_px = {kd: np.zeros((n, width)) for kd in self.kinds}
 
         # The clean image (n = 0) needs no fill.
         with torch.no_grad():
             for start in range(0, n, self.batch_size):
                 sl = slice(start, start + self.batch_size)
                 cf, pf, ef, df = sample_response(model(x[sl]), y[sl], x[sl], x[sl])
-                for kd in KINDS:
+                for kd in self.kinds:
                     conf[kd][sl, 0], pred[kd][sl, 0], energy[kd][sl, 0], l2[kd][sl, 0] = cf, pf, ef, df
 
         for start in tqdm(range(0, len(items), self.batch_size), desc=self.curve, leave=False, mininterval=10):
             batch = items[start:start + self.batch_size]
             masks = torch.ones(len(batch), 1, h, w)
             for b, (i, kind, r, j, k, _) in enumerate(batch):
-                occluded = orders[i][("mif", 0)] if kind == "full" else orders[i][(kind, r)][:steps[i][j]]
+                occluded = (torch.arange(steps[i][-1]) if kind == "full"
+                            else orders[i][(kind, r)][:steps[i][j]])
                 masks[b, 0] = torch.from_numpy(~np.isin(labels[i], occluded.numpy())).float()
             ii = torch.tensor([it[0] for it in batch], device=x.device)
             xb, yb = x[ii], y[ii]
@@ -188,7 +204,7 @@ class SRG:
             filled, logits, dt, (cf, pf, ef, df) = fill_and_score(model, imputer, xb, masks.to(x.device), ctx, yb)
             frac = (1 - masks.flatten(1).mean(1)).numpy()
             for b, (i, kind, r, j, k, _) in enumerate(batch):
-                for kd in (KINDS if kind == "full" else (kind,)):
+                for kd in (self.kinds if kind == "full" else (kind,)):
                     share = n_fill * (1 if kind == "full" else n_orders[kd])
                     conf[kd][i, j] += cf[b] / share
                     secs[kd][i, j] += dt / share
@@ -197,7 +213,7 @@ class SRG:
                         pred[kd][i, j], energy[kd][i, j], l2[kd][i, j] = pf[b], ef[b], df[b]
 
         frames = []
-        for kd in KINDS:
+        for kd in self.kinds:
             rows = [(i, j, s) for i in range(n) for j, s in enumerate(steps[i])]
             ii = np.array([i for i, _, _ in rows]); jj = np.array([j for _, j, _ in rows])
             occ = np.array([s for _, _, s in rows]); total = np.array([steps[i][-1] for i, _, _ in rows])

@@ -59,6 +59,30 @@ def fill_and_score(model, imputer, x: torch.Tensor, masks: torch.Tensor, context
     return filled, logits, seconds, sample_response(logits, target, filled, x)
 
 
+def fill_work_items(model, imputer, x: torch.Tensor, y: torch.Tensor, keep: torch.Tensor, items, seed_key: tuple,
+                    image_ids):
+    """Fill and classify a batch of work items (i, j, s, ...): image i, point j,
+    random draw s, with keep masks (B, 1, H, W) and the imputer seeds
+    derive_seed(*seed_key, image_id, j, s), so batching does not change numbers.
+    Returns (image indices, filled, fp32 logits, seconds per sample, sample_response)."""
+    ii = torch.tensor([it[0] for it in items], device=x.device)
+    ctx = ImputeContext(classifier=model, target=y[ii],
+                        seeds=[derive_seed(*seed_key, int(image_ids[i]), j, s) for i, j, s, *_ in items])
+    filled, logits, seconds, response = fill_and_score(model, imputer, x[ii], keep.to(x.device), ctx, y[ii])
+    return ii, filled, logits.float(), seconds, response
+
+
+def record_first_draws(items, filled, response, conf, pred, energy, l2, samples=None):
+    """Store what protocols with several draws per point record of the first
+    draw (s == 0): its response and, if kept, its sample."""
+    cf, pf, ef, df = response
+    for r, (i, j, s, *_) in enumerate(items):
+        if s == 0:
+            conf[i, j], pred[i, j], energy[i, j], l2[i, j] = cf[r], pf[r], ef[r], df[r]
+            if samples is not None:
+                samples[i, j] = filled[r].float().cpu().numpy()
+
+
 def records_frame(curve: str, image, step, kept, removed, target, confidence, prediction, energy, l2, seconds,
                   **extra) -> pd.DataFrame:
     """Every protocol's records share these columns, in this order; protocol-
