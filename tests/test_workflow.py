@@ -31,6 +31,8 @@ def test_default_dag_has_per_shard_jobs(repo, tmp_path):
     assert shards < cfg["data"]["n_eval"]  # shards, not images
     assert counts["explain"] == n_models * n_explainers * shards
     assert counts["evaluate"] == n_models * n_explainers * len(cfg["evaluators"]) * shards
+    # R-OMS does not depend on the explainer: once per model x shard
+    assert counts.get("srg_reference", 0) == (n_models * shards if "srg" in cfg["evaluators"] else 0)
 
 
 # smoke config: 2 models, 3 explainers (ig and two degraded copies), 4 main
