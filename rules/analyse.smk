@@ -109,6 +109,7 @@ rule table_ood:
         analysis={k: config["analysis"][k] for k in ("bootstrap", "ci", "ood_pooling")},
         seed=config["seed"],
         models=MODELS,
+        explainers=POOLED_EXPLAINERS,
     wildcard_constraints:
         table="table2_ood|table8_ood|table11_ood",
     log:
@@ -138,6 +139,7 @@ rule table3_quality:
         seed=config["seed"],
         plots=config["plots"],
         table="table3_quality",
+        explainers=POOLED_EXPLAINERS,
     log:
         f"{RESULTS}/logs/table3_quality.log",
     conda:
@@ -156,6 +158,7 @@ rule table9_quality:
         analysis={k: config["analysis"][k] for k in ("bootstrap", "ci")},
         seed=config["seed"],
         table="table9_quality",
+        explainers=POOLED_EXPLAINERS,
     log:
         f"{RESULTS}/logs/table9_quality.log",
     conda:

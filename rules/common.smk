@@ -13,6 +13,8 @@ GPU = 1 if config["device"] == "cuda" else 0
 ENV_TORCH = "../envs/torch.yaml"
 ENV_ANALYSIS = "../envs/analysis.yaml"
 ENV_REPORT = "../envs/report.yaml"
+# Explainers whose samples the pooled tables (2, 3, 8, 9, 11) use.
+POOLED_EXPLAINERS = config["analysis"].get("pooled_explainers") or EXPLAINERS
 # FUD diagnostics (rules/diagnostics.smk) run when the config has
 # analysis.diagnostics and analysis.timing, the fud evaluator, the diagnostics
 # explainer and the timing model.

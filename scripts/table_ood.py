@@ -10,6 +10,7 @@ from fudbench.report.paper_tables import OOD_TABLES, intermediate_curves
 setup_job(snakemake)
 p, table = snakemake.params, snakemake.wildcards.table
 records = pd.read_parquet(snakemake.input.records)
+records = records[records["explainer"].isin(p.explainers)]
 clean = pd.read_parquet(snakemake.input.clean_energy)
 clean_energy = {m: g.set_index("image")["energy"] for m, g in clean.groupby("model")}
 present = {c: label for c, label in intermediate_curves(table).items() if c in set(records["curve"])}

@@ -15,7 +15,7 @@ table = p.table
 curves = intermediate_curves(table)
 quality = pd.concat([pd.read_parquet(f) for f in snakemake.input], ignore_index=True)
 metrics = [m for m in QUALITY_METRICS if m in quality.columns]
-quality = quality[quality["curve"].isin(curves)].copy()
+quality = quality[quality["curve"].isin(curves) & quality["explainer"].isin(p.explainers)].copy()
 quality["evaluator"] = quality["curve"].map(curves)
 order = [label for label in dict.fromkeys(curves.values()) if label in set(quality["evaluator"])]
 summary, tex = table3_quality(quality, p.analysis["bootstrap"], p.analysis["ci"], p.seed, metrics=metrics,

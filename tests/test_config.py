@@ -53,3 +53,11 @@ def test_shard_size_zero_and_n_eval_too_large(default, repo):
     default["data"]["n_eval"] = 10_000
     with pytest.raises(ConfigError, match=r"data\.n_eval.*exceeds"):
         _check(default, repo)
+
+
+def test_pooled_explainers_must_be_configured_explainers(default, repo):
+    default["analysis"]["pooled_explainers"] = ["ig", "gradcam"]
+    with pytest.raises(ConfigError, match=r"analysis\.pooled_explainers.*\['gradcam'\] not in explainers"):
+        _check(default, repo)
+    default["analysis"]["pooled_explainers"] = None  # every explainer
+    _check(default, repo)

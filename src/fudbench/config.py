@@ -70,6 +70,10 @@ def check_semantics(config: dict) -> None:
                 f"config key 'evaluators.{name}': unknown evaluator {name!r}; "
                 f"registered: {', '.join(sorted(EVALUATORS))}"
             )
+    unknown = [e for e in config["analysis"].get("pooled_explainers") or [] if e not in config["explainers"]]
+    if unknown:
+        problems.append(f"config key 'analysis.pooled_explainers': {unknown} not in explainers "
+                        f"({', '.join(config['explainers'])})")
     ratios = config["evaluation"]["ratios"]
     if any(b <= a for a, b in zip(ratios, ratios[1:])):
         problems.append(f"config key 'evaluation.ratios': {ratios} must be strictly increasing")
