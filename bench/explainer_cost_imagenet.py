@@ -20,7 +20,6 @@ script finishes in seconds on a CPU.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
@@ -31,7 +30,7 @@ sys.path.insert(0, str(HERE.parent / "src"))
 sys.path.insert(0, str(HERE))
 
 from explainer_cost import measure_explainer  # noqa: E402
-from fud_throughput import build_classifier, count_flops, peak_tflops  # noqa: E402
+from fud_throughput import achieved_tflops, build_classifier, count_flops, peak_tflops, write_rows  # noqa: E402
 
 from fudbench.config import load_yaml  # noqa: E402
 
@@ -103,18 +102,12 @@ def main(argv=None) -> list[dict]:
             cost = measure_explainer(model, ename, imagenet_settings(ename, settings, args.batch_size, args.tiny),
                                      x, target, masks, device)
             flop = cost["forward"] * f_fwd + cost["backward"] * f_bwd
-            tflops = flop / cost["seconds"] / 1e12 if cost["seconds"] > 0 else math.nan
+            tflops, pct = achieved_tflops(flop, cost["seconds"], peak)
             rows.append({"device": name, "model": mname, "method": ename, "size": size, **cost,
-                         "tflop_per_image": flop / 1e12, "tflops": tflops,
-                         "pct_peak": 100 * tflops / peak if peak else math.nan})
+                         "tflop_per_image": flop / 1e12, "tflops": tflops, "pct_peak": pct})
             print(f"{mname:9s} {ename:11s} {cost['forward']:8.1f} {cost['backward']:8.1f} {cost['seconds']:9.4f} "
                   f"{flop / 1e12:10.4f} {tflops:8.3f}", flush=True)
-    if args.csv:
-        import pandas as pd
-
-        from fudbench.io import write_csv
-
-        write_csv(args.csv, pd.DataFrame(rows), index=False)
+    write_rows(args.csv, rows)
     return rows
 
 

@@ -68,6 +68,22 @@ def peak_tflops(device: torch.device):
     return name, next((peak for key, peak in PEAK_BF16_TFLOPS if key in name), None)
 
 
+def achieved_tflops(flop: float, seconds: float, peak) -> tuple[float, float]:
+    """(TFLOP/s, % of the peak) of `flop` done in `seconds`; NaN where undefined."""
+    tflops = flop / seconds / 1e12 if seconds > 0 else math.nan
+    return tflops, 100 * tflops / peak if peak else math.nan
+
+
+def write_rows(csv, rows: list[dict]) -> None:
+    """The benchmark's rows as a CSV (atomic write), if a path was given."""
+    if csv:
+        import pandas as pd
+
+        from fudbench.io import write_csv
+
+        write_csv(csv, pd.DataFrame(rows), index=False)
+
+
 class GuidanceClassifier(torch.nn.Module):
     """A torchvision classifier on [0, 1] images of any size: resized (differentiably)
     to its input size, then ImageNet-normalised."""
@@ -225,18 +241,12 @@ def main(argv=None) -> list[dict]:
                              "tflops": math.nan, "pct_peak": math.nan, "peak_gib": math.nan, "oom": True})
                 continue
             sps = timing["seconds"] / batch
-            tflops = flop_per_sample / sps / 1e12
-            pct = 100 * tflops / peak if peak else math.nan
+            tflops, pct = achieved_tflops(flop_per_sample, sps, peak)
             rows.append({**row, "seconds_per_sample": sps, "samples_per_second": 1 / sps, "tflops": tflops,
                          "pct_peak": pct, "peak_gib": timing["peak_gib"], "oom": False})
             print(f"{steps:5d} {batch:5d} {sps:10.4f} {1 / sps:10.2f} {tflops:9.3f} "
                   f"{'n/a' if not peak else f'{pct:.1f}':>7s} {timing['peak_gib']:9.2f}", flush=True)
-    if args.csv:
-        import pandas as pd
-
-        from fudbench.io import write_csv
-
-        write_csv(args.csv, pd.DataFrame(rows), index=False)
+    write_rows(args.csv, rows)
     return rows
 
 
