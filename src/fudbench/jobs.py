@@ -2,9 +2,11 @@
 the thread count. Keeps the scripts in scripts/ thin."""
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import sys
+import time
 
 
 def setup_job(smk, name: str | None = None) -> logging.Logger:
@@ -23,4 +25,29 @@ def setup_job(smk, name: str | None = None) -> logging.Logger:
         handlers.append(logging.FileHandler(smk.log[0], mode="w"))
     logging.basicConfig(level=logging.INFO, handlers=handlers, force=True,
                         format="%(asctime)s %(name)s %(levelname)s: %(message)s")
-    return logging.getLogger(name or smk.rule)
+    log = logging.getLogger(name or smk.rule)
+    _log_timing(log)
+    return log
+
+
+def process_age() -> float:
+    """Seconds since this process started (Linux /proc; 0.0 where unavailable):
+    the job's start-up, i.e. the interpreter, Snakemake's script preamble and
+    the imports, when called at the first line of work."""
+    try:
+        with open("/proc/self/stat") as fh:
+            start_ticks = int(fh.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as fh:
+            uptime = float(fh.read().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _log_timing(log: logging.Logger) -> None:
+    """One line at the start and one at exit, read by bench/workflow_overhead.py."""
+    startup, t0 = process_age(), time.perf_counter()
+    log.info("fudbench-timing startup %.3f s (imports: %s)", startup,
+             ", ".join(m for m in ("torch", "diffusers", "piq", "captum", "pandas", "matplotlib")
+                       if m in sys.modules))
+    atexit.register(lambda: log.info("fudbench-timing work %.3f s", time.perf_counter() - t0))
