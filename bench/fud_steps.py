@@ -109,6 +109,7 @@ def main(argv=None) -> pd.DataFrame:
         torch.set_num_threads(args.threads)
     from fudbench.evaluation import build_fud
     from fudbench.models.classifiers import load_classifier
+    from fudbench.pipeline import paired_seed_key
     from fudbench.protocols import TopKCurve
 
     cfg = load_yaml(args.config)
@@ -140,8 +141,8 @@ def main(argv=None) -> pd.DataFrame:
                 protocol = TopKCurve("fud", ratios, mode="keep", batch_size=curve.batch_size,
                                      reduction=curve.reduction, keep_samples=True)
                 # The workflow's seed key, so each step count starts from the workflow's noise.
-                res = protocol.run(model, x, y, a, imputer, ids,
-                                   (cfg["seed"], "evaluate", model_name, explainer, "fud", "fud"))
+                res = protocol.run(model, x, y, a, imputer, ids, (*paired_seed_key(cfg["seed"], model_name, "fud"),
+                                                                  "fud"))
                 finals[(model_name, explainer, s)] = res.samples
                 rows.append({"model": model_name, "explainer": explainer, "steps": s,
                              **summarise(res.records, res.samples, x.cpu(), clean_energy)})

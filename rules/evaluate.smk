@@ -1,7 +1,18 @@
-# Evaluations per model x explainer x evaluator x shard: per-image records and
-# the intermediate images of the first images of the shard, the ones the
-# quality and gallery jobs read (not temp(): a temp file deleted after use
-# would make every later rerun of quality or gallery rerun the evaluate jobs).
+# Evaluations per model x evaluator x shard, each job covering every explainer
+# (one process start and one score-model load instead of one per explainer):
+# per-image records and the intermediate images of the first images of the
+# shard per explainer, the ones the quality and gallery jobs read (not temp():
+# a temp file deleted after use would make every later rerun of quality or
+# gallery rerun the evaluate jobs). A new or changed explainer reruns these
+# jobs, but only its own work: unchanged explainers are copied from the work
+# cache (fudbench.work_cache), keyed by the content of every input and setting.
+
+
+def evaluate_outputs(kind, ext):
+    return expand(
+        f"{RESULTS}/{kind}/{{{{model}}}}/{{explainer}}/{{{{evaluator}}}}/shard{{{{shard}}}}.{ext}",
+        explainer=EXPLAINERS,
+    )
 
 
 rule evaluate:
@@ -9,15 +20,19 @@ rule evaluate:
         unpack(evaluator_assets),
         model=f"{RESULTS}/models/{{model}}.pt",
         images=rules.make_dataset.output.eval,
-        attributions=rules.explain.output[0],
+        attributions=expand(
+            f"{RESULTS}/attributions/{{{{model}}}}/{{explainer}}/shard{{{{shard}}}}.npz", explainer=EXPLAINERS
+        ),
     output:
-        records=f"{RESULTS}/records/{{model}}/{{explainer}}/{{evaluator}}/shard{{shard}}.parquet",
-        samples=f"{RESULTS}/samples/{{model}}/{{explainer}}/{{evaluator}}/shard{{shard}}.npz",
+        records=evaluate_outputs("records", "parquet"),
+        samples=evaluate_outputs("samples", "npz"),
     params:
         evaluator=lambda w: config["evaluators"][w.evaluator],
         evaluation={k: config["evaluation"][k] for k in ("ratios", "reduction")},
+        explainers=EXPLAINERS,
         shard_size=config["data"]["shard_size"],
         kept_images=samples_kept_per_shard(),
+        cache=lambda w: f"{RESULTS}/cache/evaluate/{w.model}/{w.evaluator}/shard{w.shard}",
         job=job_params(),
     threads: 1
     resources:
@@ -25,9 +40,9 @@ rule evaluate:
         mem_mb=6000,
         runtime=240,
     log:
-        f"{RESULTS}/logs/evaluate/{{model}}/{{explainer}}/{{evaluator}}/shard{{shard}}.log",
+        f"{RESULTS}/logs/evaluate/{{model}}/{{evaluator}}/shard{{shard}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/evaluate/{{model}}/{{explainer}}/{{evaluator}}/shard{{shard}}.tsv"
+        f"{RESULTS}/benchmarks/evaluate/{{model}}/{{evaluator}}/shard{{shard}}.tsv"
     conda:
         ENV_TORCH
     script:
@@ -87,7 +102,7 @@ rule gallery:
     log:
         f"{RESULTS}/logs/gallery.log",
     conda:
-        ENV_TORCH
+        ENV_ANALYSIS
     script:
         "../scripts/gallery.py"
 

@@ -1,26 +1,21 @@
-"""One evaluator on one model x explainer x shard: per-image records and samples."""
+"""One evaluator on one model x shard, for every explainer: per-image records
+and samples per explainer (unchanged explainers come from the work cache)."""
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 from fudbench.device import resolve_device
-from fudbench.io import write_npz, write_parquet
 from fudbench.jobs import setup_job
-from fudbench.pipeline import evaluate_shard
+from fudbench.pipeline import evaluate_explainers
+from fudbench.work_cache import WorkCache
 
 log = setup_job(snakemake)
 p, w = snakemake.params, snakemake.wildcards
-records, samples = evaluate_shard(
-    model_path=snakemake.input.model, images_path=snakemake.input.images,
-    attributions_path=snakemake.input.attributions, shard=int(w.shard), shard_size=p.shard_size,
-    evaluator=w.evaluator, settings=p.evaluator, evaluation=p.evaluation,
+done = evaluate_explainers(
+    w.model, w.evaluator,
+    {e: (a, r, s) for e, a, r, s in zip(p.explainers, snakemake.input.attributions, snakemake.output.records,
+                                        snakemake.output.samples)},
+    model_path=snakemake.input.model, images_path=snakemake.input.images, shard=int(w.shard),
+    shard_size=p.shard_size, settings=p.evaluator, evaluation=p.evaluation,
     assets={k: snakemake.input.get(k) for k in ("score_model", "reference_images", "surrogate", "srg_reference")},
-    seed_key=(p.job["seed"], "evaluate", w.model, w.explainer, w.evaluator),
-    device=resolve_device(p.job["device"]),
+    seed=p.job["seed"], device=resolve_device(p.job["device"]), kept_images=p.kept_images,
+    cache=WorkCache(p.cache),
 )
-records.insert(0, "model", w.model)
-records.insert(1, "explainer", w.explainer)
-records.insert(2, "evaluator", w.evaluator)
-write_parquet(snakemake.output.records, records)
-# keep the intermediate images of the first images only (quality and gallery read no more)
-k = p.kept_images
-write_npz(snakemake.output.samples, **{key: a if key.startswith("removed_") or k is None else a[:k]
-                                       for key, a in samples.items()})
-log.info("%d records, %.4f s per sample on average", len(records), records["seconds"].mean())
+log.info("%d explainer(s) computed, %d copied from the work cache", len(done["computed"]), len(done["cached"]))

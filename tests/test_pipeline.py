@@ -14,7 +14,8 @@ from fudbench.data.synthetic import make_benchmark
 from fudbench.io import load_npz, write_npz
 from fudbench.models.classifiers import build_classifier, save_classifier
 from fudbench.models.score import build_unet, save_score_model
-from fudbench.pipeline import build_gallery, evaluate_shard, explain_shard
+from fudbench.pipeline import evaluate_shard, explain_shard
+from fudbench.report.gallery import build_gallery
 
 SCORE_CFG = {"block_out_channels": [8, 16], "attention": [False, True], "layers_per_block": 1,
              "num_train_timesteps": 100, "beta_schedule": "linear"}
@@ -92,3 +93,85 @@ def test_gallery_keeps_first_images_of_every_curve(assets, tmp_path):
     assert g["clf__sm__deletion_ratios"].shape == (2, 3, 3, 16, 16)
     assert list(g["clf__sm__deletion_ratios__removed"]) == [0.25, 0.5, 0.75]
     assert np.array_equal(g["images"], load_npz(assets / "eval.npz")["images"][:2])
+
+
+# --- The evaluate job: every explainer of a (model, evaluator, shard), paired noise, work cache ---
+
+def _attributions(assets, tmp_path, names):
+    """Attribution files: `ig` and `ig_copy` hold the same map under two names."""
+    paths = {}
+    for name in names:
+        method = {"ig": "ig", "ig_copy": "ig", "random": "random"}[name]
+        attr = explain_shard(assets / "clf.pt", assets / "eval.npz", 0, 8, method,
+                             {"n_steps": 4} if method == "ig" else {}, "predicted", (0, "explain", "clf", method),
+                             "cpu")
+        write_npz(tmp_path / f"attr_{name}.npz", **attr)
+        paths[name] = tmp_path / f"attr_{name}.npz"
+    return paths
+
+
+def _job(assets, tmp_path, evaluator, attributions, cache):
+    from fudbench.pipeline import evaluate_explainers
+
+    outputs = {e: (a, tmp_path / "out" / f"{e}.parquet", tmp_path / "out" / f"{e}.npz")
+               for e, a in attributions.items()}
+    done = evaluate_explainers("clf", evaluator, outputs, model_path=assets / "clf.pt",
+                               images_path=assets / "eval.npz", shard=0, shard_size=8,
+                               settings=EVALUATORS[evaluator], evaluation=EVALUATION,
+                               assets={"score_model": assets / "score.pt"}, seed=0, device="cpu", kept_images=2,
+                               cache=cache)
+    return done, {e: pd.read_parquet(o[1]) for e, o in outputs.items()}
+
+
+@pytest.mark.parametrize("evaluator", sorted(EVALUATORS))
+def test_one_job_for_all_explainers_equals_a_job_per_explainer(assets, tmp_path, evaluator):
+    """Grouping explainers into one job (shared model, score model and
+    Sensitivity-N responses) does not change any explainer's records."""
+    attributions = _attributions(assets, tmp_path, ["ig", "random"])
+    _, together = _job(assets, tmp_path / "together", evaluator, attributions, cache=None)
+    for name, path in attributions.items():
+        _, alone = _job(assets, tmp_path / f"alone_{name}", evaluator, {name: path}, cache=None)
+        pd.testing.assert_frame_equal(together[name].drop(columns="seconds"), alone[name].drop(columns="seconds"))
+
+
+@pytest.mark.parametrize("evaluator", sorted(EVALUATORS))
+def test_paired_noise_same_map_under_two_names_gives_identical_records(assets, tmp_path, evaluator):
+    """Noise, fills and subsets are keyed by (seed, model, evaluator, image,
+    ratio, draw), never by the explainer: the same map scores the same."""
+    _, rec = _job(assets, tmp_path, evaluator, _attributions(assets, tmp_path, ["ig", "ig_copy"]), cache=None)
+    a, b = (rec[n].drop(columns=["explainer", "seconds"]) for n in ("ig", "ig_copy"))
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+
+def test_work_cache_recomputes_only_new_or_changed_explainers(assets, tmp_path):
+    from fudbench.work_cache import WorkCache
+
+    cache = WorkCache(tmp_path / "cache")
+    attributions = _attributions(assets, tmp_path, ["ig", "random"])
+    done, first = _job(assets, tmp_path, "insdel", attributions, cache)
+    assert done == {"computed": ["ig", "random"], "cached": []}
+    # A new explainer: only it is computed; the others are copied, unchanged.
+    attributions.update(_attributions(assets, tmp_path, ["ig_copy"]))
+    done, second = _job(assets, tmp_path, "insdel", attributions, cache)
+    assert done == {"computed": ["ig_copy"], "cached": ["ig", "random"]}
+    pd.testing.assert_frame_equal(first["random"], second["random"])
+    # A changed map of one explainer recomputes that one only.
+    attr = load_npz(attributions["random"])
+    write_npz(attributions["random"], **{**attr, "attributions": attr["attributions"][::-1].copy()})
+    done, _ = _job(assets, tmp_path, "insdel", attributions, cache)
+    assert done == {"computed": ["random"], "cached": ["ig", "ig_copy"]}
+    # Other settings are another key; a disabled cache computes everything.
+    done, _ = _job(assets, tmp_path, "insdel", attributions, WorkCache(tmp_path / "cache", enabled=False))
+    assert done["cached"] == []
+
+
+def test_work_key_follows_settings_and_file_content(tmp_path):
+    from fudbench.work_cache import work_key
+
+    f = tmp_path / "a.bin"
+    f.write_bytes(b"one")
+    k = work_key({"steps": 25}, {"model": str(f), "unused": None})
+    assert k == work_key({"steps": 25}, {"model": str(f), "unused": None})
+    assert k != work_key({"steps": 26}, {"model": str(f), "unused": None})
+    f.write_bytes(b"two")
+    assert k != work_key({"steps": 25}, {"model": str(f), "unused": None})

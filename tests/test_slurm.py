@@ -144,11 +144,11 @@ def test_jobs_went_through_sbatch_with_gpu_requests(slurm_run):
         asks_gpu = "gres/gpu=1" in job["ReqTRES"] and "gres/gpu=1" in job["AllocTRES"]
         assert asks_gpu == bool(ran & gpu_rules), f"rules {sorted(ran)}: {job['ReqTRES']}"
     assert seen == rules, f"rules that never reached SLURM: {sorted(rules - seen)}"
-    # Grouping made fewer SLURM jobs than rule jobs, and the attribute
-    # groups hold one explain job with its evaluate jobs.
+    # Grouping made fewer SLURM jobs than rule jobs: the report group holds
+    # the table and figure jobs.
     n_rule_jobs = sum(int(n) for r, n in re.findall(r"^(\w+)\s+(\d+)$", stats, re.M) if r not in ("all", "total"))
     assert len(jobs) < n_rule_jobs
-    assert any(j["Comment"].startswith("rule_attribute_evaluate_explain") for j in jobs)
+    assert any(j["Comment"].startswith("rule_report_") for j in jobs)
 
 
 @pytest.mark.workflow

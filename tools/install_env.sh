@@ -6,8 +6,10 @@
 # session) reuses it instead of downloading ~5 GB of CUDA wheels again.
 #   FUD_CACHE   where environments live (default: ~/.cache/fud-repro)
 #   FUD_PYTHON  base interpreter (default: python3)
-# Idempotent: a finished environment carries a .complete marker; a half-built
-# one (killed install) is removed and rebuilt. A lock serialises installers.
+# Idempotent: a finished environment carries a .complete marker listing the
+# finished steps; a half-built one (killed install) is removed and rebuilt, and
+# a finished one that misses a later step (bytecode) is completed in place.
+# A lock serialises installers.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 py="${FUD_PYTHON:-python3}"
@@ -22,8 +24,10 @@ mkdir -p "$cache"
 
 exec 9>"$cache/.install.lock"
 flock 9
-if [ ! -f "$venv/.complete" ]; then
+marker="$venv/.complete"
+if [ ! -f "$marker" ]; then
   echo "[install] building $venv (first time only; torch's CUDA wheels are large)" >&2
+  start=$SECONDS
   rm -rf "$venv"
   "$py" -m venv "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check uv >&2 \
@@ -35,7 +39,21 @@ if [ ! -f "$venv/.complete" ]; then
   fi
   # Fail now, not in the middle of a workflow, if torchvision's ops do not load.
   "$venv/bin/python" -c "import torch, torchvision, torchvision.ops; torchvision.ops.nms(torch.zeros(1,4), torch.zeros(1), 0.5)" >&2
-  touch "$venv/.complete"
-  echo "[install] done" >&2
+  echo "packages" > "$marker"
+  echo "[install] packages installed in $((SECONDS - start)) s" >&2
+fi
+# Compiled bytecode: with PYTHONDONTWRITEBYTECODE=1 (common in containers, and
+# on CI here) Python never caches what it compiles, so without .pyc files every
+# job recompiles torch & co. from source (6-8x slower imports). uv does not
+# compile by default, so compile once here; environments built before this
+# step are completed in place.
+if ! grep -qx bytecode "$marker"; then
+  echo "[install] compiling bytecode of $venv (once)" >&2
+  start=$SECONDS
+  # A few files of torch's test helpers are Python 3.12-only syntax: their
+  # errors are expected, so only the count is reported.
+  failed=$("$venv/bin/python" -m compileall -q -j 0 "$venv/lib" 2>&1 | grep -c "^\*\*\* Error" || true)
+  echo bytecode >> "$marker"
+  echo "[install] bytecode compiled in $((SECONDS - start)) s ($failed file(s) skipped: syntax of newer Pythons)" >&2
 fi
 echo "$venv"

@@ -26,7 +26,7 @@ def setup_job(smk, name: str | None = None) -> logging.Logger:
     logging.basicConfig(level=logging.INFO, handlers=handlers, force=True,
                         format="%(asctime)s %(name)s %(levelname)s: %(message)s")
     log = logging.getLogger(name or smk.rule)
-    _log_timing(log)
+    _log_timing(log, smk.log[0] if smk.log else None)
     return log
 
 
@@ -44,10 +44,34 @@ def process_age() -> float:
         return 0.0
 
 
-def _log_timing(log: logging.Logger) -> None:
-    """One line at the start and one at exit, read by bench/workflow_overhead.py."""
-    startup, t0 = process_age(), time.perf_counter()
-    log.info("fudbench-timing startup %.3f s (imports: %s)", startup,
-             ", ".join(m for m in ("torch", "diffusers", "piq", "captum", "pandas", "matplotlib")
-                       if m in sys.modules))
-    atexit.register(lambda: log.info("fudbench-timing work %.3f s", time.perf_counter() - t0))
+HEAVY_LIBRARIES = ("torch", "diffusers", "piq", "captum", "pandas", "matplotlib", "skimage", "cv2")
+
+
+def heavy_libraries() -> str:
+    """The heavy libraries this process has imported (what its start-up paid for)."""
+    return ", ".join(m for m in HEAVY_LIBRARIES if m in sys.modules) or "none"
+
+
+_TIMING: dict = {}  # the current job's timing state (one job per process)
+
+
+def _log_timing(log: logging.Logger, log_file) -> None:
+    """One line at the start and one at exit, read by bench/workflow_overhead.py.
+    The exit line is appended to the log file directly: at exit, logging's
+    handlers may already be closed (and tests call setup_job many times)."""
+    log.info("fudbench-timing startup %.3f s (imports: %s)", process_age(), heavy_libraries())
+    if not _TIMING:
+        atexit.register(_log_work)
+    _TIMING.update(name=log.name, log_file=log_file, t0=time.perf_counter())
+
+
+def _log_work() -> None:
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S") + ",%03d" % (time.time() % 1 * 1000)
+    line = (f"{stamp} {_TIMING['name']} INFO: fudbench-timing work {time.perf_counter() - _TIMING['t0']:.3f} s "
+            f"(loaded: {heavy_libraries()})\n")
+    if _TIMING["log_file"]:
+        try:
+            with open(_TIMING["log_file"], "a") as fh:
+                fh.write(line)
+        except OSError:
+            pass

@@ -48,26 +48,102 @@ def explain_shard(model_path, images_path, shard: int, shard_size: int, explaine
             "labels": data["labels"], "seconds_per_image": np.float64(seconds)}
 
 
+class ShardEvaluation:
+    """One evaluator on one model x shard, built once (model, images, score
+    model ...) and run for any number of explainers' attributions."""
+
+    def __init__(self, model_path, images_path, shard: int, shard_size: int, evaluator: str, settings: dict,
+                 evaluation: dict, assets: dict, device):
+        from fudbench.evaluators import build_evaluator
+        from fudbench.models.classifiers import load_classifier
+
+        self.shard = shard
+        self.model = load_classifier(model_path, device)
+        self.data = load_eval_shard(images_path, shard, shard_size)
+        self.x = torch.from_numpy(self.data["images"]).to(device)
+        self.device = device
+        self.evaluator = build_evaluator(evaluator, settings, evaluation, assets, device)
+
+    def run(self, attributions_path, seed_key: tuple):
+        """Returns (records DataFrame, {curve: samples (N, steps, C, H, W) float16})."""
+        attr = load_npz(attributions_path)
+        ids = self.data["ids"]
+        if not np.array_equal(attr["ids"], ids):
+            raise RuntimeError(f"{attributions_path} holds images {attr['ids'].tolist()}, expected shard "
+                               f"{self.shard} = {ids.tolist()}; delete it so the explain job reruns")
+        y = torch.from_numpy(attr["targets"]).to(self.device)
+        a = torch.from_numpy(attr["attributions"]).to(self.device)
+        records, samples = self.evaluator.run(self.model, self.x, y, a, ids, seed_key)
+        records["label"] = records["image"].map(dict(zip(ids.tolist(), self.data["labels"].tolist())))
+        samples["ids"] = ids
+        return records, samples
+
+
 def evaluate_shard(model_path, images_path, attributions_path, shard: int, shard_size: int, evaluator: str,
                    settings: dict, evaluation: dict, assets: dict, seed_key: tuple, device):
-    """Returns (records DataFrame, {curve: samples (N, steps, C, H, W) float16})."""
-    from fudbench.evaluators import build_evaluator
-    from fudbench.models.classifiers import load_classifier
+    """One evaluator on one model x explainer x shard.
+    Returns (records DataFrame, {curve: samples (N, steps, C, H, W) float16})."""
+    job = ShardEvaluation(model_path, images_path, shard, shard_size, evaluator, settings, evaluation, assets,
+                          device)
+    return job.run(attributions_path, seed_key)
 
-    model = load_classifier(model_path, device)
-    data = load_eval_shard(images_path, shard, shard_size)
-    attr = load_npz(attributions_path)
-    if not np.array_equal(attr["ids"], data["ids"]):
-        raise RuntimeError(f"{attributions_path} holds images {attr['ids'].tolist()}, expected shard "
-                           f"{shard} = {data['ids'].tolist()}; delete it so the explain job reruns")
-    x = torch.from_numpy(data["images"]).to(device)
-    y = torch.from_numpy(attr["targets"]).to(device)
-    a = torch.from_numpy(attr["attributions"]).to(device)
-    ev = build_evaluator(evaluator, settings, evaluation, assets, device)
-    records, samples = ev.run(model, x, y, a, data["ids"], seed_key)
-    records["label"] = records["image"].map(dict(zip(data["ids"].tolist(), data["labels"].tolist())))
-    samples["ids"] = data["ids"]
-    return records, samples
+
+def paired_seed_key(seed: int, model: str, evaluator: str) -> tuple:
+    """The seed key of an evaluation: per-sample seeds add the image id, the
+    ratio or fraction and the draw, but never the explainer (paired noise)."""
+    return (seed, "evaluate", model, evaluator)
+
+
+def evaluate_explainers(model: str, evaluator: str, explainers: dict, *, model_path, images_path, shard: int,
+                        shard_size: int, settings: dict, evaluation: dict, assets: dict, seed: int, device,
+                        kept_images=None, cache=None) -> dict:
+    """The evaluate job: one evaluator on one model x shard for every explainer.
+
+    explainers: {name: (attributions path, records output path, samples output path)}.
+    Each explainer's records and samples are written as soon as they are done
+    (a killed job keeps them in the cache). With a WorkCache, an explainer
+    whose inputs and settings are unchanged is copied from it instead of
+    recomputed; the evaluator itself (score model etc.) is only built if some
+    explainer needs computing. Seeds are those of a job per explainer, so the
+    numbers do not depend on how explainers are grouped into jobs.
+    Returns {"computed": [names], "cached": [names]}.
+    """
+    from fudbench.io import write_npz, write_parquet
+    from fudbench.work_cache import work_key
+
+    job, done = None, {"computed": [], "cached": []}
+    files = {"model": model_path, "images": images_path, **assets}
+    for explainer, (attributions, records_out, samples_out) in explainers.items():
+        seed_key = paired_seed_key(seed, model, evaluator)
+        outputs = {".parquet": records_out, ".npz": samples_out}
+        key = work_key({"evaluator": evaluator, "settings": settings, "evaluation": evaluation,
+                        "seed_key": seed_key, "shard": shard, "shard_size": shard_size,
+                        "kept_images": kept_images, "device": str(device)},
+                       {**files, "attributions": attributions})
+        hit = cache.get(explainer, key, outputs) if cache is not None else None
+        if hit is not None:
+            cache.restore(hit, outputs)
+            done["cached"].append(explainer)
+            log.info("%s: unchanged inputs and settings, copied from the work cache", explainer)
+            continue
+        if job is None:
+            job = ShardEvaluation(model_path, images_path, shard, shard_size, evaluator, settings, evaluation,
+                                  assets, device)
+        t0 = time.perf_counter()
+        records, samples = job.run(attributions, seed_key)
+        records.insert(0, "model", model)
+        records.insert(1, "explainer", explainer)
+        records.insert(2, "evaluator", evaluator)
+        write_parquet(records_out, records)
+        # keep the intermediate images of the first images only (quality and gallery read no more)
+        write_npz(samples_out, **{k: a if k.startswith("removed_") or kept_images is None else a[:kept_images]
+                                  for k, a in samples.items()})
+        if cache is not None:
+            cache.put(explainer, key, outputs)
+        done["computed"].append(explainer)
+        log.info("%s: %d records in %.1f s (%.4f s per sample on average)", explainer, len(records),
+                 time.perf_counter() - t0, records["seconds"].mean())
+    return done
 
 
 def srg_reference_shard(model_path, images_path, shard: int, shard_size: int, settings: dict, target_mode: str,
@@ -117,26 +193,3 @@ def sample_quality(images_path, samples: dict, shard: int, shard_size: int, metr
     if not frames:  # evaluators that keep no intermediate samples (e.g. srg)
         return pd.DataFrame(columns=["model", "explainer", "curve", "image", "step", *metrics])
     return pd.concat(frames, ignore_index=True)
-
-
-def build_gallery(images_path, attributions: dict, samples: dict, n_images: int) -> dict:
-    """The first n_images of shard 0, flattened into one npz-ready dict.
-
-    attributions: {(model, explainer): path}; samples: {(model, explainer, evaluator): path}.
-    Keys: 'images', 'masks', 'ids', then '<model>__<explainer>__attributions' and
-    '<model>__<explainer>__<curve>' (samples, N x steps x C x H x W) with
-    '<model>__<explainer>__<curve>__removed' (the removed fraction of each step).
-    """
-    first = load_npz(next(iter(samples.values())))
-    ids = first["ids"][:n_images]
-    data = load_npz(images_path)
-    out = {"ids": ids, "images": data["images"][ids], "masks": data["masks"][ids]}
-    for (model, explainer), path in attributions.items():
-        out[f"{model}__{explainer}__attributions"] = load_npz(path)["attributions"][:len(ids)]
-    for (model, explainer, _), path in samples.items():
-        for key, arr in load_npz(path).items():
-            if key.startswith("removed_"):
-                out[f"{model}__{explainer}__{key[len('removed_'):]}__removed"] = arr
-            elif key != "ids":
-                out[f"{model}__{explainer}__{key}"] = arr[:len(ids)]
-    return out

@@ -44,8 +44,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
 
+# torch and piq are imported where metrics are computed: the table jobs that
+# only need the names and directions below do not pay their import.
 QUALITY_METRICS = ("PSNR", "SSIM", "MS-SSIM", "FSIM", "GMSD", "HaarPSI", "VSI")
 HIGHER_IS_BETTER = {"PSNR": True, "SSIM": True, "MS-SSIM": True, "FSIM": True, "GMSD": False,
                     "HaarPSI": True, "VSI": True}
@@ -92,8 +93,9 @@ def adaptation(height: int, width: int) -> dict[str, str]:
     return out
 
 
-def _compute(name: str, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+def _compute(name: str, x: "torch.Tensor", y: "torch.Tensor") -> "torch.Tensor":
     import piq
+    import torch
 
     s = min(x.shape[-2:])
     if name == "PSNR":
@@ -123,7 +125,9 @@ def _compute(name: str, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     raise KeyError(f"unknown quality metric {name!r}; known: {', '.join(QUALITY_METRICS)}")
 
 
-def _as_tensor(a, device) -> torch.Tensor:
+def _as_tensor(a, device) -> "torch.Tensor":
+    import torch
+
     t = torch.as_tensor(np.asarray(a) if not isinstance(a, torch.Tensor) else a)
     if device is not None:
         t = t.to(device)
@@ -132,7 +136,6 @@ def _as_tensor(a, device) -> torch.Tensor:
     return t
 
 
-@torch.no_grad()
 def quality_metrics(samples, originals, metrics=QUALITY_METRICS, batch_size: int = 32,
                     device=None) -> dict[str, np.ndarray]:
     """Per-pair metrics of samples (N, 3, H, W) against originals (N or 1, 3, H, W), floats in [0, 1].
@@ -141,6 +144,15 @@ def quality_metrics(samples, originals, metrics=QUALITY_METRICS, batch_size: int
     inputs' device (or `device`), `batch_size` pairs at a time, in float32
     unless the inputs are float64. See the module docstring for small sizes.
     """
+    import torch
+
+    with torch.no_grad():
+        return _quality_metrics(samples, originals, metrics, batch_size, device)
+
+
+def _quality_metrics(samples, originals, metrics, batch_size, device) -> dict[str, np.ndarray]:
+    import torch
+
     x = _as_tensor(samples, device)
     y = _as_tensor(originals, x.device if device is None else device)
     if x.dim() != 4 or y.dim() != 4 or x.shape[1:] != y.shape[1:] or y.shape[0] not in (1, x.shape[0]):

@@ -63,7 +63,7 @@ def confidence_vs_ratio(records: pd.DataFrame, models, explainers):
 
 def qualitative_grid(gallery: dict, curve_labels: dict[str, str], image: int = 0, explainers=None):
     """Rows of (original, attribution, samples from least to most removed) for one
-    image, one row per model x explainer x curve of the gallery (fudbench.pipeline.build_gallery);
+    image, one row per model x explainer x curve of the gallery (fudbench.report.gallery.build_gallery);
     `explainers` restricts the rows (default: all)."""
     rows = []
     pairs = [k[: -len("__attributions")] for k in gallery if k.endswith("__attributions")]
