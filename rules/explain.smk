@@ -13,6 +13,8 @@ rule explain:
         shard_size=config["data"]["shard_size"],
         job=job_params(),
     threads: 1
+    # Before the other ready jobs: a model's FUD evaluate job, the longest, waits for all of its explainers.
+    priority: 10
     resources:
         gpu=GPU,
         mem_mb=4000,

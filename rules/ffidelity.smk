@@ -16,7 +16,7 @@ if "ffid" in config["evaluators"]:
         params:
             ffid={k: config["evaluators"]["ffid"][k] for k in ("beta", "finetune")},
             job=job_params(),
-        threads: 2
+        threads: 1  # see train_classifier
         resources:
             gpu=GPU,
             mem_mb=4000,

@@ -29,7 +29,10 @@ if TRAINED:
             job=job_params(),
         wildcard_constraints:
             model="|".join(TRAINED),
-        threads: 2
+        # One thread: a 2-thread job waits for both cores to be free at once, and the
+        # stream of 1-thread jobs rarely leaves them so (it starved the second model).
+        threads: 1
+        priority: 20  # everything downstream waits for the classifiers
         resources:
             gpu=GPU,
             mem_mb=4000,
@@ -165,7 +168,9 @@ rule check_score_model:
         gates=config["models"]["gates"],
         models=MODELS,
         job=job_params(),
-    threads: 2
+    # One thread: a 2-thread job waits for both cores to be free at once, and the
+    # stream of 1-thread jobs rarely leaves them so (it starved the second model).
+    threads: 1
     resources:
         gpu=GPU,
         mem_mb=16000 if SCORE_SOURCE == "guided_diffusion" else 4000,
