@@ -9,6 +9,7 @@ only, every other column byte for byte.
 """
 from __future__ import annotations
 
+import base64
 import io
 import json
 import os
@@ -75,6 +76,43 @@ def _wait_for(condition, proc, log: Path, timeout: float, what: str):
         time.sleep(0.2)
 
 
+def _running_outputs(work: Path) -> list[str]:
+    """Outputs of the jobs Snakemake has started and not finished: its
+    .snakemake/incomplete markers, each named by the url-safe base64 of the
+    output path (long names split into '@'-prefixed directories)."""
+    root = work / ".snakemake" / "incomplete"
+    names = ["".join(part.removeprefix("@") for part in p.relative_to(root).parts)
+             for p in root.rglob("*") if p.is_file()] if root.exists() else []
+    out = []
+    for name in names:
+        try:
+            out.append(base64.urlsafe_b64decode(name).decode())
+        except (ValueError, UnicodeDecodeError):
+            pass  # not a marker (e.g. Snakemake's migration flag)
+    return out
+
+
+def _freeze_while(proc, found, log: Path, timeout: float, what: str):
+    """Stop the run's whole process group (SIGSTOP), look with `found()`, and
+    return its non-empty result with the group still stopped; otherwise let
+    the run go on (SIGCONT) and look again. While the group is stopped no job
+    can finish, so what `found()` saw is still true when the caller kills it,
+    however fast the machine."""
+    deadline = time.monotonic() + timeout
+    while True:
+        os.killpg(proc.pid, signal.SIGSTOP)
+        seen = found()
+        if seen:
+            return seen
+        os.killpg(proc.pid, signal.SIGCONT)
+        if proc.poll() is not None:
+            raise AssertionError(f"the run ended (rc={proc.returncode}) before {what}:\n" + log.read_text()[-4000:])
+        if time.monotonic() > deadline:
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
 def _group_gone(pgid: int, timeout: float = 20) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -129,9 +167,9 @@ def test_killed_run_resumes_to_identical_tables(repo, smoke_run, tmp_path):
         # An evaluate job has started its work once it opened its log (after its imports) ...
         _wait_for(lambda: any((results / "logs" / "evaluate").rglob("*.log")), proc, log, 1500,
                   "an evaluate job started")
-        time.sleep(1.5)  # ... and is now in the middle of it.
-        assert proc.poll() is None
-        running = [p.name for p in (work / ".snakemake" / "incomplete").iterdir()]
+        # ... then kill the run at a moment when an evaluate job is running (no race, see _freeze_while).
+        running = _freeze_while(proc, lambda: [p for p in _running_outputs(work) if "/records/" in p], log, 600,
+                                "an evaluate job running")
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
