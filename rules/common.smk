@@ -71,6 +71,15 @@ def evaluator_assets(wildcards):
     return assets
 
 
+def evaluate_outputs(kind, ext):
+    """An evaluate job's per-explainer files (kind: records or samples): one job
+    per model x evaluator x shard writes them for every explainer."""
+    return expand(
+        f"{RESULTS}/{kind}/{{{{model}}}}/{{explainer}}/{{{{evaluator}}}}/shard{{{{shard}}}}.{ext}",
+        explainer=EXPLAINERS,
+    )
+
+
 def samples_kept_per_shard():
     """Images per shard whose intermediate samples an evaluate job keeps: those
     the quality jobs measure and the gallery shows (None = all)."""

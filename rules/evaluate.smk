@@ -8,13 +8,6 @@
 # cache (fudbench.work_cache), keyed by the content of every input and setting.
 
 
-def evaluate_outputs(kind, ext):
-    return expand(
-        f"{RESULTS}/{kind}/{{{{model}}}}/{{explainer}}/{{{{evaluator}}}}/shard{{{{shard}}}}.{ext}",
-        explainer=EXPLAINERS,
-    )
-
-
 rule evaluate:
     input:
         unpack(evaluator_assets),
@@ -35,6 +28,10 @@ rule evaluate:
         cache=lambda w: f"{RESULTS}/cache/evaluate/{w.model}/{w.evaluator}/shard{w.shard}",
         job=job_params(),
     threads: 1
+    # FUD's jobs are the longest (every explainer's masks through the score
+    # model): start each as soon as its model's explainers are done, before
+    # the short jobs, so the cores are not left with FUD alone at the end.
+    priority: lambda w: 15 if w.evaluator == "fud" else 0
     resources:
         gpu=GPU,
         mem_mb=6000,
@@ -107,22 +104,25 @@ rule gallery:
         "../scripts/gallery.py"
 
 
-# One job per evaluator x shard over all models and explainers: piq's import
-# alone costs ~8 s, so finer jobs would mostly pay start-up.
+# One job per evaluator x shard over all models and the pooled explainers
+# (analysis.pooled_explainers: the only ones Tables 3 and 9 read, so the
+# meta-evaluation's degraded copies cost no piq time and adding one does not
+# rerun these jobs). piq's import costs seconds, so finer jobs would mostly
+# pay start-up.
 rule quality:
     input:
         images=rules.make_dataset.output.eval,
         samples=expand(
             f"{RESULTS}/samples/{{model}}/{{explainer}}/{{{{evaluator}}}}/shard{{{{shard}}}}.npz",
             model=MODELS,
-            explainer=EXPLAINERS,
+            explainer=POOLED_EXPLAINERS,
         ),
     output:
         f"{RESULTS}/quality/{{evaluator}}/shard{{shard}}.parquet",
     params:
         quality=config["evaluation"]["quality"],
         models=MODELS,
-        explainers=EXPLAINERS,
+        explainers=POOLED_EXPLAINERS,
         shard_size=config["data"]["shard_size"],
     threads: 1
     log:

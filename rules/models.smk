@@ -167,6 +167,8 @@ rule check_score_model:
     params:
         gates=config["models"]["gates"],
         models=MODELS,
+        # the U-Net's precision and layout as FUD runs it (the gate checks that sampler)
+        precision={k: config["evaluators"].get("fud", {}).get(k) for k in ("amp_dtype", "channels_last")},
         job=job_params(),
     # One thread: a 2-thread job waits for both cores to be free at once, and the
     # stream of 1-thread jobs rarely leaves them so (it starved the second model).

@@ -25,7 +25,9 @@ real, _, _ = load_split(snakemake.input.test)
 class_names = json.load(open(snakemake.input.classes))
 size = unet.config.sample_size
 samples = unconditional_samples(unet, schedule, p.gates["n_samples"], size, p.gates["sample_steps"],
-                                p.job["seed"], device, batch_size=64 if size <= 64 else 16)
+                                p.job["seed"], device, batch_size=64 if size <= 64 else 16,
+                                amp_dtype=p.precision["amp_dtype"],
+                                channels_last=bool(p.precision["channels_last"]))
 if size != real.shape[-1]:
     samples = resize_images(samples, real.shape[-1]).clamp(0, 1)  # antialiasing can overshoot [0, 1]
 classifiers = {m: load_classifier(path, device) for m, path in zip(p.models, snakemake.input.classifiers)}

@@ -1,4 +1,4 @@
-"""Image quality of one evaluator x shard's intermediate samples (all models and explainers)."""
+"""Image quality of one evaluator x shard's intermediate samples (all models, the pooled explainers)."""
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import itertools
 

@@ -1,4 +1,5 @@
-"""Tables 2, 8, 11: Energy OOD detection of intermediate samples vs clean images."""
+"""Tables 2 and 11: Energy OOD detection of intermediate samples vs clean images
+(Table 8 is rendered from Table 2's summary: scripts/table8_ood.py)."""
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 

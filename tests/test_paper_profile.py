@@ -407,7 +407,8 @@ def test_paper_job_scripts_on_stand_ins(repo, tmp_path, monkeypatch):
     _run_script(repo, "check_score_model.py", tmp_path,
                 input={"score_model": score["model"], "test": data["eval"], "classes": data["classes"],
                        "classifiers": [models["model"]]},
-                output=check, params={"gates": gates, "models": ["rn"], "job": job})
+                output=check, params={"gates": gates, "models": ["rn"], "job": job,
+                                      "precision": {"amp_dtype": "bf16", "channels_last": True}})
     report = json.loads(Path(check["report"]).read_text())
     assert report["sampled_at"] == 16 and 0 <= report["classifiers"]["rn"]["auroc"] <= 1
     assert load_npz(check["samples"])["samples"].shape == (2, 3, 32, 32)

@@ -18,8 +18,12 @@ from fudbench.seeding import derive_seed
 
 
 def unconditional_samples(unet, schedule: dict, n: int, image_size: int, steps: int, seed: int,
-                          device="cpu", batch_size: int = 64) -> torch.Tensor:
-    sampler = DiffusionImputer(unet, schedule, steps=steps, guidance_scale=0.0)
+                          device="cpu", batch_size: int = 64, amp_dtype=None, channels_last: bool = False
+                          ) -> torch.Tensor:
+    """n DDIM samples of the score model (FUD's sampler with nothing kept and no
+    guidance), in the precision and layout FUD runs it in."""
+    sampler = DiffusionImputer(unet, schedule, steps=steps, guidance_scale=0.0, amp_dtype=amp_dtype,
+                               channels_last=channels_last)
     out = []
     for start in range(0, n, batch_size):
         b = min(batch_size, n - start)

@@ -202,7 +202,15 @@ def table2_ood(records: pd.DataFrame, clean_energy: Mapping, evaluators: Mapping
                              "n_ood": n_ood, "n_runs": len(outs), "n_nonfinite": n_bad})
     summary = pd.DataFrame(rows, columns=["evaluator", "model", "metric", "value", "ci_low", "ci_high",
                                           "n_images", "n_id", "n_ood", "n_runs", "n_nonfinite"])
+    return summary, ood_table_tex(summary, labels, models, digits=digits, model_labels=model_labels,
+                                  columns=columns, caption=caption, tex_label=tex_label)
 
+
+def ood_table_tex(summary: pd.DataFrame, labels, models, digits: int = 4, model_labels: Mapping | None = None,
+                  columns=None, caption: str | None = None, tex_label: str = "tab:ood") -> str:
+    """The LaTeX of an OOD table from table2_ood's summary: Tables 2 and 8 show
+    different columns of the same summary, so one bootstrap serves both."""
+    model_labels = model_labels or {}
     metric_names = list(columns or OOD_METRICS.values())
     body = []
     for label in labels:
@@ -222,8 +230,7 @@ def table2_ood(records: pd.DataFrame, clean_energy: Mapping, evaluators: Mapping
     group = " & ".join([""] + [f"\\multicolumn{{{ncol}}}{{c}}{{{escape(model_labels.get(m, m))}}}" for m in models])
     rules = " ".join(f"\\cmidrule(lr){{{2 + k * ncol}-{1 + (k + 1) * ncol}}}" for k in range(len(models)))
     sub = " & ".join(["Eval"] + [f"{m} {_ARROW[OOD_CLOSER_TO_DATA[m]]}" for m in metric_names] * len(models))
-    tex = _header_lines(tex, [group + r" \\", rules, sub + r" \\"])
-    return summary, tex
+    return _header_lines(tex, [group + r" \\", rules, sub + r" \\"])
 
 
 # ------------------------------------------------------------------ Table 3
