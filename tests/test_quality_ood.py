@@ -213,3 +213,47 @@ def test_radar_normalisation_and_figure():
     import matplotlib.pyplot as plt
 
     plt.close(fig)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_batched_bootstrap_metrics_equal_the_per_resample_ones(seed):
+    """The vectorised bootstrap (all resamples at once) gives weighted_ood_metrics'
+    numbers for every resample: ties in the scores, images drawn 0 or several
+    times, resamples without ID or OOD rows (NaN)."""
+    from fudbench.report.ood_quality import weighted_ood_metrics, weighted_ood_metrics_batch
+
+    rng = np.random.default_rng(seed)
+    n_in, n_out = rng.integers(1, 12), rng.integers(1, 40)
+    score = -np.r_[rng.integers(0, 6, n_in), rng.integers(0, 6, n_out)].astype(float)  # few values: ties
+    is_in = np.r_[np.ones(n_in), np.zeros(n_out)]
+    order = np.argsort(-score, kind="mergesort")
+    score, is_in = score[order], is_in[order]
+    weights = rng.integers(0, 3, size=(30, len(score)))
+    weights[0] = 0
+    weights[1, is_in == 1] = 0  # no ID row
+    batch = weighted_ood_metrics_batch(score, is_in, weights)
+    for b, w in enumerate(weights):
+        if w[is_in == 1].sum() == 0 or w[is_in == 0].sum() == 0:
+            assert all(np.isnan(batch[k][b]) for k in batch)
+            continue
+        one = weighted_ood_metrics(score, is_in, w)
+        for k, v in one.items():
+            assert batch[k][b] == pytest.approx(v, abs=1e-12), (k, b)
+
+
+def test_batched_fpr95_drops_equally_spaced_points_as_sklearn():
+    """A diagonal ROC (every score shared by one ID and one OOD entry): sklearn
+    keeps only the ends of the straight run, so FPR95 is read at its end
+    (1.0), not at the point where tpr first reaches 0.95 (0.95)."""
+    from fudbench.report.ood_quality import weighted_ood_metrics, weighted_ood_metrics_batch
+
+    score = -np.repeat(np.arange(20.0), 2)
+    is_in = np.tile([1.0, 0.0], 20)
+    labels = is_in.astype(int)
+    assert ood_metrics(-score[labels == 1], -score[labels == 0])["fpr95"] == 1.0  # sklearn itself
+    weights = np.ones((3, len(score)), int)
+    weights[1, :4] = 0  # the run without its first two groups: still one straight run
+    weights[2, 36:] = 0  # ... and without its last two
+    batch = weighted_ood_metrics_batch(score, is_in, weights)
+    for b, w in enumerate(weights):
+        assert batch["fpr95"][b] == weighted_ood_metrics(score, is_in, w)["fpr95"] == 1.0
