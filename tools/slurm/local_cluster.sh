@@ -185,7 +185,7 @@ start() {
   # munge: reuse a running daemon on the system socket, else start one.
   if ! munge_ok 2>/dev/null; then
     [ -s /etc/munge/munge.key ] || { mkdir -p /etc/munge; mungekey --create --keyfile=/etc/munge/munge.key --force; chown munge:munge /etc/munge/munge.key 2>/dev/null || true; }
-    install -d -o munge -g munge -m 755 /run/munge
+    command install -d -o munge -g munge -m 755 /run/munge  # coreutils, not this script's install()
     runuser -u munge -- munged --pid-file=/run/munge/munged.pid
     echo "munged /run/munge/munged.pid" >>"$STATE/started"
     wait_for 20 munged munge_ok || die "munged did not start (see /var/log/munge/munged.log)"
