@@ -29,10 +29,9 @@ REPO = Path(__file__).resolve().parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO.parent / "src"))
 
-from fud_steps import _inputs, summarise  # noqa: E402
+from fud_steps import _inputs, shard0_inputs, summarise  # noqa: E402
 
 from fudbench.analysis.curves import normalised_auc  # noqa: E402
-from fudbench.analysis.energy import energies  # noqa: E402
 from fudbench.config import load_yaml  # noqa: E402
 from fudbench.io import write_csv  # noqa: E402
 
@@ -49,7 +48,6 @@ def main(argv=None) -> pd.DataFrame:
     args = ap.parse_args(argv)
     from fudbench.evaluation import build_fud
     from fudbench.io import load_npz
-    from fudbench.models.classifiers import load_classifier
     from fudbench.pipeline import paired_seed_key
 
     cfg = load_yaml(args.config)
@@ -62,35 +60,27 @@ def main(argv=None) -> pd.DataFrame:
                   for k, v in variants.items()}
     data = load_npz(paths["images"])
     rows = []
-    for model_name in inp["models"]:
-        model = load_classifier(paths[model_name], device)
-        for explainer in args.explainers:
-            attr = load_npz(paths[(model_name, explainer)])
-            n = len(attr["ids"]) if args.limit is None else min(args.limit, len(attr["ids"]))
-            ids = attr["ids"][:n]
-            x = torch.from_numpy(data["images"][ids]).float().div(255).to(device)
-            y = torch.from_numpy(attr["targets"][:n]).to(device)
-            a = torch.from_numpy(attr["attributions"][:n]).to(device)
-            clean_energy = energies(model, x)
-            out = {}
-            for name, ev in evaluators.items():
-                curve, imputer = ev.curves[0]
-                curve.keep_samples = True
-                res = curve.run(model, x, y, a, imputer, ids, (*paired_seed_key(cfg["seed"], model_name, "fud"), "fud"))
-                per_image = res.records.groupby("image").apply(lambda g: normalised_auc(g["kept"], g["confidence"]))
-                out[name] = (res, per_image, summarise(res.records, res.samples, x.cpu(), clean_energy))
-            d = out["configured"][1] - out["fp32"][1]
-            sd = float(out["fp32"][1].std(ddof=1))
-            rows.append({"model": model_name, "explainer": explainer, "n": n,
-                         "fud_fp32": out["fp32"][2]["fud"], "fud_conf": out["configured"][2]["fud"],
-                         "d_fud_mean": float(d.mean()), "d_fud_maxabs": float(d.abs().max()),
-                         "fud_sd": sd, "ci_half": 1.96 * sd / np.sqrt(n),
-                         "auroc_fp32": out["fp32"][2]["auroc"], "auroc_conf": out["configured"][2]["auroc"],
-                         "tau_fp32": out["fp32"][2]["tau"], "tau_conf": out["configured"][2]["tau"],
-                         "mad": float(np.abs(out["configured"][0].samples.astype(np.float32)
-                                             - out["fp32"][0].samples.astype(np.float32)).mean()),
-                         "s_per_sample_fp32": out["fp32"][2]["seconds"], "s_per_sample_conf": out["configured"][2]["seconds"]})
-            print(f"  {model_name} {explainer}: done", file=sys.stderr, flush=True)
+    for model_name, model, explainer, ids, x, y, a, clean_energy in shard0_inputs(inp, data, args, device):
+        n = len(ids)
+        out = {}
+        for name, ev in evaluators.items():
+            curve, imputer = ev.curves[0]
+            curve.keep_samples = True
+            res = curve.run(model, x, y, a, imputer, ids, (*paired_seed_key(cfg["seed"], model_name, "fud"), "fud"))
+            per_image = res.records.groupby("image").apply(lambda g: normalised_auc(g["kept"], g["confidence"]))
+            out[name] = (res, per_image, summarise(res.records, res.samples, x.cpu(), clean_energy))
+        d = out["configured"][1] - out["fp32"][1]
+        sd = float(out["fp32"][1].std(ddof=1))
+        rows.append({"model": model_name, "explainer": explainer, "n": n,
+                     "fud_fp32": out["fp32"][2]["fud"], "fud_conf": out["configured"][2]["fud"],
+                     "d_fud_mean": float(d.mean()), "d_fud_maxabs": float(d.abs().max()),
+                     "fud_sd": sd, "ci_half": 1.96 * sd / np.sqrt(n),
+                     "auroc_fp32": out["fp32"][2]["auroc"], "auroc_conf": out["configured"][2]["auroc"],
+                     "tau_fp32": out["fp32"][2]["tau"], "tau_conf": out["configured"][2]["tau"],
+                     "mad": float(np.abs(out["configured"][0].samples.astype(np.float32)
+                                         - out["fp32"][0].samples.astype(np.float32)).mean()),
+                     "s_per_sample_fp32": out["fp32"][2]["seconds"], "s_per_sample_conf": out["configured"][2]["seconds"]})
+        print(f"  {model_name} {explainer}: done", file=sys.stderr, flush=True)
     table = pd.DataFrame(rows)
     dest = Path(args.csv) if args.csv else inp["results"] / "bench" / "fud_precision.csv"
     write_csv(dest, table, index=False)

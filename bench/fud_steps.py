@@ -88,6 +88,23 @@ def _inputs(args, cfg) -> dict:
     return {"results": results, "models": models, "paths": paths}
 
 
+def shard0_inputs(inp: dict, data: dict, args, device):
+    """Per model x explainer of the run: (model name, classifier, explainer, image
+    ids, images, targets, attributions, clean energies) of the first --limit images."""
+    from fudbench.models.classifiers import load_classifier
+
+    paths = inp["paths"]
+    for model_name in inp["models"]:
+        model = load_classifier(paths[model_name], device)
+        for explainer in args.explainers:
+            attr = load_npz(paths[(model_name, explainer)])
+            n = len(attr["ids"]) if args.limit is None else min(args.limit, len(attr["ids"]))
+            ids = attr["ids"][:n]
+            x = torch.from_numpy(data["images"][ids]).float().div(255).to(device)
+            yield (model_name, model, explainer, ids, x, torch.from_numpy(attr["targets"][:n]).to(device),
+                   torch.from_numpy(attr["attributions"][:n]).to(device), energies(model, x))
+
+
 def summarise(records: pd.DataFrame, samples: np.ndarray, originals: torch.Tensor, clean_energy: np.ndarray) -> dict:
     """One row of the table from one FUD run's records and samples (N, R, C, H, W)."""
     n, r = samples.shape[:2]
@@ -124,29 +141,20 @@ def main(argv=None) -> pd.DataFrame:
                           {"score_model": str(paths["score_model"])}, device)
     curve, base = evaluator.curves[0]
     rows, finals = [], {}
-    for model_name in inp["models"]:
-        model = load_classifier(paths[model_name], device)
-        for explainer in args.explainers:
-            attr = load_npz(paths[(model_name, explainer)])
-            n = len(attr["ids"]) if args.limit is None else min(args.limit, len(attr["ids"]))
-            ids = attr["ids"][:n]
-            x = torch.from_numpy(data["images"][ids]).float().div(255).to(device)
-            y = torch.from_numpy(attr["targets"][:n]).to(device)
-            a = torch.from_numpy(attr["attributions"][:n]).to(device)
-            clean_energy = energies(model, x)
-            for s in steps:
-                imputer = base.with_steps(s) if hasattr(base, "with_steps") else build_fud(
-                    {**fud_settings, "steps": s}, {**cfg["evaluation"], "ratios": ratios},
-                    {"score_model": str(paths["score_model"])}, device).curves[0][1]
-                protocol = TopKCurve("fud", ratios, mode="keep", batch_size=curve.batch_size,
-                                     reduction=curve.reduction, keep_samples=True)
-                # The workflow's seed key, so each step count starts from the workflow's noise.
-                res = protocol.run(model, x, y, a, imputer, ids, (*paired_seed_key(cfg["seed"], model_name, "fud"),
-                                                                  "fud"))
-                finals[(model_name, explainer, s)] = res.samples
-                rows.append({"model": model_name, "explainer": explainer, "steps": s,
-                             **summarise(res.records, res.samples, x.cpu(), clean_energy)})
-                print(f"  {model_name} {explainer} {s} steps: done", file=sys.stderr, flush=True)
+    for model_name, model, explainer, ids, x, y, a, clean_energy in shard0_inputs(inp, data, args, device):
+        for s in steps:
+            imputer = base.with_steps(s) if hasattr(base, "with_steps") else build_fud(
+                {**fud_settings, "steps": s}, {**cfg["evaluation"], "ratios": ratios},
+                {"score_model": str(paths["score_model"])}, device).curves[0][1]
+            protocol = TopKCurve("fud", ratios, mode="keep", batch_size=curve.batch_size,
+                                 reduction=curve.reduction, keep_samples=True)
+            # The workflow's seed key, so each step count starts from the workflow's noise.
+            res = protocol.run(model, x, y, a, imputer, ids, (*paired_seed_key(cfg["seed"], model_name, "fud"),
+                                                              "fud"))
+            finals[(model_name, explainer, s)] = res.samples
+            rows.append({"model": model_name, "explainer": explainer, "steps": s,
+                         **summarise(res.records, res.samples, x.cpu(), clean_energy)})
+            print(f"  {model_name} {explainer} {s} steps: done", file=sys.stderr, flush=True)
     table = pd.DataFrame(rows)
     ref = table[table["steps"] == reference].set_index(["model", "explainer"])
     for col in COMPARED:
