@@ -104,8 +104,13 @@ def evaluate_explainers(model: str, evaluator: str, explainers: dict, *, model_p
     (a killed job keeps them in the cache). With a WorkCache, an explainer
     whose inputs and settings are unchanged is copied from it instead of
     recomputed; the evaluator itself (score model etc.) is only built if some
-    explainer needs computing. Seeds are those of a job per explainer, so the
-    numbers do not depend on how explainers are grouped into jobs.
+    explainer needs computing.
+    Paired noise (common random numbers): the seed key names the run's seed,
+    the model and the evaluator, never the explainer, so every explainer of an
+    image is evaluated under the same noise, fills and subsets (two names for
+    the same map give identical records), numbers do not depend on how
+    explainers are grouped into jobs, and protocols may share the work that
+    does not depend on the attribution (Sensitivity-N).
     Returns {"computed": [names], "cached": [names]}.
     """
     from fudbench.io import write_npz, write_parquet
@@ -113,8 +118,8 @@ def evaluate_explainers(model: str, evaluator: str, explainers: dict, *, model_p
 
     job, done = None, {"computed": [], "cached": []}
     files = {"model": model_path, "images": images_path, **assets}
+    seed_key = paired_seed_key(seed, model, evaluator)
     for explainer, (attributions, records_out, samples_out) in explainers.items():
-        seed_key = paired_seed_key(seed, model, evaluator)
         outputs = {".parquet": records_out, ".npz": samples_out}
         key = work_key({"evaluator": evaluator, "settings": settings, "evaluation": evaluation,
                         "seed_key": seed_key, "shard": shard, "shard_size": shard_size,
