@@ -41,48 +41,23 @@ def _resample_counts(n_items: int, n_boot: int, seed: int) -> np.ndarray:
     return np.stack([np.bincount(d, minlength=n_items) for d in draws]) if n_boot else np.zeros((0, n_items), int)
 
 
-def _weighted_curve(s: np.ndarray, w_pos: np.ndarray, w_neg: np.ndarray):
-    """Cumulative positives / negatives at each distinct score (s sorted descending)."""
-    last = np.r_[s[1:] != s[:-1], True]
-    return np.cumsum(w_pos)[last], np.cumsum(w_neg)[last]
-
-
-def _ap(tps: np.ndarray, fps: np.ndarray) -> float:
-    """sklearn's average_precision_score: sum of (R_k - R_{k-1}) P_k over thresholds."""
-    ps = tps + fps
-    precision = np.divide(tps, ps, out=np.zeros_like(tps), where=ps != 0)
-    recall = tps / tps[-1]
-    return float(max(0.0, np.sum(np.diff(np.r_[0.0, recall]) * precision)))
-
-
 def weighted_ood_metrics(score_desc: np.ndarray, is_in: np.ndarray, weights: np.ndarray) -> dict:
     """ood_metrics on data where sample i appears weights[i] (integer) times.
 
     score_desc: -energy sorted in descending order; is_in: 1 for clean images.
     Equal to ood_metrics(np.repeat(...), np.repeat(...)) (sklearn 1.9's roc_curve
     with drop_intermediate for FPR95, trapezoid AUROC, step-wise AP), but without
-    re-sorting, so a bootstrap resample costs O(n).
+    re-sorting, so a bootstrap resample costs O(n). One row of
+    weighted_ood_metrics_batch.
     """
-    keep = weights > 0
-    s, inn, w = score_desc[keep], is_in[keep], weights[keep].astype(float)
-    tps, fps = _weighted_curve(s, w * inn, w * (1 - inn))
-    if len(fps) > 2:  # sklearn drops collinear intermediate points
-        corner = np.r_[True, (np.diff(fps, 2) != 0) | (np.diff(tps, 2) != 0), True]
-        rt, rf = tps[corner], fps[corner]
-    else:
-        rt, rf = tps, fps
-    tpr, fpr = np.r_[0.0, rt / rt[-1]], np.r_[0.0, rf / rf[-1]]
-    auroc = float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2))
-    fpr95 = float(fpr[np.searchsorted(tpr, 0.95, side="left")])
-    tps_o, fps_o = _weighted_curve(s[::-1], (w * (1 - inn))[::-1], (w * inn)[::-1])
-    return {"auroc": auroc, "fpr95": fpr95, "aupr_in": _ap(tps, fps), "aupr_out": _ap(tps_o, fps_o)}
+    return {k: float(v[0]) for k, v in weighted_ood_metrics_batch(score_desc, is_in, np.asarray(weights)[None]).items()}
 
 
 def weighted_ood_metrics_batch(score_desc: np.ndarray, is_in: np.ndarray, weights: np.ndarray) -> dict:
     """weighted_ood_metrics for many weightings at once (weights: (B, n) integer
     multiplicities, e.g. B bootstrap resamples): {metric: (B,) array}.
 
-    The same quantities, vectorised: cumulative positive / negative weights at
+    Cumulative positive / negative weights at
     the end of each distinct score over all n entries. An entry of weight 0
     repeats the previous point of the curve, which adds nothing to the AUROC
     trapezoid or to an average precision; for FPR95, sklearn's dropping of
@@ -113,7 +88,8 @@ def weighted_ood_metrics_batch(score_desc: np.ndarray, is_in: np.ndarray, weight
 
 
 def _batch_ap(tps: np.ndarray, fps: np.ndarray) -> np.ndarray:
-    """_ap per row; repeated points (zero-weight groups) add recall 0."""
+    """sklearn's average_precision_score per row: sum of (R_k - R_{k-1}) P_k over
+    thresholds; repeated points (zero-weight groups) add recall 0."""
     ps = tps + fps
     precision = np.divide(tps, ps, out=np.zeros_like(tps), where=ps != 0)
     recall = tps / tps[:, -1:]
