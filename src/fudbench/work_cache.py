@@ -22,32 +22,26 @@ FUD_NO_CACHE=1, makes every job recompute.
 from __future__ import annotations
 
 import hashlib
-import json
-import logging
 import os
 import shutil
 from functools import lru_cache
 from pathlib import Path
 from typing import Mapping, Optional
 
-log = logging.getLogger(__name__)
+from fudbench.fingerprint import file_sha256, fingerprint
 
 _LIBRARY = Path(__file__).resolve().parent
 
 
 @lru_cache(maxsize=None)
-def file_digest(path: str, size: int, mtime_ns: int) -> str:
-    """sha256 of a file's content (memoised per size and mtime within a process)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+def _digest(path: str, size: int, mtime_ns: int) -> str:
+    return file_sha256(path)
 
 
 def digest_of(path) -> str:
+    """sha256 of a file's content, memoised per size and mtime within a process."""
     st = os.stat(path)
-    return file_digest(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+    return _digest(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
 
 
 @lru_cache(maxsize=1)
@@ -62,10 +56,8 @@ def library_digest() -> str:
 def work_key(settings: Mapping, files: Mapping[str, Optional[str]]) -> str:
     """The key of one unit of work: its JSON-serialisable settings and the
     content of its input files (None = not used)."""
-    payload = {"settings": settings, "library": library_digest(),
-               "files": {k: (digest_of(v) if v else None) for k, v in sorted(files.items())}}
-    text = json.dumps(payload, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:20]
+    return fingerprint({"settings": settings, "library": library_digest(),
+                        "files": {k: (digest_of(v) if v else None) for k, v in sorted(files.items())}})[:20]
 
 
 class WorkCache:
