@@ -5,6 +5,7 @@ behaviour with a fake ImageNet path."""
 import copy
 import hashlib
 import resource
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,9 @@ from fudbench.config import ConfigError, load_yaml, validate_config
 from fudbench.imputers.base import ImputeContext
 from fudbench.imputers.diffusion import DiffusionImputer
 from fudbench.imputers.resolution import ResizedDiffusionImputer, bridge_resolution
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from dag_build_time import stand_in_paper_config  # noqa: E402  (the same stand-ins the DAG benchmark uses)
 
 # --- config -------------------------------------------------------------------------
 
@@ -265,25 +269,13 @@ def test_assets_cli(paper, tmp_path, repo, capsys):
 # --- the workflow ------------------------------------------------------------------------
 
 
-def _fake_config(repo, tmp_path) -> Path:
-    cfg = load_yaml(repo / "config/paper.yaml")
-    (tmp_path / "imagenet").mkdir()
-    cfg["data"]["imagenet"]["root"] = str(tmp_path / "imagenet")
-    cfg["models"]["score_model"]["guided_diffusion"]["checkpoint"] = str(tmp_path / "gd.pt")
-    for name, c in cfg["models"]["classifiers"].items():
-        c["path"] = str(tmp_path / f"{name}.pth")
-    path = tmp_path / "paper.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    return path
-
-
 @pytest.mark.workflow
 def test_paper_dag_builds_quickly_without_assets(repo, tmp_path):
     from workflow_support import job_counts, snakemake
 
     cfg = load_yaml(repo / "config/paper.yaml")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    res = snakemake(repo, "-n", "--quiet", "rules", "--configfile", str(_fake_config(repo, tmp_path)),
+    res = snakemake(repo, "-n", "--quiet", "rules", "--configfile", str(stand_in_paper_config(tmp_path)),
                     "--directory", str(tmp_path / "work"))
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
@@ -306,7 +298,7 @@ def test_paper_dag_builds_quickly_without_assets(repo, tmp_path):
 def test_paper_run_without_assets_stops_before_any_job(repo, tmp_path):
     from workflow_support import snakemake
 
-    res = snakemake(repo, "--cores", "1", "--configfile", str(_fake_config(repo, tmp_path)),
+    res = snakemake(repo, "--cores", "1", "--configfile", str(stand_in_paper_config(tmp_path)),
                     "--directory", str(tmp_path / "work"))
     out = res.stdout + res.stderr
     assert res.returncode != 0
@@ -322,7 +314,6 @@ def test_paper_run_without_assets_stops_before_any_job(repo, tmp_path):
 def _run_script(repo, name, tmp_path, **smk):
     """Run scripts/<name> with a stand-in `snakemake` object, as a script: job does."""
     import runpy
-    import sys
     from types import SimpleNamespace
 
     ns = {k: SimpleNamespace(**v) if isinstance(v, dict) else v for k, v in smk.items()}
