@@ -93,7 +93,7 @@ def measure_explainer(model, name: str, settings: dict, x, target, masks, device
     explainer on a batch (after a one-image warm-up call)."""
     method = build_explainer(name, settings)
     method.prepare(x)
-    kwargs = {"masks": masks} if getattr(method, "uses_masks", False) else {}
+    kwargs = {"masks": masks} if method.uses_masks else {}
     method.explain(model, x[:1], target[:1], seeds=[0], **{k: v[:1] for k, v in kwargs.items()})  # warm-up
     counter = PassCounter(model)
     if device.type == "cuda":

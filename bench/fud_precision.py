@@ -46,7 +46,7 @@ def main(argv=None) -> pd.DataFrame:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--csv", default=None)
     args = ap.parse_args(argv)
-    from fudbench.evaluation import build_fud
+    from fudbench.evaluators import build_evaluator
     from fudbench.io import load_npz
     from fudbench.pipeline import paired_seed_key
 
@@ -56,8 +56,8 @@ def main(argv=None) -> pd.DataFrame:
     configured = cfg["evaluators"]["fud"]
     variants = {"fp32": {**configured, "amp_dtype": None, "channels_last": False, "compile": False},
                 "configured": configured}
-    evaluators = {k: build_fud(v, cfg["evaluation"], {"score_model": str(paths["score_model"])}, device)
-                  for k, v in variants.items()}
+    assets = {"score_model": str(paths["score_model"])}
+    evaluators = {k: build_evaluator("fud", v, cfg["evaluation"], assets, device) for k, v in variants.items()}
     data = load_npz(paths["images"])
     rows = []
     for model_name, model, explainer, ids, x, y, a, clean_energy in shard0_inputs(inp, data, args, device):

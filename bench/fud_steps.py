@@ -124,7 +124,7 @@ def main(argv=None) -> pd.DataFrame:
     args = parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    from fudbench.evaluation import build_fud
+    from fudbench.evaluators import build_evaluator
     from fudbench.models.classifiers import load_classifier
     from fudbench.pipeline import paired_seed_key
     from fudbench.protocols import TopKCurve
@@ -137,14 +137,14 @@ def main(argv=None) -> pd.DataFrame:
     steps = sorted(set(args.steps))
     reference = steps[-1]
     data = load_npz(paths["images"])
-    evaluator = build_fud({**fud_settings, "steps": reference}, {**cfg["evaluation"], "ratios": ratios},
-                          {"score_model": str(paths["score_model"])}, device)
+    evaluator = build_evaluator("fud", {**fud_settings, "steps": reference}, {**cfg["evaluation"], "ratios": ratios},
+                                {"score_model": str(paths["score_model"])}, device)
     curve, base = evaluator.curves[0]
     rows, finals = [], {}
     for model_name, model, explainer, ids, x, y, a, clean_energy in shard0_inputs(inp, data, args, device):
         for s in steps:
-            imputer = base.with_steps(s) if hasattr(base, "with_steps") else build_fud(
-                {**fud_settings, "steps": s}, {**cfg["evaluation"], "ratios": ratios},
+            imputer = base.with_steps(s) if hasattr(base, "with_steps") else build_evaluator(
+                "fud", {**fud_settings, "steps": s}, {**cfg["evaluation"], "ratios": ratios},
                 {"score_model": str(paths["score_model"])}, device).curves[0][1]
             protocol = TopKCurve("fud", ratios, mode="keep", batch_size=curve.batch_size,
                                  reduction=curve.reduction, keep_samples=True)

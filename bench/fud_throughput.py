@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from fudbench.batching import fit_batch_size, free_cached_memory, is_out_of_memory  # noqa: E402
 from fudbench.imputers.base import ImputeContext  # noqa: E402
-from fudbench.imputers.diffusion import DiffusionImputer  # noqa: E402
+from fudbench.imputers.diffusion import DiffusionImputer, fud_sampler  # noqa: E402
 from fudbench.models.guided_diffusion import ADM256, ADMConfig, build_adm_unet, diffusers_config, schedule  # noqa: E402
 
 # Dense (no sparsity) bf16 tensor-core peaks, TFLOP/s, from NVIDIA's data sheets;
@@ -203,9 +203,10 @@ def main(argv=None) -> list[dict]:
     unet = build_adm_unet(diffusers_config(adm), device).eval().requires_grad_(False)
     classifier = build_classifier(args.classifier, clf_size, device)
     f_unet, f_guidance = model_flops(adm, args.classifier, clf_size)
-    base = DiffusionImputer(unet, schedule(1000), steps=max(args.steps), guidance_scale=4.0,
-                            guidance_start=args.guidance_start, amp_dtype=None if args.dtype == "fp32" else args.dtype,
-                            channels_last=args.channels_last, compile=args.compile)
+    base = fud_sampler(unet, schedule(1000), {
+        "steps": max(args.steps), "guidance_scale": 4.0, "guidance_start": args.guidance_start,
+        "amp_dtype": None if args.dtype == "fp32" else args.dtype, "channels_last": args.channels_last,
+        "compile": args.compile})
     name, peak = peak_tflops(device)
     print(f"device={device} ({name}), peak bf16={peak or 'n/a'} TFLOP/s, dtype={args.dtype}, "
           f"compile={args.compile}, channels_last={args.channels_last}, threads={torch.get_num_threads()}")

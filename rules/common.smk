@@ -1,7 +1,8 @@
 # Shared constants, wildcard constraints, resource helpers and targets.
 from fudbench.data.shards import n_shards
+from fudbench.evaluators import entries_of, method_of, spec_of
 from fudbench.fingerprint import score_model_training_inputs
-from fudbench.imputer_registry import needed_assets
+from fudbench.report.paper_tables import tables_of
 
 RESULTS = f"results/{config['run_name']}"
 MODELS = list(config["models"]["classifiers"])
@@ -21,7 +22,7 @@ POOLED_EXPLAINERS = config["analysis"].get("pooled_explainers") or EXPLAINERS
 DIAG = config["analysis"].get("diagnostics", {"explainer": None})
 TIMING = config["analysis"].get("timing", {"model": None, "steps": []})
 FUD_ON = (
-    "fud" in config["evaluators"]
+    method_of("fud", config["evaluators"].get("fud")) == "fud"
     and DIAG["explainer"] in config["explainers"]
     and TIMING["model"] in MODELS
 )
@@ -44,31 +45,43 @@ def job_params():
     return {"seed": config["seed"], "device": config["device"]}
 
 
+def resolved_settings(evaluator):
+    """A configured evaluator entry's settings over its spec's defaults."""
+    settings = config["evaluators"][evaluator]
+    return spec_of(evaluator, settings).resolve(settings)
+
+
+def entry_assets(evaluator):
+    """Asset keys a configured evaluator entry reads (its spec says which)."""
+    return spec_of(evaluator, config["evaluators"][evaluator]).assets(resolved_settings(evaluator))
+
+
+def asset_path(key, wildcards):
+    """Where the workflow makes each asset an evaluator may read."""
+    if key == "score_model":
+        return f"{RESULTS}/models/score_model.pt"
+    if key == "reference_images":  # train-set / dataset-mean fills
+        return rules.make_dataset.output.train
+    if key == "surrogate":  # F-Fidelity's fine-tuned surrogate (rules/ffidelity.smk)
+        return f"{RESULTS}/models/{wildcards.model}_surrogate.pt"
+    if key == "srg_reference":  # SRG's R-OMS records, computed once per model x shard (rule srg_reference)
+        return f"{RESULTS}/srg_reference/{wildcards.evaluator}/{wildcards.model}/shard{wildcards.shard}.parquet"
+    raise ValueError(f"evaluator {wildcards.evaluator!r} asks for asset {key!r}, which no rule makes")
+
+
+# Assets shared by all models and shards (the srg_reference rule reads these too).
+SHARED_ASSETS = ("score_model", "reference_images")
+
+
 def protocol_assets(evaluator):
-    """The shared files an evaluator's protocols read: FUD and appendix
-    protocols with a diffusion_plain imputer need the score model; train-set /
-    dataset-mean fills the training images."""
-    needed = needed_assets(evaluator, config["evaluators"][evaluator])
-    assets = {}
-    if evaluator == "fud" or "score_model" in needed:
-        assets["score_model"] = f"{RESULTS}/models/score_model.pt"
-    if "reference_images" in needed:
-        assets["reference_images"] = rules.make_dataset.output.train
-    return assets
+    """The shared files an evaluator entry's protocols read."""
+    return {k: asset_path(k, None) for k in entry_assets(evaluator) if k in SHARED_ASSETS}
 
 
 def evaluator_assets(wildcards):
     """The files an evaluate job reads besides model, images and attributions,
-    so that e.g. retraining the score model reruns only the jobs that use it:
-    protocol_assets, plus F-Fidelity's fine-tuned surrogate of the model and
-    SRG's R-OMS records of the model and shard (computed once, rule srg_reference)."""
-    ev = wildcards.evaluator
-    assets = protocol_assets(ev)
-    if ev == "ffid":
-        assets["surrogate"] = f"{RESULTS}/models/{wildcards.model}_surrogate.pt"
-    if ev == "srg":
-        assets["srg_reference"] = f"{RESULTS}/srg_reference/{wildcards.model}/shard{wildcards.shard}.parquet"
-    return assets
+    so that e.g. retraining the score model reruns only the jobs that use it."""
+    return {k: asset_path(k, wildcards) for k in entry_assets(wildcards.evaluator)}
 
 
 def evaluate_outputs(kind, ext):
@@ -122,20 +135,14 @@ def diagnostics_targets():
     ]
 
 
-# Appendix tables, present when one of their evaluators is configured.
-APPENDIX_TABLES = {
-    "srg_scores": {"srg"},
-    "road_scores": {"road"},
-    "ffidelity_scores": {"ffid"},
-    "appendix_scores": {"idsds", "distill", "gevaert"},
-    "table9_quality": {"idsds", "road", "distill", "gevaert"},
-    "table11_ood": {"idsds", "road", "distill", "gevaert"},
-}
+# Appendix tables, present when a configured evaluator writes curves they show.
+APPENDIX_TABLES = ("srg_scores", "road_scores", "ffidelity_scores", "appendix_scores", "table9_quality",
+                   "table11_ood")
 
 
 def appendix_targets():
-    tables = [t for t, evs in APPENDIX_TABLES.items() if evs & set(EVALUATORS)]
-    return table_paths(*tables)
+    present = tables_of(config["evaluators"])
+    return table_paths(*[t for t in APPENDIX_TABLES if t in present])
 
 
 def meta_targets():

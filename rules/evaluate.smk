@@ -31,7 +31,7 @@ rule evaluate:
     # FUD's jobs are the longest (every explainer's masks through the score
     # model): start each as soon as its model's explainers are done, before
     # the short jobs, so the cores are not left with FUD alone at the end.
-    priority: lambda w: 15 if w.evaluator == "fud" else 0
+    priority: lambda w: 15 if method_of(w.evaluator, config["evaluators"][w.evaluator]) == "fud" else 0
     resources:
         gpu=GPU,
         mem_mb=6000,
@@ -48,15 +48,15 @@ rule evaluate:
 
 rule srg_reference:
     # R-OMS orders superpixels at random: one computation per model x shard
-    # serves every explainer's srg evaluate job.
+    # serves every explainer's evaluate job of an srg entry.
     input:
-        unpack(lambda w: protocol_assets("srg")),
+        unpack(lambda w: protocol_assets(w.evaluator)),
         model=f"{RESULTS}/models/{{model}}.pt",
         images=rules.make_dataset.output.eval,
     output:
-        f"{RESULTS}/srg_reference/{{model}}/shard{{shard}}.parquet",
+        f"{RESULTS}/srg_reference/{{evaluator}}/{{model}}/shard{{shard}}.parquet",
     params:
-        evaluator=config["evaluators"].get("srg"),
+        evaluator=lambda w: config["evaluators"][w.evaluator],
         target=config["target"],
         shard_size=config["data"]["shard_size"],
         job=job_params(),
@@ -66,9 +66,9 @@ rule srg_reference:
         mem_mb=6000,
         runtime=240,
     log:
-        f"{RESULTS}/logs/srg_reference/{{model}}/shard{{shard}}.log",
+        f"{RESULTS}/logs/srg_reference/{{evaluator}}/{{model}}/shard{{shard}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/srg_reference/{{model}}/shard{{shard}}.tsv"
+        f"{RESULTS}/benchmarks/srg_reference/{{evaluator}}/{{model}}/shard{{shard}}.tsv"
     conda:
         ENV_TORCH
     script:

@@ -3,7 +3,11 @@
 # asset "surrogate". Only beta and the fine-tuning settings reach this rule,
 # so changing alpha, n_samples or the sparsities reruns the evaluations only.
 
-if "ffid" in config["evaluators"]:
+# The surrogate is fine-tuned with the settings of the first entry running ffid
+# (config checks require its aliases to share beta and finetune).
+FFID_ENTRIES = entries_of(config["evaluators"], "ffid")
+
+if FFID_ENTRIES:
 
     rule train_surrogate:
         input:
@@ -14,7 +18,7 @@ if "ffid" in config["evaluators"]:
             model=f"{RESULTS}/models/{{model}}_surrogate.pt",
             metrics=f"{RESULTS}/models/{{model}}_surrogate_metrics.json",
         params:
-            ffid={k: config["evaluators"]["ffid"][k] for k in ("beta", "finetune")},
+            ffid=lambda w: {k: v for k, v in resolved_settings(FFID_ENTRIES[0]).items() if k in ("beta", "finetune")},
             job=job_params(),
         threads: 1  # see train_classifier
         resources:

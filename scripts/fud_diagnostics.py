@@ -13,7 +13,7 @@ import torch
 from fudbench.analysis.fud_diagnostics import diagnostics_frame, keep_masks, sample_seeds, trace_fud
 from fudbench.data.shards import load_eval_shard
 from fudbench.device import resolve_device
-from fudbench.evaluation import build_fud
+from fudbench.evaluators import build_evaluator
 from fudbench.io import load_npz, write_npz, write_parquet
 from fudbench.jobs import setup_job
 from fudbench.models.classifiers import load_classifier
@@ -37,7 +37,7 @@ order_seeds = [derive_seed(*key, "order", int(i)) for i in ids]
 
 
 def run(settings: dict, ratios):
-    ev = build_fud(settings, evaluation, {"score_model": inp.score_model}, device)
+    ev = build_evaluator("fud", settings, evaluation, {"score_model": inp.score_model}, device)
     imputer = ev.curves[0][1]
     masks = keep_masks(a, ratios, evaluation["reduction"], order_seeds)  # (N, R, 1, H, W)
     r = len(ratios)
@@ -45,7 +45,7 @@ def run(settings: dict, ratios):
     seeds = sample_seeds(key, ids, ratios)
     final, l2, e, scored = trace_fud(imputer, model, xs, ys, masks.flatten(0, 1).to(device), seeds,
                                      settings["batch_size"])
-    timesteps = [int(t) for t in imputer.scheduler.timesteps]
+    timesteps = imputer.timesteps
     frame = diagnostics_frame(model_name, settings["guidance_start"], ratios, ids, timesteps, l2, e, scored)
     return frame, final.view(n, r, *x.shape[1:])
 

@@ -9,7 +9,7 @@ import torch
 from fudbench.analysis.fud_diagnostics import keep_masks, sample_seeds
 from fudbench.data.shards import load_eval_shard
 from fudbench.device import describe_device, resolve_device
-from fudbench.evaluation import build_fud
+from fudbench.evaluators import build_evaluator
 from fudbench.imputers.base import ImputeContext
 from fudbench.io import load_npz, write_parquet
 from fudbench.jobs import setup_job
@@ -21,7 +21,8 @@ p, inp = snakemake.params, snakemake.input
 steps, timing = int(snakemake.wildcards.steps), p.timing
 device = resolve_device(p.job["device"])
 model = load_classifier(inp.model, device)
-imputer = build_fud({**p.fud, "steps": steps}, p.evaluation, {"score_model": inp.score_model}, device).curves[0][1]
+evaluator = build_evaluator("fud", {**p.fud, "steps": steps}, p.evaluation, {"score_model": inp.score_model}, device)
+imputer = evaluator.curves[0][1]
 data = load_eval_shard(inp.images, 0, p.shard_size)
 attr = load_npz(inp.attributions)
 n = min(timing["n_images"], len(data["ids"]))

@@ -10,7 +10,8 @@ from fudbench.device import resolve_device
 from fudbench.io import write_json
 from fudbench.jobs import setup_job
 from fudbench.models.classifiers import save_classifier
-from fudbench.models.torchvision_models import pretrained_classifier, weights_path
+from fudbench.models.classifiers import pretrained_classifier
+from fudbench.models.torchvision_models import weights_path
 from fudbench.models.training import accuracy
 
 log = setup_job(snakemake)

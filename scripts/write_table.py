@@ -17,7 +17,7 @@ if name == "table4_kendall":
 elif name == "table7_scores":
     summary, tex = tables.table7_scores(*common)
 else:
-    spec, labels = SCORE_TABLES[name], score_labels()
+    spec, labels = SCORE_TABLES[name], score_labels(per_image["curve"].unique())
     curves = [c for c in labels if spec["select"](c) and c in set(per_image["curve"])]
     summary, tex = tables.score_table(per_image, p.models, p.explainers, curves, labels, p.analysis["bootstrap"],
                                       p.analysis["ci"], p.seed, caption=spec["caption"],

@@ -38,7 +38,7 @@ def _score(name, trained):
     model, x, target, masks = trained
     method = build_explainer(name, FAST.get(name, {}))
     method.prepare(x)
-    kwargs = {"masks": masks} if getattr(method, "uses_masks", False) else {}
+    kwargs = {"masks": masks} if method.uses_masks else {}
     a = method.explain(model, x, target, seeds=list(range(len(x))), **kwargs)
     return float(mass_inside(a, masks).mean())
 

@@ -4,7 +4,15 @@ import numpy as np
 import pytest
 import torch
 
-from fudbench.evaluation_ffidelity import FFID_CURVE_SCORES, build_ffid
+from fudbench.analysis.curves import CURVE_SCORES
+from fudbench.evaluators import build_evaluator
+from fudbench.evaluators.ffid import FFID_CURVES
+
+FFID_CURVE_SCORES = {curve: CURVE_SCORES[curve] for curve, *_ in FFID_CURVES}
+
+
+def build_ffid(settings, evaluation, assets, device):
+    return build_evaluator("ffid", settings, evaluation, assets, device)
 from fudbench.models.classifiers import Classifier, save_classifier
 from fudbench.models.surrogate import finetune_surrogate, random_removal_masks
 from fudbench.protocols.ffidelity import ClassifierMeanImputer, FidelityCurve, sample_removals

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from fudbench.imputers.base import ImputeContext
-from fudbench.imputers.diffusion import DiffusionImputer, group_norm_in_fp32
+from fudbench.imputers.diffusion import fud_sampler, group_norm_in_fp32
 
 
 def _inputs(n=4, size=8, seed=0):
@@ -35,9 +35,9 @@ def test_fast_settings_batched_equal_per_sample_and_close_to_fp32(own_unet, brig
     unet, schedule = own_unet
     x, mask = _inputs()
     target, seeds = torch.tensor([0, 1, 0, 1]), [21, 22, 23, 24]
-    reference = DiffusionImputer(copy.deepcopy(unet), schedule, steps=5, guidance_start=0.5).fill(
+    reference = fud_sampler(copy.deepcopy(unet), schedule, {"steps": 5, "guidance_start": 0.5}).fill(
         x, mask, ImputeContext(brightness_classifier, target, seeds))
-    sampler = DiffusionImputer(unet, schedule, steps=5, guidance_start=0.5, **settings)
+    sampler = fud_sampler(unet, schedule, {"steps": 5, "guidance_start": 0.5, **settings})
     batched, single = _batched_and_single(sampler, brightness_classifier, x, mask, target, seeds)
     torch.testing.assert_close(batched, single, atol=1e-2 if "amp_dtype" in settings else 1e-5, rtol=0)
     keep = mask.bool().expand_as(x)
@@ -87,13 +87,13 @@ def test_compile_wraps_the_unet_once_with_static_shapes(own_unet, monkeypatch):
 
     monkeypatch.setattr(torch, "compile", fake_compile)
     x, mask = _inputs(n=2)
-    sampler = DiffusionImputer(unet, schedule, steps=3, guidance_scale=0.0, compile=True)
+    sampler = fud_sampler(unet, schedule, {"steps": 3, "guidance_scale": 0.0, "compile": True})
     out = sampler.fill(x, mask, ImputeContext(seeds=[1, 2]))
     assert calls[0] == {"dynamic": False} and calls.count("forward") == 3
-    plain = DiffusionImputer(unet, schedule, steps=3, guidance_scale=0.0).fill(x, mask, ImputeContext(seeds=[1, 2]))
+    plain = fud_sampler(unet, schedule, {"steps": 3, "guidance_scale": 0.0}).fill(x, mask, ImputeContext(seeds=[1, 2]))
     assert torch.equal(out, plain)
 
 
 def test_memory_estimate_is_none_on_cpu(own_unet):
     unet, schedule = own_unet
-    assert DiffusionImputer(unet, schedule, steps=2).bytes_per_sample((3, 8, 8), "cpu") is None
+    assert fud_sampler(unet, schedule, {"steps": 2}).bytes_per_sample((3, 8, 8), "cpu") is None

@@ -8,7 +8,7 @@ import torch
 
 from fudbench.analysis.fud_diagnostics import (auroc_by_step, diagnostics_frame, final_l2, keep_masks,
                                                sample_seeds, trace_fud)
-from fudbench.imputers.diffusion import DiffusionImputer
+from fudbench.imputers.diffusion import fud_sampler
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +19,7 @@ def traced(tiny_unet, tiny_cnn):
     y = tiny_cnn(x).argmax(1)
     ratios = [0.25, 0.75]
     masks = keep_masks(torch.rand(2, 3, 8, 8), ratios, "abs_sum", [1, 2])
-    imputer = DiffusionImputer(unet, schedule, steps=4, guidance_scale=4.0, guidance_start=0.5)
+    imputer = fud_sampler(unet, schedule, {"steps": 4, "guidance_scale": 4.0, "guidance_start": 0.5})
     xs, ys = x.repeat_interleave(2, 0), y.repeat_interleave(2, 0)
     seeds = sample_seeds((0, "t"), [10, 11], ratios)
     final, l2, energy, scored = trace_fud(imputer, tiny_cnn, xs, ys, masks.flatten(0, 1), seeds, batch_size=3)
@@ -35,7 +35,7 @@ def test_keep_masks_keep_the_requested_fraction():
 
 
 def test_trace_shapes_and_final_distance(traced):
-    n_steps = len(traced["imputer"].scheduler.timesteps)
+    n_steps = len(traced["imputer"].timesteps)
     assert traced["l2"].shape == (4, n_steps + 1) and traced["energy"].shape == (4, n_steps)
     assert np.isfinite(traced["energy"]).all()
     # the last traced distance is the final sample's distance to the original
@@ -55,7 +55,7 @@ def test_trace_batches_do_not_change_samples(traced, tiny_cnn):
 
 
 def test_frame_layout_and_aurocs(traced):
-    timesteps = [int(t) for t in traced["imputer"].scheduler.timesteps]
+    timesteps = traced["imputer"].timesteps
     frame = diagnostics_frame("cnn", 0.5, traced["ratios"], [10, 11], timesteps, traced["l2"], traced["energy"],
                               traced["scored"])
     n_steps = len(timesteps) + 1
@@ -73,7 +73,7 @@ def test_frame_layout_and_aurocs(traced):
 def test_figures_and_timing_table(traced):
     from fudbench.report.diagnostics import fig3_auroc_by_step, fig5_l2_by_step, fig6_final_l2, table10_timing
 
-    timesteps = [int(t) for t in traced["imputer"].scheduler.timesteps]
+    timesteps = traced["imputer"].timesteps
     frame = diagnostics_frame("cnn", 0.5, traced["ratios"], [10, 11], timesteps, traced["l2"], traced["energy"],
                               traced["scored"])
     traces = pd.concat([frame.assign(run="main"), frame.assign(run="sweep"),

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from fudbench.imputers.base import ImputeContext
-from fudbench.imputers.diffusion import DiffusionImputer
+from fudbench.imputers.diffusion import fud_sampler
 
 
 def _inputs(n=4, size=8, keep=0.5, seed=0):
@@ -15,7 +15,7 @@ def _inputs(n=4, size=8, keep=0.5, seed=0):
 
 def test_kept_pixels_exact_at_every_step_and_output_in_range(tiny_unet):
     unet, schedule = tiny_unet
-    sampler = DiffusionImputer(unet, schedule, steps=10, guidance_scale=0.0)
+    sampler = fud_sampler(unet, schedule, {"steps": 10, "guidance_scale": 0.0})
     x, mask = _inputs()
     clean = x * 2 - 1
     keep = mask.bool().expand_as(x)
@@ -34,18 +34,19 @@ def test_kept_pixels_exact_at_every_step_and_output_in_range(tiny_unet):
 
 def test_deterministic_for_a_seed(tiny_unet, brightness_classifier):
     unet, schedule = tiny_unet
-    sampler = DiffusionImputer(unet, schedule, steps=5, guidance_scale=4.0, guidance_start=0.5)
+    sampler = fud_sampler(unet, schedule, {"steps": 5, "guidance_scale": 4.0, "guidance_start": 0.5})
     x, mask = _inputs()
     ctx = ImputeContext(classifier=brightness_classifier, target=torch.zeros(4, dtype=torch.long), seeds=[7, 8, 9, 10])
     a, b = sampler.fill(x, mask, ctx), sampler.fill(x, mask, ctx)
     assert torch.equal(a, b)
-    other = sampler.fill(x, mask, ImputeContext(classifier=brightness_classifier, target=ctx.target, seeds=[1, 2, 3, 4]))
+    other = sampler.fill(x, mask, ImputeContext(classifier=brightness_classifier, target=ctx.target,
+                                                seeds=[1, 2, 3, 4]))
     assert not torch.equal(a, other)
 
 
 def test_batched_equals_per_sample(tiny_unet, brightness_classifier):
     unet, schedule = tiny_unet
-    sampler = DiffusionImputer(unet, schedule, steps=5, guidance_scale=4.0, guidance_start=0.5)
+    sampler = fud_sampler(unet, schedule, {"steps": 5, "guidance_scale": 4.0, "guidance_start": 0.5})
     x, mask = _inputs()
     target = torch.tensor([0, 1, 0, 1])
     seeds = [11, 12, 13, 14]
@@ -63,9 +64,9 @@ def test_guidance_lowers_target_probability(tiny_unet, brightness_classifier):
     target = brightness_classifier(x).argmax(1)
     seeds = list(range(16))
     kwargs = dict(steps=10, guidance_start=0.5)
-    plain = DiffusionImputer(unet, schedule, guidance_scale=0.0, **kwargs).fill(
+    plain = fud_sampler(unet, schedule, {"guidance_scale": 0.0, **kwargs}).fill(
         x, mask, ImputeContext(brightness_classifier, target, seeds))
-    guided = DiffusionImputer(unet, schedule, guidance_scale=20.0, **kwargs).fill(
+    guided = fud_sampler(unet, schedule, {"guidance_scale": 20.0, **kwargs}).fill(
         x, mask, ImputeContext(brightness_classifier, target, seeds))
 
     def p_target(images):
@@ -76,14 +77,14 @@ def test_guidance_lowers_target_probability(tiny_unet, brightness_classifier):
 
 def test_guidance_only_in_the_last_fraction_of_time(tiny_unet):
     unet, schedule = tiny_unet  # T = 100
-    sampler = DiffusionImputer(unet, schedule, steps=10, guidance_start=0.05)
+    sampler = fud_sampler(unet, schedule, {"steps": 10, "guidance_start": 0.05})
     assert sampler.guided_timesteps == [0]
-    assert DiffusionImputer(unet, schedule, steps=10, guidance_start=0.25).guided_timesteps == [20, 10, 0]
+    assert fud_sampler(unet, schedule, {"steps": 10, "guidance_start": 0.25}).guided_timesteps == [20, 10, 0]
 
 
 def test_renoise_keeps_output_exact_and_seeds_required(tiny_unet):
     unet, schedule = tiny_unet
-    sampler = DiffusionImputer(unet, schedule, steps=5, guidance_scale=0.0, known="renoise")
+    sampler = fud_sampler(unet, schedule, {"steps": 5, "guidance_scale": 0.0, "known": "renoise"})
     x, mask = _inputs()
     out = sampler.fill(x, mask, ImputeContext(seeds=[1, 2, 3, 4]))
     keep = mask.bool().expand_as(x)
@@ -94,7 +95,7 @@ def test_renoise_keeps_output_exact_and_seeds_required(tiny_unet):
 
 def test_trace_starts_far_and_ends_at_the_output(tiny_unet):
     unet, schedule = tiny_unet
-    sampler = DiffusionImputer(unet, schedule, steps=5, guidance_scale=0.0)
+    sampler = fud_sampler(unet, schedule, {"steps": 5, "guidance_scale": 0.0})
     x, mask = _inputs()
     out, trace = sampler.sample(x, mask, ImputeContext(seeds=[1, 2, 3, 4]), trace=True)
     assert trace.shape == (4, 6)
@@ -125,7 +126,7 @@ def test_ddim_step_equals_diffusers_scheduler(tiny_unet, clip_x0):
 
 def _reference_fud(unet, schedule, steps, scale, start, x, mask, classifier, target, seeds):
     """The sampler as first written: diffusers' scheduler.step per step, int timesteps."""
-    from fudbench.imputers.diffusion import _noise_like
+    from fudbench.imputers.diffusion.loop import _noise_like
     from fudbench.models.score import ddim_scheduler
 
     sched = ddim_scheduler(schedule, clip_x0=True)
@@ -152,7 +153,7 @@ def test_sampler_equals_a_loop_over_diffusers_scheduler_step(tiny_unet, brightne
     target, seeds = torch.tensor([0, 1, 1, 0]), [5, 6, 7, 8]
     with torch.no_grad():
         expected = _reference_fud(unet, schedule, 10, 4.0, 0.3, x, mask, brightness_classifier, target, seeds)
-    got = DiffusionImputer(unet, schedule, steps=10, guidance_scale=4.0, guidance_start=0.3).fill(
+    got = fud_sampler(unet, schedule, {"steps": 10, "guidance_scale": 4.0, "guidance_start": 0.3}).fill(
         x, mask, ImputeContext(brightness_classifier, target, seeds))
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
 
@@ -161,7 +162,7 @@ def test_callback_with_x0_hat_gets_the_clipped_estimate(tiny_unet):
     unet, schedule = tiny_unet
     x, mask = _inputs()
     got = []
-    DiffusionImputer(unet, schedule, steps=4, guidance_scale=0.0).sample(
+    fud_sampler(unet, schedule, {"steps": 4, "guidance_scale": 0.0}).sample(
         x, mask, ImputeContext(seeds=[1, 2, 3, 4]), callback=lambda i, t, x_t, x0_hat: got.append(x0_hat))
     assert len(got) == 4 and all(e.shape == x.shape and e.abs().max() <= 1 for e in got)
     assert not torch.equal(got[0], got[-1])
@@ -180,17 +181,17 @@ def test_soft_constraint_follows_the_documented_update(tiny_unet):
     """e = -sqrt(1 - abar_t) M (x~ - x_t) / sigma^2 (eps_theta = 0), clipped-x0 DDIM step, no overwrite."""
     _, schedule = tiny_unet
     sigma = 0.7
-    sampler = DiffusionImputer(ZeroEps(), schedule, steps=2, guidance_scale=0.0, constraint="soft",
-                               soft_sigma=sigma)
+    sampler = fud_sampler(ZeroEps(), schedule, {"steps": 2, "guidance_scale": 0.0, "constraint": "soft",
+                                                "soft_sigma": sigma})
     assert sampler.timesteps == [50, 0]
     x, mask = _inputs(n=2)
     seeds = [3, 4]
     out, _ = sampler.sample(x, mask, ImputeContext(seeds=seeds))
-    from fudbench.imputers.diffusion import _noise_like
+    from fudbench.imputers.diffusion.loop import _noise_like
 
     m, clean = mask.expand_as(x), x * 2 - 1
     x_t = m * clean + (1 - m) * _noise_like(x, seeds)
-    abar = sampler.scheduler.alphas_cumprod.double()
+    abar = sampler.ddim.scheduler.alphas_cumprod.double()
     for t, abar_prev in ((50, float(abar[0])), (0, 1.0)):
         a = float(abar[t])
         e = -((1 - a) ** 0.5) * m * (clean - x_t) / sigma ** 2
@@ -207,11 +208,11 @@ def test_soft_constraint_pulls_kept_pixels_more_the_smaller_sigma(tiny_unet):
     ctx = ImputeContext(seeds=[1, 2, 3, 4])
     err = {}
     for sigma in (0.3, 3.0):
-        out = DiffusionImputer(unet, schedule, steps=10, guidance_scale=0.0, constraint="soft",
-                               soft_sigma=sigma).fill(x, mask, ctx)
+        out = fud_sampler(unet, schedule, {"steps": 10, "guidance_scale": 0.0, "constraint": "soft",
+                                           "soft_sigma": sigma}).fill(x, mask, ctx)
         assert out.min() >= 0 and out.max() <= 1
         err[sigma] = (out - x)[keep].abs().mean().item()
-    hard = DiffusionImputer(unet, schedule, steps=10, guidance_scale=0.0).fill(x, mask, ctx)
+    hard = fud_sampler(unet, schedule, {"steps": 10, "guidance_scale": 0.0}).fill(x, mask, ctx)
     assert (hard - x)[keep].abs().max() == 0          # hard: exact
     assert 0 < err[0.3] < err[3.0]                    # soft: close, not exact; looser with larger sigma
 
@@ -219,21 +220,21 @@ def test_soft_constraint_pulls_kept_pixels_more_the_smaller_sigma(tiny_unet):
 def test_bad_sampler_settings_are_rejected(tiny_unet):
     unet, schedule = tiny_unet
     with pytest.raises(ValueError, match="constraint"):
-        DiffusionImputer(unet, schedule, constraint="medium")
+        fud_sampler(unet, schedule, {"constraint": "medium"})
     with pytest.raises(ValueError, match="known: clean"):
-        DiffusionImputer(unet, schedule, constraint="soft", known="renoise")
+        fud_sampler(unet, schedule, {"constraint": "soft", "known": "renoise"})
     with pytest.raises(ValueError, match="soft_sigma"):
-        DiffusionImputer(unet, schedule, constraint="soft", soft_sigma=0)
+        fud_sampler(unet, schedule, {"constraint": "soft", "soft_sigma": 0})
     with pytest.raises(ValueError, match="amp_dtype"):
-        DiffusionImputer(unet, schedule, amp_dtype="int8")
+        fud_sampler(unet, schedule, {"amp_dtype": "int8"})
 
 
 def test_with_steps_equals_a_sampler_built_with_that_step_count(tiny_unet):
     unet, schedule = tiny_unet
     x, mask = _inputs()
     ctx = ImputeContext(seeds=[1, 2, 3, 4])
-    base = DiffusionImputer(unet, schedule, steps=10, guidance_scale=0.0, constraint="soft", soft_sigma=0.5)
+    base = fud_sampler(unet, schedule, {"steps": 10, "guidance_scale": 0.0, "constraint": "soft", "soft_sigma": 0.5})
     five = base.with_steps(5)
     assert five.timesteps == [80, 60, 40, 20, 0] and base.steps == 10 and len(base.timesteps) == 10
-    built = DiffusionImputer(unet, schedule, steps=5, guidance_scale=0.0, constraint="soft", soft_sigma=0.5)
+    built = fud_sampler(unet, schedule, {"steps": 5, "guidance_scale": 0.0, "constraint": "soft", "soft_sigma": 0.5})
     assert torch.equal(five.fill(x, mask, ctx), built.fill(x, mask, ctx))

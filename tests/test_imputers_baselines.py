@@ -249,20 +249,29 @@ def test_factory_builds_by_name_and_rejects_bad_options(tmp_path):
 
 
 def test_every_registered_imputer_is_in_the_schema(repo):
-    schema = yaml.safe_load(Path(repo / "config/schema.yaml").read_text())
-    srg = schema["properties"]["evaluators"]["properties"]["srg"]["properties"]
-    assert srg["imputers"]["items"]["enum"] == list(IMPUTERS)
+    """Each registered imputer has options in $defs.imputer_options (so an alias
+    is needed only for new names), may be aliased, and has factory defaults."""
+    schema = yaml.safe_load(Path(repo / "config/schema.yaml").read_text())["$defs"]["imputer_options"]
+    assert set(schema["properties"]) == set(IMPUTERS)
+    assert schema["additionalProperties"]["properties"]["method"]["enum"] == list(IMPUTERS)
     from fudbench.imputers.factory import DEFAULTS
 
     assert set(DEFAULTS) == set(IMPUTERS)
 
 
 def test_needed_assets_are_known_from_the_settings():
-    from fudbench.imputer_registry import needed_assets
+    from fudbench.evaluators import spec
 
-    assert needed_assets("srg", {"imputers": ["telea", "noisy_linear"]}) == set()
-    assert needed_assets("srg", {"imputers": ["mean", "diffusion_plain"]}) == {"reference_images", "score_model"}
-    assert needed_assets("srg", {"imputers": ["mean"], "imputer_options": {"mean": {"mean": [0.5] * 3}}}) == set()
-    assert needed_assets("road", {"imputer": "train_set"}) == {"reference_images"}
-    assert needed_assets("idsds", {"fill": "zero"}) == set()
-    assert needed_assets("distill", {"fills": ["blur"]}) == set()
+    def needed(method, settings):
+        return spec(method).assets(spec(method).resolve(settings))
+
+    assert needed("srg", {"imputers": ["telea", "noisy_linear"]}) == {"srg_reference"}
+    assert needed("srg", {"imputers": ["mean", "diffusion_plain"]}) == {"reference_images", "score_model",
+                                                                         "srg_reference"}
+    assert needed("srg", {"imputers": ["mean"], "imputer_options": {"mean": {"mean": [0.5] * 3}}}) == {"srg_reference"}
+    assert needed("road", {"imputer": "train_set"}) == {"reference_images"}
+    assert needed("road", {"imputer": "fill", "imputer_options": {"fill": {"method": "train_set"}}}) == {
+        "reference_images"}
+    assert needed("idsds", {"fill": "zero"}) == set()
+    assert needed("distill", {"fills": ["blur"]}) == set()
+    assert needed("fud", {}) == {"score_model"} and needed("ffid", {}) == {"surrogate"}

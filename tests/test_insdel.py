@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from fudbench.analysis.curves import normalised_auc
-from fudbench.evaluation import build_insdel, removal_fractions
+from fudbench.evaluators.base import removal_fractions
+from fudbench.evaluators.insdel import build as build_insdel
 from fudbench.imputers import ZeroImputer
 from fudbench.protocols import TopKCurve
 

@@ -16,7 +16,7 @@ import yaml
 from fudbench.assets import AssetError, check_assets, required_assets
 from fudbench.config import ConfigError, load_yaml, validate_config
 from fudbench.imputers.base import ImputeContext
-from fudbench.imputers.diffusion import DiffusionImputer
+from fudbench.imputers.diffusion import fud_sampler
 from fudbench.imputers.resolution import ResizedDiffusionImputer, bridge_resolution
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
@@ -103,7 +103,7 @@ def bridge(tiny_unet):
     clf = ShapeRecorder().eval().requires_grad_(False)
     x = torch.rand(3, 3, 6, 6)
     keep = (torch.rand(3, 1, 6, 6) > 0.5).float()
-    inner = DiffusionImputer(unet, schedule, steps=3, guidance_scale=4.0, guidance_start=1.0)
+    inner = fud_sampler(unet, schedule, {"steps": 3, "guidance_scale": 4.0, "guidance_start": 1.0})
     ctx = ImputeContext(classifier=clf, target=torch.tensor([0, 1, 2]), seeds=[11, 12, 13])
     return inner, clf, x, keep, ctx
 
@@ -117,7 +117,7 @@ def test_bridge_keeps_pixels_exactly_and_guides_at_image_size(bridge, tiny_unet)
     k = keep.bool().expand_as(x)
     assert torch.equal(out[k], x[k])
     assert clf.sizes == {(6, 6)}  # the guidance gradient went through the 8 -> 6 resize
-    unguided = ResizedDiffusionImputer(DiffusionImputer(*tiny_unet, steps=3, guidance_scale=0.0), 8)
+    unguided = ResizedDiffusionImputer(fud_sampler(*tiny_unet, {"steps": 3, "guidance_scale": 0.0}), 8)
     assert not torch.allclose(unguided.fill(x, keep, ctx)[~k], out[~k])
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from fudbench.evaluation import Evaluator
+from fudbench.evaluators.base import Evaluator
 from fudbench.imputers import ZeroImputer
 from fudbench.protocols.infidelity import Infidelity
 from fudbench.protocols.sensitivity_n import SensitivityN, pearson

@@ -6,7 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from fudbench.analysis.curves import CURVE_SCORES, per_image_scores, relevance_gains
+from fudbench.analysis.curves import CURVE_SCORES, per_image_scores
+from fudbench.evaluators.srg import relevance_gains
 from fudbench.imputers import ImputeContext, Imputer, MeanImputer, UniformNoiseImputer
 from fudbench.imputers.base import compose
 from fudbench.protocols.srg import SRG, occlusion_steps, superpixel_relevance, superpixels
@@ -167,7 +168,7 @@ def test_relevance_gains_from_per_image_scores():
 def test_roms_computed_once_and_replayed_equals_the_full_protocol(brightness_classifier, tmp_path):
     """The workflow's split (rule srg_reference computes R-OMS once per shard,
     each explainer job MIF / LIF and replays it) gives the records of one full run."""
-    from fudbench.evaluation_baselines import build_srg
+    from fudbench.evaluators.srg import build as build_srg
     from fudbench.io import write_parquet
     from fudbench.pipeline import _targets
 
@@ -180,8 +181,8 @@ def test_roms_computed_once_and_replayed_equals_the_full_protocol(brightness_cla
     ids, key = [5, 6, 7], (0, "evaluate", "m", "e", "srg")
     full, _ = build_srg(settings, {}, {}, "cpu").run(brightness_classifier, x, y, a, ids, key)
 
-    from fudbench.evaluation import Evaluator
-    from fudbench.evaluation_baselines import srg_curves
+    from fudbench.evaluators.base import Evaluator
+    from fudbench.evaluators.srg import srg_curves
     roms_only = srg_curves(settings, {}, "cpu", kinds=("roms",))
     assert [p.kinds for p, _ in roms_only] == [("roms",), ("roms",)]
     reference, _ = Evaluator("ref", roms_only).run(brightness_classifier, x, y, None, ids, (0, "srg_reference"))

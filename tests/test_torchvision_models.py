@@ -8,7 +8,7 @@ import torch
 
 from fudbench.fingerprint import file_sha256
 from fudbench.models import torchvision_models as tvm
-from fudbench.models.classifiers import load_classifier, save_classifier
+from fudbench.models.classifiers import load_classifier, pretrained_classifier, save_classifier
 
 ARCHS = ["torchvision_resnet50", "torchvision_vit_b_16"]
 
@@ -89,7 +89,7 @@ def checkpoints(weight_files, tmp_path_factory):
     d = tmp_path_factory.mktemp("checkpoints")
     out = {}
     for arch in ARCHS:
-        model, digest = tvm.pretrained_classifier(weight_files[arch], arch, image_size=32)
+        model, digest = pretrained_classifier(weight_files[arch], arch, image_size=32)
         save_classifier(d / f"{arch}.pt", model, weight_files[arch], 1000, 32, {})
         out[arch] = (model, digest, d / f"{arch}.pt")
     return out
@@ -113,7 +113,7 @@ def test_wrong_file_is_a_clear_error(weight_files):
     cfg = {**weight_files["torchvision_resnet50"], "arch": "torchvision_vit_b_16"}
     cfg["sha256"] = file_sha256(cfg["path"])
     with pytest.raises(tvm.WeightsError, match=r"does not hold torchvision_vit_b_16 weights"):
-        tvm.pretrained_classifier(cfg, "m", image_size=32)
+        pretrained_classifier(cfg, "m", image_size=32)
 
 
 @pytest.fixture(scope="module")

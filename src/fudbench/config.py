@@ -47,9 +47,41 @@ def validate_schema(config: dict, schema: dict) -> None:
         raise ConfigError(f"invalid configuration ({len(errors)} problem(s)):\n  {lines}")
 
 
+def with_evaluator_schemas(schema: dict, config: dict) -> dict:
+    """The schema with one property per configured evaluator entry whose method is
+    registered: that evaluator's settings schema, generated from its settings
+    dataclass (fudbench.evaluators.<name>), so defaults and constraints live there only."""
+    from fudbench.evaluators import EVALUATORS, method_of, spec
+
+    entries = config.get("evaluators") if isinstance(config.get("evaluators"), dict) else {}
+    properties = {name: spec(method_of(name, settings)).schema() for name, settings in entries.items()
+                  if isinstance(settings, dict) and method_of(name, settings) in EVALUATORS}
+    evaluators = {**schema["properties"]["evaluators"], "properties": properties}
+    return {**schema, "properties": {**schema["properties"], "evaluators": evaluators}}
+
+
+def _evaluator_problems(config: dict) -> list[str]:
+    from fudbench.evaluators import EVALUATORS, entries_of, method_of, spec
+
+    problems = []
+    for name, settings in config["evaluators"].items():
+        method = method_of(name, settings)
+        if method not in EVALUATORS:
+            where = f"evaluators.{name}" + (".method" if "method" in settings else "")
+            problems.append(f"config key '{where}': unknown evaluator {method!r}; "
+                            f"registered: {', '.join(EVALUATORS)}")
+            continue
+        problems += spec(method).check(settings, f"evaluators.{name}")
+    ffid = entries_of(config["evaluators"], "ffid")
+    shared = [{k: spec("ffid").resolve(config["evaluators"][e])[k] for k in ("beta", "finetune")} for e in ffid]
+    if any(s != shared[0] for s in shared[1:]):
+        problems.append(f"config key 'evaluators': the ffid entries {ffid} must share beta and finetune (one "
+                        f"surrogate per model is fine-tuned with them)")
+    return problems
+
+
 def check_semantics(config: dict) -> None:
     """Checks beyond the schema; each names the key and what to do."""
-    from fudbench.evaluators import EVALUATORS
     from fudbench.explainers import EXPLAINERS, method_of
 
     problems = []
@@ -64,12 +96,7 @@ def check_semantics(config: dict) -> None:
         if method == "oracle" and config["data"]["source"] != "synthetic":
             problems.append(f"config key 'explainers.{name}': the oracle needs ground-truth masks "
                             f"(data.source: synthetic)")
-    for name in config["evaluators"]:
-        if name not in EVALUATORS:
-            problems.append(
-                f"config key 'evaluators.{name}': unknown evaluator {name!r}; "
-                f"registered: {', '.join(sorted(EVALUATORS))}"
-            )
+    problems += _evaluator_problems(config)
     unknown = [e for e in config["analysis"].get("pooled_explainers") or [] if e not in config["explainers"]]
     if unknown:
         problems.append(f"config key 'analysis.pooled_explainers': {unknown} not in explainers "
@@ -161,7 +188,7 @@ def _pretrained_model_problems(config: dict) -> list[str]:
 
 def validate_config(config: dict, schema_path) -> dict:
     """Validate a config dict (raises ConfigError) and return it unchanged."""
-    schema = load_yaml(Path(schema_path))
+    schema = with_evaluator_schemas(load_yaml(Path(schema_path)), config)
     validate_schema(config, schema)
     check_semantics(config)
     return config

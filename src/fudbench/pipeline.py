@@ -37,7 +37,7 @@ def explain_shard(model_path, images_path, shard: int, shard_size: int, explaine
     method.prepare(torch.from_numpy(load_npz(images_path)["images"]).float().div(255).to(device))
     seeds = [derive_seed(*seed_key, int(i)) for i in data["ids"]]
     t0 = time.perf_counter()
-    kwargs = {"masks": torch.from_numpy(data["masks"])} if getattr(method, "uses_masks", False) else {}
+    kwargs = {"masks": torch.from_numpy(data["masks"])} if method.uses_masks else {}
     attribution = method.explain(model, x, target, seeds=seeds, **kwargs)
     seconds = (time.perf_counter() - t0) / len(x)
     a = attribution.float().cpu().numpy()
@@ -156,8 +156,9 @@ def srg_reference_shard(model_path, images_path, shard: int, shard_size: int, se
     """SRG's R-OMS curves (random superpixel orderings, so no explainer) of one
     model x shard, for every configured imputer: records as the srg evaluator
     writes them, before the label column."""
-    from fudbench.evaluation import Evaluator
-    from fudbench.evaluation_baselines import srg_curves
+    from fudbench.evaluators import spec
+    from fudbench.evaluators.base import Evaluator
+    from fudbench.evaluators.srg import srg_curves
     from fudbench.models.classifiers import load_classifier
 
     model = load_classifier(model_path, device)
@@ -165,7 +166,7 @@ def srg_reference_shard(model_path, images_path, shard: int, shard_size: int, se
     x = torch.from_numpy(data["images"]).to(device)
     y = _targets(model, x, data["labels"], target_mode)
     # R-OMS seeds use only the first element of the key (the run's seed), as in evaluate jobs
-    ev = Evaluator("srg_reference", srg_curves(settings, assets, device, kinds=("roms",)))
+    ev = Evaluator("srg_reference", srg_curves(spec("srg").resolve(settings), assets, device, kinds=("roms",)))
     records, _ = ev.run(model, x, y, None, data["ids"], (seed, "srg_reference"))
     return records
 

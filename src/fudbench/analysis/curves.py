@@ -1,45 +1,57 @@
-"""Scores of confidence curves.
+"""Scores of confidence curves, from the evaluator specs (fudbench.evaluators).
 
-- normalised_auc: trapezoid area divided by the x range. On a uniform grid
-  over [0, 1] with n points this equals RISE's (sum - first/2 - last/2)/(n-1).
+Each evaluator module declares its curves (label, direction, per-image score,
+tables); this module gathers them for the analysis jobs:
 - FUD score (Table 7): per image the normalised AUC of confidence over the
   kept fractions rho; higher is better.
 - Insertion (higher better) / Deletion (lower better): normalised AUC over
   the inserted / removed fraction.
 - Sen-N (higher better): the image's Pearson correlation averaged over n.
 - INFID (lower better): the image's infidelity.
+- appendix protocols and F-Fidelity: their modules' docstrings.
 """
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
+from fudbench.analysis.auc import normalised_auc  # noqa: F401 (re-exported: the analysis' AUC)
+from fudbench.evaluators import curve_catalogue, find_curve
+from fudbench.evaluators.base import APPENDIX_SAMPLES, MAIN_SAMPLES
+
+CATALOGUE = curve_catalogue()
+
+
+def _reference_last(curves):
+    """FUD's curve (the one both groups of sample tables show) is the reference row: listed last."""
+    return sorted(curves, key=lambda c: {MAIN_SAMPLES, APPENDIX_SAMPLES} <= set(c.samples_tables))
+
+
 # curve name in the records -> (name in the tables, higher is better, per-image score of its rows)
-CURVE_SCORES = {
-    "fud": ("FUD", True, lambda g: normalised_auc(g["kept"], g["confidence"])),
-    "insertion": ("Insertion", True, lambda g: normalised_auc(g["kept"], g["confidence"])),
-    "deletion": ("Deletion", False, lambda g: normalised_auc(g["removed"], g["confidence"])),
-    "sensitivity_n": ("Sen-N", True, lambda g: float(g["correlation"].mean())),
-    "infidelity": ("INFID", False, lambda g: float(g["infidelity"].mean())),
-}
+CURVE_SCORES = {c.name: (c.label, c.higher_is_better, c.score) for c in CATALOGUE.values() if c.score is not None}
 # the paper's Table 7 columns, in its order
-MAIN_CURVE_SCORES = tuple(CURVE_SCORES)
-# curves whose 9 removal steps are the "intermediate samples" of an evaluator
+MAIN_CURVE_SCORES = tuple(c.name for c in CATALOGUE.values() if c.table == "table7_scores")
+# curves whose removal steps are the "intermediate samples" of an evaluator
 # (Kendall tau, Table 4): curve -> evaluator label
-TAU_CURVES = {"deletion_ratios": "INS/DEL", "fud": "FUD"}
-# every evaluator's intermediate samples (OOD and quality, Tables 2 and 3)
-INTERMEDIATE_CURVES = {"deletion_ratios": "INS/DEL", "sensitivity_n": "Sen-N", "infidelity": "INFID", "fud": "FUD"}
+TAU_CURVES = {c.name: c.samples_label for c in _reference_last(CATALOGUE.values()) if c.tau}
+# every evaluator's intermediate samples (OOD and quality): curve -> row label,
+# main tables (2, 3, 8) and appendix tables (9, 11)
+INTERMEDIATE_CURVES = {c.name: c.samples_label for c in _reference_last(CATALOGUE.values())
+                       if MAIN_SAMPLES in c.samples_tables}
+APPENDIX_INTERMEDIATE_CURVES = {c.name: c.samples_label for c in _reference_last(CATALOGUE.values())
+                                if APPENDIX_SAMPLES in c.samples_tables}
+# Scores computed from several curves (or another column) of an image:
+# name -> (name in the tables, higher is better)
+DERIVED_SCORES = {c.name: (c.label, c.higher_is_better) for c in CATALOGUE.values() if c.score is None
+                  and c.table is not None}
+# curve -> the per-step column whose per-explainer mean a micro comparison ranks
+STEP_VALUES = {c.name: c.step_value for c in CATALOGUE.values() if c.step_value}
 
 
-def normalised_auc(x, y) -> float:
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    order = np.argsort(x)
-    x, y = x[order], y[order]
-    span = x[-1] - x[0]
-    if span <= 0:
-        raise ValueError("AUC needs at least two distinct x values")
-    return float(np.sum((x[1:] - x[:-1]) * (y[1:] + y[:-1]) / 2) / span)
+def curve_score(curve: str):
+    """(label, higher is better, score function) of a records curve, aliased ones
+    included; None for curves without a per-image score."""
+    c = find_curve(curve, CATALOGUE)
+    return None if c is None or c.score is None else (c.label, c.higher_is_better, c.score)
 
 
 def per_image_scores(records: pd.DataFrame) -> pd.DataFrame:
@@ -51,125 +63,21 @@ def per_image_scores(records: pd.DataFrame) -> pd.DataFrame:
     keys = ["model", "explainer", "curve", "image"]
     for (model, explainer, curve, image), g in records.groupby(keys, sort=True):
         row = {"model": model, "explainer": explainer, "curve": curve, "image": image}
-        if curve in CURVE_SCORES:
-            row["score"] = CURVE_SCORES[curve][2](g)
-        if curve in TAU_CURVES:
+        scored = curve_score(curve)
+        if scored is not None:
+            row["score"] = scored[2](g)
+        spec = find_curve(curve, CATALOGUE)
+        if spec is not None and spec.tau:
             row["tau"] = removal_tau(g["removed"].to_numpy(), g["confidence"].to_numpy())
             row["constant"] = is_constant(g["confidence"].to_numpy())
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-# ------------------------------------------------- appendix protocols (seeds/002, FUD appendix)
-# SRG curves per imputer: srg_mif__<imp> (AUC over the occluded superpixel
-# fraction, lower better), srg_lif__<imp> (higher better), srg_roms__<imp> (the
-# random-ordering baseline R-OMS; higher = a more reliable occlusion). ROAD:
-# AUC of p(original prediction) over the removed fraction (MoRF lower, LeRF
-# higher better). IDSDS: the image's Spearman correlation. Distill / Gevaert
-# deletion: AUC over the removed fraction (lower better); Gevaert insertion:
-# AUC over the kept fraction (higher better).
-# These entries are merged into CURVE_SCORES; APPENDIX_CURVE_SCORES keeps them
-# apart so that a table of the main paper can leave them out.
-def _auc_removed(g) -> float:
-    return normalised_auc(g["removed"], g["confidence"])
-
-
-def _auc_kept(g) -> float:
-    return normalised_auc(g["kept"], g["confidence"])
-
-
-def _appendix_curve_scores() -> dict:
-    from fudbench.imputer_registry import DISTILL_FILLS, GEVAERT_FILLS, IMPUTERS
-
-    scores = {}
-    for imp in IMPUTERS:
-        scores[f"srg_mif__{imp}"] = (f"MIF ({imp})", False, _auc_removed)
-        scores[f"srg_lif__{imp}"] = (f"LIF ({imp})", True, _auc_removed)
-        scores[f"srg_roms__{imp}"] = (f"R-OMS ({imp})", True, _auc_removed)
-    scores["road_morf"] = ("ROAD MoRF", False, _auc_removed)
-    scores["road_lerf"] = ("ROAD LeRF", True, _auc_removed)
-    scores["idsds"] = ("IDSDS", True, lambda g: float(g["correlation"].iloc[0]))
-    for fill in DISTILL_FILLS:
-        scores[f"distill__{fill}"] = (f"Distill {fill}", False, _auc_removed)
-    for fill in GEVAERT_FILLS:
-        scores[f"gevaert_del__{fill}"] = (f"Gevaert del. {fill}", False, _auc_removed)
-        scores[f"gevaert_ins__{fill}"] = (f"Gevaert ins. {fill}", True, _auc_kept)
-    return scores
-
-
-APPENDIX_CURVE_SCORES = _appendix_curve_scores()
-CURVE_SCORES.update(APPENDIX_CURVE_SCORES)
-
-
-def _ffid_curve_scores() -> dict:
-    from fudbench.evaluation_ffidelity import FFID_CURVE_SCORES  # torch-free
-
-    return dict(FFID_CURVE_SCORES)
-
-
-# F-Fidelity, R-Fidelity and Fidelity (seeds/004): normalised AUC over sparsity
-CURVE_SCORES.update(_ffid_curve_scores())
-
-# intermediate samples of the appendix protocols (Tables 9 and 11): curve -> label
-APPENDIX_INTERMEDIATE_CURVES = {
-    "idsds": "IDSDS",
-    "road_morf": "ROAD",
-    **{f"distill__{fill}": "Distill" for fill in ("blur", "uniform", "gaussian", "max_distance")},
-    **{f"gevaert_del__{fill}": "Gevaert" for fill in ("constant", "noise", "box_blur", "sample_average")},
-}
-
-# Scores computed from several curves (or another column) of an image:
-# name -> (name in the tables, higher is better). MRG = R-OMS - MIF,
-# LRG = LIF - R-OMS, SRG = LIF - MIF (seeds/002 Eqs. 4-5; 0 for a random
-# explainer); ROAD accuracy = AUC of 1[prediction == original prediction].
-def _derived_scores() -> dict:
-    from fudbench.imputer_registry import IMPUTERS
-
-    scores = {}
-    for imp in IMPUTERS:
-        scores[f"mrg__{imp}"] = (f"MRG ({imp})", True)
-        scores[f"lrg__{imp}"] = (f"LRG ({imp})", True)
-        scores[f"srg__{imp}"] = (f"SRG ({imp})", True)
-    scores["road_morf_accuracy"] = ("ROAD MoRF acc.", False)
-    scores["road_lerf_accuracy"] = ("ROAD LeRF acc.", True)
-    return scores
-
-
-DERIVED_SCORES = _derived_scores()
-
-
-def relevance_gains(per_image: pd.DataFrame) -> pd.DataFrame:
-    """MRG, LRG, SRG per (model, explainer, image, imputer) from the per-image
-    AUCs of the srg_{mif,lif,roms}__<imputer> curves (per_image_scores' output).
-    Rows in per_image_scores' format: model, explainer, curve
-    (mrg__/lrg__/srg__<imputer>), image, score."""
-    cols = ["model", "explainer", "curve", "image", "score"]
-    parts = per_image["curve"].str.extract(r"^srg_(?P<kind>mif|lif|roms)__(?P<imputer>.+)$")
-    d = per_image.assign(kind=parts["kind"], imputer=parts["imputer"]).dropna(subset=["kind"])
-    if d.empty:
-        return pd.DataFrame(columns=cols)
-    wide = d.pivot_table(index=["model", "explainer", "imputer", "image"], columns="kind", values="score",
-                         aggfunc="first")
-    if not {"mif", "lif", "roms"} <= set(wide.columns):
-        return pd.DataFrame(columns=cols)
-    wide = wide.dropna(subset=["mif", "lif", "roms"]).reset_index()
-    gains = {"mrg": wide["roms"] - wide["mif"], "lrg": wide["lif"] - wide["roms"], "srg": wide["lif"] - wide["mif"]}
-    return pd.concat([pd.DataFrame({"model": wide["model"], "explainer": wide["explainer"],
-                                    "curve": name + "__" + wide["imputer"], "image": wide["image"], "score": v})
-                      for name, v in gains.items()], ignore_index=True)[cols]
-
-
-def road_accuracy(records: pd.DataFrame) -> pd.DataFrame:
-    """Per (model, explainer, image): AUC of ROAD's accuracy over the removed
-    fraction, curves road_morf_accuracy / road_lerf_accuracy (per_image format)."""
-    cols = ["model", "explainer", "curve", "image", "score"]
-    d = records[records["curve"].isin(["road_morf", "road_lerf"])]
-    rows = [{"model": m, "explainer": e, "curve": f"{c}_accuracy", "image": i,
-             "score": normalised_auc(g["removed"], g["accuracy"])}
-            for (m, e, c, i), g in d.groupby(["model", "explainer", "curve", "image"], sort=True)]
-    return pd.DataFrame(rows, columns=cols)
-
-
 def derived_scores(records: pd.DataFrame, per_image: pd.DataFrame) -> pd.DataFrame:
-    """The DERIVED_SCORES rows, to be appended to per_image_scores(records)."""
-    return pd.concat([relevance_gains(per_image), road_accuracy(records)], ignore_index=True)
+    """The derived scores of every evaluator that declares them (SRG's relevance
+    gains, ROAD's accuracy areas), to be appended to per_image_scores(records)."""
+    from fudbench.evaluators import EVALUATORS, spec
+
+    frames = [spec(m).derived(records, per_image) for m in EVALUATORS if spec(m).derived is not None]
+    return pd.concat(frames, ignore_index=True)

@@ -40,26 +40,28 @@ from fudbench.analysis.bootstrap import percentile_interval
 
 log = logging.getLogger(__name__)
 
-# curve -> the per-step records column whose per-explainer mean a micro correlation ranks
-STEP_VALUES = {"fud": "confidence", "insertion": "confidence", "deletion": "confidence",
-               "sensitivity_n": "correlation"}
-
-
 def default_curve_scores() -> dict:
-    """CURVE_SCORES with the F-Fidelity curves (until the lead merges them)."""
+    """{curve: (label, higher is better, score)} of every known curve (the evaluator specs)."""
     from fudbench.analysis.curves import CURVE_SCORES
-    from fudbench.evaluation_ffidelity import FFID_CURVE_SCORES
 
-    return {**FFID_CURVE_SCORES, **CURVE_SCORES}
+    return dict(CURVE_SCORES)
 
 
 def select_curves(curve_scores: dict, curves) -> dict:
-    """The entries of curve_scores for `curves` (curve or table names; None = all)."""
+    """The entries of curve_scores for `curves` (curve or table names, in that
+    order; aliased curves <curve>@<entry> too; None = all)."""
+    from fudbench.analysis.curves import curve_score
+
     if curves is None:
         return curve_scores
-    wanted = set(curves)
-    out = {c: v for c, v in curve_scores.items() if c in wanted or v[0] in wanted}
-    unknown = wanted - set(out) - {v[0] for v in out.values()}
+    out, unknown = {}, []
+    for wanted in curves:
+        hits = {c: v for c, v in curve_scores.items() if wanted in (c, v[0])}
+        if not hits and curve_score(wanted) is not None:
+            hits = {wanted: curve_score(wanted)}
+        if not hits:
+            unknown.append(wanted)
+        out.update(hits)
     if unknown:
         raise ValueError(f"unknown metric(s) {sorted(unknown)}: use curve names or table names of "
                          f"{sorted(curve_scores)}")
@@ -67,9 +69,10 @@ def select_curves(curve_scores: dict, curves) -> dict:
 
 
 def default_step_values() -> dict:
-    from fudbench.evaluation_ffidelity import FFID_STEP_VALUES
+    """{curve: the per-step records column whose per-explainer mean a micro correlation ranks}."""
+    from fudbench.analysis.curves import STEP_VALUES
 
-    return {**FFID_STEP_VALUES, **STEP_VALUES}
+    return dict(STEP_VALUES)
 
 
 def degraded_explainers(explainers: dict) -> dict[str, tuple[str, float]]:

@@ -19,6 +19,8 @@ import torch
 
 class Explainer(ABC):
     name: str = "explainer"
+    # Whether explain() takes the ground-truth object masks (keyword `masks`; synthetic benchmark only).
+    uses_masks: bool = False
 
     def prepare(self, references: torch.Tensor) -> None:
         """Receive reference images of the evaluated set (default: unused)."""

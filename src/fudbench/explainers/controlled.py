@@ -76,7 +76,7 @@ class Degrade(Explainer):
             raise ValueError("degrade cannot wrap itself")
         self.fraction = fraction
         self.base = build_explainer(base, base_settings or {})
-        self.uses_masks = getattr(self.base, "uses_masks", False)
+        self.uses_masks = self.base.uses_masks
 
     def prepare(self, references):
         self.base.prepare(references)

@@ -4,11 +4,26 @@
 
 x: (N, C, H, W) in [0, 1]; keep_mask: (N, 1, H, W), 1 = keep. Every imputer
 returns kept pixels unchanged (bit for bit) and filled values in [0, 1].
+By name (evaluator configs): fudbench.imputers.factory.build_imputer.
+
+The classes are imported on first use, so that torch-free code (the
+evaluator specs, parse-time config checks) can import the settings modules
+of this package without loading torch.
 """
-from fudbench.imputers.base import ImputeContext, Imputer  # noqa: F401
-from fudbench.imputers.simple import BlurImputer, ZeroImputer  # noqa: F401
-from fudbench.imputers.baselines import (  # noqa: F401
-    BoxBlurImputer, GaussianNoiseImputer, HistogramImputer, MaxDistanceImputer, MeanImputer, SampleAverageImputer,
-    TeleaImputer, TrainSetImputer, UniformNoiseImputer)
-from fudbench.imputers.noisy_linear import NoisyLinearImputer  # noqa: F401
-# By name (evaluator configs): fudbench.imputers.factory.build_imputer
+import importlib
+
+_EXPORTS = {
+    "ImputeContext": "base", "Imputer": "base",
+    "BlurImputer": "simple", "ZeroImputer": "simple",
+    "BoxBlurImputer": "baselines", "GaussianNoiseImputer": "baselines", "HistogramImputer": "baselines",
+    "MaxDistanceImputer": "baselines", "MeanImputer": "baselines", "SampleAverageImputer": "baselines",
+    "TeleaImputer": "baselines", "TrainSetImputer": "baselines", "UniformNoiseImputer": "baselines",
+    "NoisyLinearImputer": "noisy_linear",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)

@@ -26,10 +26,18 @@ class ImputeContext:
 
 class Imputer(ABC):
     name: str = "imputer"
+    # Whether two fills of the same input can differ (they differ only through
+    # context.seeds): protocols that average several fills (SRG) fill once if not.
+    stochastic: bool = False
 
     @abstractmethod
     def fill(self, x: torch.Tensor, keep_mask: torch.Tensor, context: ImputeContext) -> torch.Tensor:
         """Return x with the removed pixels (keep_mask == 0) filled."""
+
+    def bytes_per_sample(self, sample_shape, device) -> Optional[float]:
+        """Estimated GPU memory of one sample of a fill (bytes), for fitting the
+        batch size to the free memory (fudbench.batching.fit_batch_size); None: no estimate."""
+        return None
 
 
 def compose(x: torch.Tensor, keep_mask: torch.Tensor, filler: torch.Tensor) -> torch.Tensor:

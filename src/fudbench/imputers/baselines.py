@@ -8,8 +8,8 @@ keep_mask (N, 1, H, W) with 1 = keep; kept pixels come back bit for bit
 randomness from one CPU torch.Generator per sample seeded with
 context.seeds[i], so a batched call equals per-sample calls on any device.
 
-`stochastic` tells protocols that average over several imputations (SRG)
-whether repeated fills can differ.
+Each declares `stochastic` (Imputer's ability: whether repeated fills can
+differ), which protocols that average several imputations (SRG) read.
 """
 from __future__ import annotations
 
@@ -265,16 +265,6 @@ class MaxDistanceImputer(Imputer):
         return compose(x, keep_mask, (x < 0.5).to(x.dtype))
 
 
-def is_stochastic(imputer: Imputer) -> bool:
-    """Whether two fills of the same input can differ (unknown imputers: yes)."""
-    flag = getattr(imputer, "stochastic", None)
-    if flag is not None:
-        return bool(flag)
-    from fudbench.imputers.simple import BlurImputer, ZeroImputer
-
-    return not isinstance(imputer, (ZeroImputer, BlurImputer))
-
-
 __all__ = ["MeanImputer", "SampleAverageImputer", "UniformNoiseImputer", "GaussianNoiseImputer", "TrainSetImputer",
-           "HistogramImputer", "TeleaImputer", "BoxBlurImputer", "MaxDistanceImputer", "is_stochastic",
+           "HistogramImputer", "TeleaImputer", "BoxBlurImputer", "MaxDistanceImputer",
            "model_normalisation", "per_sample_noise", "NOTHING_KEPT_FILL"]

@@ -16,12 +16,14 @@ from typing import Optional
 import torch
 
 from fudbench.imputer_registry import IMPUTERS
+from fudbench.imputers.diffusion import PLAIN_SAMPLER_SETTINGS, plain_sampler, settings_defaults
 from fudbench.registry import resolve
 
 DEFAULTS = {
     "zero": {},
     "blur": {"kernel_size": 11, "sigma": 5.0},
     "mean": {"mean": None},
+    "classifier_mean": {},
     "sample_average": {},
     "uniform": {"low": 0.0, "high": 1.0},
     "gaussian": {"std": 1.0, "mean": 0.0, "around_image": False, "model_space": False},
@@ -31,7 +33,7 @@ DEFAULTS = {
     "noisy_linear": {"noise": 0.01},
     "box_blur": {"fraction": 0.5},
     "max_distance": {},
-    "diffusion_plain": {"steps": 50, "known": "clean", "clip_x0": True},
+    "diffusion_plain": settings_defaults(PLAIN_SAMPLER_SETTINGS),
 }
 
 
@@ -96,6 +98,14 @@ def mean(o, references, assets, device):
     return MeanImputer((refs.double().mean(dim=(0, 2, 3)) / scale).tolist())
 
 
+def classifier_mean(o, references, assets, device):
+    """The classifier's normalisation mean, i.e. 0 in its normalised input space
+    (the constant of attribench and Hesse et al., whose models see normalised images)."""
+    from fudbench.imputers.baselines import MeanImputer
+
+    return MeanImputer(None)
+
+
 def sample_average(o, references, assets, device):
     from fudbench.imputers.baselines import SampleAverageImputer
 
@@ -155,12 +165,7 @@ def diffusion_plain(o, references, assets, device):
     path = (assets or {}).get("score_model")
     if not path:
         raise ValueError("imputer 'diffusion_plain' needs assets['score_model'] (the score-model checkpoint)")
-    from fudbench.imputers.diffusion import DiffusionImputer
     from fudbench.models.score import load_score_model
 
     unet, schedule = load_score_model(path, device)
-    imputer = DiffusionImputer(unet, schedule, steps=int(o["steps"]), guidance_scale=0.0, known=o["known"],
-                               clip_x0=bool(o["clip_x0"]))
-    imputer.name = "diffusion_plain"
-    imputer.stochastic = True
-    return imputer
+    return plain_sampler(unet, schedule, o)

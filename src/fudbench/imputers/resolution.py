@@ -63,12 +63,20 @@ class ResizedClassifier(nn.Module):
 
 
 class ResizedDiffusionImputer(Imputer):
-    """Wraps a diffusion imputer whose U-Net works at `model_size` pixels."""
+    """Wraps a diffusion imputer (a DiffusionImputer) whose U-Net works at `model_size` pixels."""
 
     def __init__(self, inner, model_size: int):
         self.inner = inner
         self.model_size = int(model_size)
-        self.name = getattr(inner, "name", "diffusion")
+        self.name = inner.name
+
+    @property
+    def stochastic(self) -> bool:
+        return self.inner.stochastic
+
+    def bytes_per_sample(self, sample_shape, device):
+        """The inner sampler's memory estimate (batch fitting), at the model's size."""
+        return self.inner.bytes_per_sample((sample_shape[0], self.model_size, self.model_size), device)
 
     def __getattr__(self, attr):
         # Settings of the wrapped sampler (steps, guided_timesteps, ...), but not its
@@ -77,8 +85,6 @@ class ResizedDiffusionImputer(Imputer):
         if attr == "inner":  # not set yet (e.g. during unpickling)
             raise AttributeError(attr)
         value = getattr(self.inner, attr)
-        if attr == "bytes_per_sample":  # memory estimate (batch fitting): at the model's size
-            return lambda shape, device: value((shape[0], self.model_size, self.model_size), device)
         if callable(value):
             raise AttributeError(f"{type(self).__name__} does not forward method {attr!r} of the inner sampler")
         return value
@@ -107,7 +113,7 @@ class ResizedDiffusionImputer(Imputer):
         out, distances = self.inner.sample(up, resize_mask(keep_mask, self.model_size), self._context(context, size),
                                            trace=trace, callback=_resized_callback(callback, size))
         out = resize_images(out, size)
-        out = out.clamp(0, 1) if getattr(self.inner, "constraint", "hard") == "soft" else compose(x, keep_mask, out)
+        out = compose(x, keep_mask, out) if self.inner.copies_kept_pixels else out.clamp(0, 1)
         return out, (None if distances is None else distances * (size / self.model_size))
 
     def fill(self, x: torch.Tensor, keep_mask: torch.Tensor, context: ImputeContext) -> torch.Tensor:

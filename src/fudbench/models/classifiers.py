@@ -162,3 +162,13 @@ def load_classifier(path, device="cpu") -> Classifier:
         model.load_state_dict(ckpt["state_dict"])
     model.eval().requires_grad_(False)
     return model.to(device)
+
+
+def pretrained_classifier(cfg: dict, name: str = "classifier", image_size: int = 224):
+    """(frozen Classifier taking [0, 1] images, sha256 of the weights file): the
+    checksum is verified before the weights are loaded."""
+    from fudbench.models.torchvision_models import IMAGENET_MEAN, IMAGENET_STD, load_pretrained_net, verify_weights
+
+    digest = verify_weights(cfg, name)
+    model = Classifier(load_pretrained_net(cfg, image_size), IMAGENET_MEAN, IMAGENET_STD)
+    return model.eval().requires_grad_(False), digest

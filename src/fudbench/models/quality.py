@@ -13,7 +13,7 @@ import torch
 
 from fudbench.analysis.energy import energies, ood_metrics
 from fudbench.imputers.base import ImputeContext
-from fudbench.imputers.diffusion import DiffusionImputer
+from fudbench.imputers.diffusion import fud_sampler
 from fudbench.seeding import derive_seed
 
 
@@ -22,8 +22,8 @@ def unconditional_samples(unet, schedule: dict, n: int, image_size: int, steps: 
                           ) -> torch.Tensor:
     """n DDIM samples of the score model (FUD's sampler with nothing kept and no
     guidance), in the precision and layout FUD runs it in."""
-    sampler = DiffusionImputer(unet, schedule, steps=steps, guidance_scale=0.0, amp_dtype=amp_dtype,
-                               channels_last=channels_last)
+    sampler = fud_sampler(unet, schedule, {"steps": steps, "guidance_scale": 0.0, "amp_dtype": amp_dtype,
+                                           "channels_last": channels_last})
     out = []
     for start in range(0, n, batch_size):
         b = min(batch_size, n - start)

@@ -124,13 +124,3 @@ def load_pretrained_net(cfg: dict, image_size: int = 224):
     except RuntimeError as exc:
         raise WeightsError(f"{path} does not hold {cfg['arch']} weights: {exc}") from exc
     return net
-
-
-def pretrained_classifier(cfg: dict, name: str = "classifier", image_size: int = 224):
-    """(frozen Classifier taking [0, 1] images, sha256 of the weights file): the
-    checksum is verified before the weights are loaded."""
-    from fudbench.models.classifiers import Classifier
-
-    digest = verify_weights(cfg, name)
-    model = Classifier(load_pretrained_net(cfg, image_size), IMAGENET_MEAN, IMAGENET_STD)
-    return model.eval().requires_grad_(False), digest

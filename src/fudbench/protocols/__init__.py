@@ -1,7 +1,13 @@
 """Protocols: which pixels are removed, in which order, and what is recorded.
 
-    Protocol.run(model, x, y, attribution, imputer, ...) -> CurveResult
-"""
-from fudbench.protocols.topk import CurveResult, TopKCurve  # noqa: F401
+    Protocol.run(model, x, y, attribution, imputer, image_ids, seed_key) -> CurveResult
 
-# Also: fudbench.protocols.sensitivity_n.SensitivityN, fudbench.protocols.infidelity.Infidelity
+fudbench.protocols.base.Protocol owns the loop (seeds, batches with the
+out-of-memory back-off, progress, records, kept samples); each protocol
+supplies its work items, masks and reduction.
+"""
+from fudbench.protocols.base import CurveResult, Protocol  # noqa: F401
+from fudbench.protocols.topk import TopKCurve  # noqa: F401
+
+# Also: fudbench.protocols.sensitivity_n.SensitivityN, fudbench.protocols.infidelity.Infidelity,
+# road.ROAD, idsds.IDSDS, srg.SRG, ffidelity.FidelityCurve, stored.StoredCurve

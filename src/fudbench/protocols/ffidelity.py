@@ -38,18 +38,16 @@ energy, l2; seconds = mean imputer + model time per sample.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from fudbench.imputers.base import ImputeContext, Imputer, compose
 from fudbench.masks import n_pixels, pixel_order, ranks_from_order, reduce_attribution
 from fudbench.models.surrogate import max_removed, removal_value
-from fudbench.protocols.topk import CurveResult, fill_work_items, record_first_draws, records_frame
-from fudbench.seeding import derive_seed
+from fudbench.protocols.base import CurveResult, Item, Points, Protocol, Shard, per_point
 
 DEFAULT_SPARSITIES = tuple(round(0.05 + 0.1 * k, 10) for k in range(10))  # 5%, 15%, ..., 95%
 SIDES = ("plus", "minus")
@@ -90,7 +88,7 @@ def sample_removals(candidates: torch.Tensor, alpha: float, cap: Optional[int], 
 
 
 @dataclass
-class FidelityCurve:
+class FidelityCurve(Protocol):
     curve: str                          # record name, e.g. ffid_plus
     side: str                           # plus: remove from the explanation; minus: from its complement
     sparsities: Sequence[float] = DEFAULT_SPARSITIES
@@ -115,58 +113,38 @@ class FidelityCurve:
         if self.n_samples < 1:
             raise ValueError(f"{self.curve}: n_samples must be >= 1, got {self.n_samples}")
 
-    def run(self, model, x: torch.Tensor, y: torch.Tensor, attribution: torch.Tensor,
-            imputer: Imputer, image_ids: Sequence[int], seed_key: tuple) -> CurveResult:
-        model = self.model if self.model is not None else model
-        n, c, h, w = x.shape
+    def evaluate(self, shard: Shard, attribution: torch.Tensor) -> CurveResult:
+        if self.model is not None:
+            shard = replace(shard, model=self.model)
+        n, c, h, w = shard.x.shape
         total, steps, S = h * w, len(self.sparsities), self.n_samples
         cap = None if self.beta is None else max_removed(self.beta, total)  # the surrogate's bound
-        y = y.to(x.device)
-        order_seeds = [derive_seed(*seed_key, "order", int(i)) for i in image_ids]
+        order_seeds = [shard.seed("order", i) for i in shard.ids]
         ranks = ranks_from_order(pixel_order(reduce_attribution(attribution, self.reduction), order_seeds))
         ks = [n_pixels(s, total) for s in self.sparsities]
+        clean_correct = self.per_image(shard, lambda xb, yb: (shard.model(xb).argmax(1) == yb).float().cpu().numpy())
+        points = Points.empty(shard.x, steps, self.keep_samples, draws=S)
+        hits = np.zeros((n, steps), dtype=np.int64); n_removed = np.zeros((n, steps), dtype=np.int64)
 
-        with torch.no_grad():
-            clean_correct = torch.cat([model(x[i:i + self.batch_size]).argmax(1) == y[i:i + self.batch_size]
-                                       for i in range(0, n, self.batch_size)]).float().cpu().numpy()
+        def removals(i: int, j: int) -> torch.Tensor:
+            """(S, H*W) bool: the pixels each sample of image i at step j removes."""
+            in_set = ranks[i] < ks[j]
+            g = torch.Generator().manual_seed(shard.seed("removal", shard.ids[i], j))
+            return sample_removals(in_set if self.side == "plus" else ~in_set, self.alpha, cap, S, g)
 
-        hits = np.zeros((n, steps), dtype=np.int64); removed = np.zeros((n, steps)); seconds = np.zeros((n, steps))
-        conf = np.empty((n, steps)); energy = np.empty((n, steps)); l2 = np.empty((n, steps))
-        pred = np.empty((n, steps), dtype=np.int64)
-        samples = np.empty((n, steps, c, h, w), np.float16) if self.keep_samples else None
-        pending: list = []  # (i, j, s, keep mask (P,) float)
+        def masks(batch):
+            drawn = per_point(batch, removals)
+            return torch.stack([(~drawn[it.image, it.step][it.draw]).float() for it in batch]).view(-1, 1, h, w)
 
-        def flush():
-            if not pending:
-                return
-            keep = torch.stack([m for *_, m in pending]).view(len(pending), 1, h, w)
-            ii, filled, logits, dt, response = fill_work_items(model, imputer, x, y, keep, pending, seed_key,
-                                                               image_ids)
-            hit = (logits.argmax(1) == y[ii]).cpu().numpy()
-            for r, (i, j, _, _) in enumerate(pending):
-                hits[i, j] += int(hit[r])
-                seconds[i, j] += dt / S
-            record_first_draws(pending, filled, response, conf, pred, energy, l2, samples)
-            pending.clear()
+        def scored(batch):
+            hit = (batch.logits.argmax(1) == shard.y[batch.image]).cpu().numpy()
+            points.record(batch)
+            np.add.at(hits, batch.ij, hit)
+            np.add.at(n_removed, batch.ij, (batch.masks == 0).flatten(1).sum(1).numpy())
 
-        for i in tqdm(range(n), desc=self.curve, leave=False, mininterval=10):
-            for j, k in enumerate(ks):
-                in_set = ranks[i] < k
-                candidates = in_set if self.side == "plus" else ~in_set
-                g = torch.Generator().manual_seed(derive_seed(*seed_key, "removal", int(image_ids[i]), j))
-                drop = sample_removals(candidates, self.alpha, cap, S, g)
-                removed[i, j] = float(drop.sum()) / (S * total)
-                for s in range(S):
-                    pending.append((i, j, s, (~drop[s]).float()))
-                    if len(pending) >= self.batch_size:
-                        flush()
-        flush()
-
+        self.fill_items(shard, [Item(i, j, s) for i in range(n) for j in range(steps) for s in range(S)], masks, scored)
+        removed = n_removed / (S * total)
         fidelity = clean_correct[:, None] - hits / S
-        sparsity = np.array(ks) / total
-        records = records_frame(
-            self.curve, image=np.repeat([int(i) for i in image_ids], steps), step=np.tile(np.arange(steps), n),
-            kept=1 - removed.ravel(), removed=removed.ravel(), target=np.repeat([int(t) for t in y.cpu()], steps),
-            sparsity=np.tile(sparsity, n), fidelity=fidelity.ravel(), confidence=conf.ravel(),
-            prediction=pred.ravel(), energy=energy.ravel(), l2=l2.ravel(), seconds=seconds.ravel())
-        return CurveResult(records, samples)
+        records = points.frame(self.curve, shard, kept=1 - removed, removed=removed, sparsity=np.array(ks) / total,
+                               fidelity=fidelity)
+        return CurveResult(records, points.samples)

@@ -26,16 +26,12 @@ sample). Samples: (N, grid^2, C, H, W) float16 if keep_samples.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
-from fudbench.imputers.base import ImputeContext, Imputer
+from fudbench.protocols.base import CurveResult, Item, Points, Protocol, Shard
 from fudbench.protocols.sensitivity_n import pearson
-from fudbench.protocols.topk import CurveResult, fill_and_score, records_frame
-from fudbench.seeding import derive_seed
 
 OUTPUTS = ("logit", "probability")
 
@@ -63,7 +59,7 @@ def spearman(a, b) -> tuple[float, bool]:
 
 
 @dataclass
-class IDSDS:
+class IDSDS(Protocol):
     grid: int = 4
     output: str = "logit"
     curve: str = "idsds"
@@ -78,50 +74,36 @@ class IDSDS:
         z = logits.float() if self.output == "logit" else torch.softmax(logits.float(), 1)
         return z.gather(1, target.view(-1, 1)).squeeze(1).cpu().numpy()
 
-    def run(self, model, x: torch.Tensor, y: torch.Tensor, attribution: torch.Tensor, imputer: Imputer,
-            image_ids: Sequence[int], seed_key: tuple) -> CurveResult:
-        n, c, h, w = x.shape
+    def evaluate(self, shard: Shard, attribution: torch.Tensor) -> CurveResult:
+        n, c, h, w = shard.x.shape
         cells = grid_cells(h, w, self.grid)
         m = len(cells)
-        ids = [int(i) for i in image_ids]
         a = attribution.detach().double().cpu()
         a = a.sum(1) if a.dim() == 4 else a
         a = torch.nan_to_num(a, nan=0.0, posinf=0.0, neginf=0.0)
         mass = np.array([[float(a[i][cell].sum()) for cell in cells] for i in range(n)])
+        clean = self.per_image(shard, lambda xb, yb: self._f(shard.model(xb), yb))
+        points = Points.empty(shard.x, m, self.keep_samples)
+        drop = np.empty((n, m))
 
-        with torch.no_grad():
-            clean = np.concatenate([self._f(model(x[s:s + self.batch_size]), y[s:s + self.batch_size])
-                                    for s in range(0, n, self.batch_size)])
-        pairs = [(i, j) for i in range(n) for j in range(m)]
-        drop = np.empty(len(pairs)); conf = np.empty(len(pairs)); energy = np.empty(len(pairs))
-        l2 = np.empty(len(pairs)); pred = np.empty(len(pairs), np.int64); seconds = np.empty(len(pairs))
-        samples = np.empty((n, m, c, h, w), np.float16) if self.keep_samples else None
-        for start in tqdm(range(0, len(pairs), self.batch_size), desc=self.curve, leave=False, mininterval=10):
-            batch = pairs[start:start + self.batch_size]
-            masks = torch.ones(len(batch), 1, h, w)
-            for b, (_, j) in enumerate(batch):
-                masks[b, 0][cells[j]] = 0.0
-            ii = torch.tensor([i for i, _ in batch], device=x.device)
-            xb, yb = x[ii], y[ii]
-            ctx = ImputeContext(classifier=model, target=yb,
-                                seeds=[derive_seed(*seed_key, ids[i], j) for i, j in batch])
-            filled, logits, dt, response = fill_and_score(model, imputer, xb, masks.to(x.device), ctx, yb)
-            sl = slice(start, start + len(batch))
-            seconds[sl] = dt
-            drop[sl] = clean[[i for i, _ in batch]] - self._f(logits, yb)
-            conf[sl], pred[sl], energy[sl], l2[sl] = response
-            if samples is not None:
-                for b, (i, j) in enumerate(batch):
-                    samples[i, j] = filled[b].float().cpu().numpy()
+        def masks(batch):
+            keep = torch.ones(len(batch), 1, h, w)
+            for b, it in enumerate(batch):
+                keep[b, 0][cells[it.step]] = 0.0
+            return keep
 
+        def scored(batch):
+            f = self._f(batch.logits, shard.y[batch.image])
+            points.record(batch)
+            i, j = batch.ij
+            drop[i, j] = clean[i] - f
+
+        self.fill_items(shard, [Item(i, j) for i in range(n) for j in range(m)], masks, scored)
         corr = np.empty(n); degenerate = np.zeros(n, bool)
         for i in range(n):
-            corr[i], degenerate[i] = spearman(mass[i], drop[i * m:(i + 1) * m])
+            corr[i], degenerate[i] = spearman(mass[i], drop[i])
         frac = np.array([(cell[0].stop - cell[0].start) * (cell[1].stop - cell[1].start) / (h * w)
                          for cell in cells])
-        records = records_frame(
-            self.curve, image=np.repeat(ids, m), step=np.tile(np.arange(m), n), kept=np.tile(1 - frac, n),
-            removed=np.tile(frac, n), target=np.repeat(y.cpu().numpy(), m), cell_attribution=mass.ravel(),
-            output_drop=drop, correlation=np.repeat(corr, m), degenerate=np.repeat(degenerate, m),
-            confidence=conf, prediction=pred, energy=energy, l2=l2, seconds=seconds)
-        return CurveResult(records, samples)
+        records = points.frame(self.curve, shard, kept=1 - frac, removed=frac, cell_attribution=mass,
+                               output_drop=drop, correlation=corr[:, None], degenerate=degenerate[:, None])
+        return CurveResult(records, points.samples)

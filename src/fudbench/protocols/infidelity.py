@@ -29,7 +29,9 @@ captum is called; the perturb_func handed to captum serves them in the order
 captum asks for them (captum repeat_interleaves the inputs and, when
 max_examples_per_batch splits the samples, calls perturb_func sequentially;
 both are checked). So batched runs equal per-image runs. Images are grouped
-so that one forward sees at most `batch_size` perturbed inputs.
+so that one forward sees at most `batch_size` perturbed inputs; the groups are
+the batches of the protocol loop (fudbench.protocols.base), halved when one
+runs out of GPU memory.
 
 Records: one row per image: curve, image, step=0, kept, removed (nominal
 fraction of the C*H*W entries a perturbation touches: 1/C for "authors", 1 for
@@ -44,14 +46,12 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import torch
 
 from fudbench.imputers.simple import gaussian_blur
-from fudbench.protocols.topk import CurveResult, records_frame, sample_response
-from fudbench.seeding import derive_seed
+from fudbench.protocols.base import CurveResult, Points, Protocol, Shard, sample_response
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def attribution_like_input(attribution: torch.Tensor, channels: int) -> torch.Te
 
 
 @dataclass
-class Infidelity:
+class Infidelity(Protocol):
     curve: str = "infidelity"
     perturbation: str = "authors"
     n_perturb: int = 100
@@ -118,56 +118,56 @@ class Infidelity:
         chosen = torch.rand(p, 1, h, w, generator=g) < self.blur_fraction
         return x - torch.where(chosen, blurred, x)
 
-    def run(self, model, x: torch.Tensor, y: torch.Tensor, attribution: torch.Tensor,
-            imputer, image_ids: Sequence[int], seed_key: tuple) -> CurveResult:
-        from captum.metrics import infidelity
+    @property
+    def batch_cap(self) -> int:
+        """Images per captum call: each is n_perturb perturbed inputs."""
+        return max(1, self.batch_size // self.n_perturb)
 
+    def evaluate(self, shard: Shard, attribution: torch.Tensor) -> CurveResult:
+        x, y = shard.x, shard.y
         n, c, h, w = x.shape
-        p = self.n_perturb
         attr = attribution_like_input(attribution, c).to(x.device)
-        y = y.to(x.device)
-        per_call = max(1, self.batch_size // p)
-        score = np.empty(n); conf = np.empty(n); energy = np.empty(n); l2 = np.empty(n)
-        pred = np.empty(n, dtype=np.int64); seconds = np.empty(n)
-        samples = np.empty((n, 1, c, h, w), np.float16) if self.keep_samples else None
+        score = np.empty(n)
+        points = Points.empty(x, 1, self.keep_samples)
 
-        def forward(inp):
-            return model(inp).float()
-
-        for start in range(0, n, per_call):
-            sl = slice(start, min(start + per_call, n))
+        def group(images: range):
+            sl = slice(images.start, images.stop)
             xb = x[sl].float()
-            b = xb.shape[0]
             t0 = time.perf_counter()
-            pert = torch.stack([self.perturbations(x[i], derive_seed(*seed_key, int(image_ids[i])))
-                                for i in range(sl.start, sl.stop)]).to(x.device)  # (b, p, C, H, W)
-            offset = [0]
-
-            def perturb_func(inputs):
-                k = inputs.shape[0] // b
-                if inputs.shape[0] != b * k or not torch.equal(inputs.view(b, k, c, h, w)[:, 0], xb):
-                    raise RuntimeError("captum's perturbation batch layout is not the expected repeat_interleave")
-                chunk = pert[:, offset[0]:offset[0] + k].reshape(b * k, c, h, w)
-                offset[0] += k
-                return chunk, inputs - chunk
-
-            values = infidelity(forward, perturb_func, xb, attr[sl], target=y[sl], n_perturb_samples=p,
-                                max_examples_per_batch=min(self.batch_size, b * p), normalize=True)
-            if values.is_cuda:
-                torch.cuda.synchronize()
-            seconds[sl] = (time.perf_counter() - t0) / (b * p)
-            if offset[0] != p:
-                raise RuntimeError(f"captum asked for {offset[0]} perturbations, expected {p}")
-            score[sl] = values.float().cpu().numpy()
+            pert = torch.stack([self.perturbations(x[i], shard.seed(shard.ids[i])) for i in images]).to(x.device)
+            score[sl] = self._infidelity(shard.model, xb, attr[sl], y[sl], pert)
+            points.seconds[sl, 0] = (time.perf_counter() - t0) / (len(xb) * self.n_perturb)
             first = xb - pert[:, 0]
             with torch.no_grad():
-                logits = forward(first)
-            conf[sl], pred[sl], energy[sl], l2[sl] = sample_response(logits, y[sl], first, xb)
-            if samples is not None:
-                samples[sl, 0] = first.cpu().numpy()
+                logits = shard.model(first).float()
+            points.put(sl, 0, sample_response(logits, y[sl], first, xb), first)
+
+        self.batches(shard, range(n), group)
         removed = self.removed_fraction(c)
-        records = records_frame(
-            self.curve, image=np.array([int(i) for i in image_ids]), step=0, kept=1 - removed, removed=removed,
-            target=np.array([int(t) for t in y.cpu()]), infidelity=score, confidence=conf, prediction=pred,
-            energy=energy, l2=l2, seconds=seconds)
-        return CurveResult(records, samples)
+        records = points.frame(self.curve, shard, kept=1 - removed, removed=removed, infidelity=score[:, None])
+        return CurveResult(records, points.samples)
+
+    def _infidelity(self, model, xb: torch.Tensor, attr: torch.Tensor, target: torch.Tensor,
+                    pert: torch.Tensor) -> np.ndarray:
+        """captum's normalised infidelity of a group of images, with their drawn
+        perturbations pert (b, n_perturb, C, H, W) served in captum's order."""
+        from captum.metrics import infidelity
+
+        b, p, c, h, w = pert.shape
+        offset = [0]
+
+        def perturb_func(inputs):
+            k = inputs.shape[0] // b
+            if inputs.shape[0] != b * k or not torch.equal(inputs.view(b, k, c, h, w)[:, 0], xb):
+                raise RuntimeError("captum's perturbation batch layout is not the expected repeat_interleave")
+            chunk = pert[:, offset[0]:offset[0] + k].reshape(b * k, c, h, w)
+            offset[0] += k
+            return chunk, inputs - chunk
+
+        values = infidelity(lambda inp: model(inp).float(), perturb_func, xb, attr, target=target,
+                            n_perturb_samples=p, max_examples_per_batch=min(self.batch_size, b * p), normalize=True)
+        if values.is_cuda:
+            torch.cuda.synchronize()
+        if offset[0] != p:
+            raise RuntimeError(f"captum asked for {offset[0]} perturbations, expected {p}")
+        return values.float().cpu().numpy()

@@ -31,11 +31,9 @@ from typing import Sequence
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
-from fudbench.imputers.base import ImputeContext, Imputer
 from fudbench.masks import n_pixels, ranks_from_order
-from fudbench.protocols.topk import CurveResult, fill_and_score, records_frame
+from fudbench.protocols.base import CurveResult, Item, Points, Protocol, Shard
 from fudbench.seeding import derive_seed
 
 NORMALISE_EPS = 1e-5
@@ -58,7 +56,7 @@ def road_scores(attribution: torch.Tensor, image_ids: Sequence[int], seed_key: t
 
 
 @dataclass
-class ROAD:
+class ROAD(Protocol):
     fractions: Sequence[float]       # p
     order: str = "morf"              # morf | lerf; records curve road_<order>
     jitter: float = 1e-4
@@ -75,46 +73,31 @@ class ROAD:
     def curve(self) -> str:
         return f"road_{self.order}"
 
-    def run(self, model, x: torch.Tensor, y: torch.Tensor, attribution: torch.Tensor, imputer: Imputer,
-            image_ids: Sequence[int], seed_key: tuple) -> CurveResult:
-        n, c, h, w = x.shape
-        total = h * w
-        ids = [int(i) for i in image_ids]
-        with torch.no_grad():
-            original = torch.cat([model(x[s:s + self.batch_size]).argmax(1)
-                                  for s in range(0, n, self.batch_size)])
+    def evaluate(self, shard: Shard, attribution: torch.Tensor) -> CurveResult:
+        n, c, h, w = shard.x.shape
+        original = torch.from_numpy(self.per_image(shard, lambda xb, yb: shard.model(xb).argmax(1).cpu().numpy()))
         # The ordering's jitter does not depend on MoRF/LeRF: drop the curve from its key.
-        order_key = seed_key[:-1] if seed_key and seed_key[-1] == self.curve else seed_key
-        scores = road_scores(attribution, ids, order_key, self.jitter)
+        key = shard.seed_key
+        order_key = key[:-1] if key and key[-1] == self.curve else key
+        scores = road_scores(attribution, shard.ids, order_key, self.jitter)
         ranks = ranks_from_order(torch.sort(scores, dim=1, descending=True, stable=True).indices)
-        steps = len(self.fractions)
-        samples = np.empty((n, steps, c, h, w), np.float16) if self.keep_samples else None
-        k_top = [n_pixels(p, total) for p in self.fractions]
-        pairs = [(i, j) for i in range(n) for j in range(steps)]
-        conf = np.empty(len(pairs)); energy = np.empty(len(pairs)); l2 = np.empty(len(pairs))
-        pred = np.empty(len(pairs), np.int64); seconds = np.empty(len(pairs)); removed = np.empty(len(pairs))
-        for start in tqdm(range(0, len(pairs), self.batch_size), desc=self.curve, leave=False, mininterval=10):
-            batch = pairs[start:start + self.batch_size]
-            ii = torch.tensor([i for i, _ in batch])
-            top = torch.stack([ranks[i] < k_top[j] for i, j in batch])  # (B, HW): the top-p pixels
+        k_top = [n_pixels(p, h * w) for p in self.fractions]
+        points = Points.empty(shard.x, len(self.fractions), self.keep_samples)
+        removed = np.empty((n, len(self.fractions)))
+
+        def masks(batch):
+            top = torch.stack([ranks[it.image] < k_top[it.step] for it in batch])  # (B, HW): the top-p pixels
             keep = ~top if self.order == "morf" else top
-            masks = keep.float().view(-1, 1, h, w).to(x.device)
-            xb = x[ii.to(x.device)]
-            target = original[ii.to(original.device)]
-            ctx = ImputeContext(classifier=model, target=target,
-                                seeds=[derive_seed(*seed_key, ids[i], j) for i, j in batch])
-            filled, logits, dt, response = fill_and_score(model, imputer, xb, masks, ctx, target)
-            sl = slice(start, start + len(batch))
-            seconds[sl] = dt
-            conf[sl], pred[sl], energy[sl], l2[sl] = response
-            removed[sl] = 1 - keep.float().mean(1).numpy()
-            if samples is not None:
-                for b, (i, j) in enumerate(batch):
-                    samples[i, j] = filled[b].float().cpu().numpy()
-        ii = np.array([i for i, _ in pairs])
-        orig = original.cpu().numpy()[ii]
-        records = records_frame(
-            self.curve, image=np.array(ids)[ii], step=np.array([j for _, j in pairs]), kept=1 - removed,
-            removed=removed, target=orig, explained=y.cpu().numpy()[ii], accuracy=(pred == orig).astype(float),
-            confidence=conf, prediction=pred, energy=energy, l2=l2, seconds=seconds)
-        return CurveResult(records, samples)
+            return keep.float().view(-1, 1, h, w)
+
+        def scored(batch):
+            points.record(batch)
+            removed[batch.ij] = 1 - batch.masks.flatten(1).mean(1).numpy()
+
+        items = [Item(i, j) for i in range(n) for j in range(len(self.fractions))]
+        self.fill_items(shard, items, masks, scored, target=original.to(shard.x.device))
+        orig = original.numpy()
+        records = points.frame(self.curve, shard, kept=1 - removed, removed=removed, target=orig,
+                               explained=shard.y.cpu().numpy()[:, None],
+                               accuracy=(points.prediction == orig[:, None]).astype(float))
+        return CurveResult(records, points.samples)

@@ -20,8 +20,10 @@ undefined: it is recorded as 0, counted in the averages, and flagged in the
 Randomness: the subsets of (image, step) come from a CPU torch.Generator
 seeded with derive_seed(*seed_key, "subsets", image_id, step); the imputer's
 per-sample seed is derive_seed(*seed_key, image_id, step, subset). Batched
-runs therefore equal per-image runs. All (image, step, subset) forward passes
-are flattened and processed in chunks of `batch_size`.
+runs therefore equal per-image runs. Every (image, step, subset) fill is one
+work item of the protocol loop (fudbench.protocols.base), in batches of at
+most `batch_size` (halved on out-of-memory); a batch draws the subsets it
+needs, so no shard's subsets are held at once.
 
 Shared work: the subsets, fills and model responses depend on the images,
 targets, imputer and seed key, not on the attribution. With paired noise (a
@@ -45,12 +47,9 @@ from typing import Optional, Sequence
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
-from fudbench.imputers.base import Imputer
 from fudbench.masks import n_pixels, reduce_attribution
-from fudbench.protocols.topk import CurveResult, fill_work_items, record_first_draws, records_frame
-from fudbench.seeding import derive_seed
+from fudbench.protocols.base import CurveResult, Item, Points, Protocol, Shard, per_point
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +92,7 @@ def random_subsets(n_subsets: int, total: int, k: int, seed: int) -> torch.Tenso
 
 
 @dataclass
-class SensitivityN:
+class SensitivityN(Protocol):
     curve: str = "sensitivity_n"
     fractions: Sequence[float] = DEFAULT_FRACTIONS  # removed fractions n of the H*W pixels
     n_subsets: int = 100
@@ -102,82 +101,63 @@ class SensitivityN:
 
     _memo: Optional[tuple] = field(default=None, init=False, repr=False, compare=False)
 
-    def run(self, model, x: torch.Tensor, y: torch.Tensor, attribution: torch.Tensor,
-            imputer: Imputer, image_ids: Sequence[int], seed_key: tuple) -> CurveResult:
-        n, c, h, w = x.shape
-        total, steps, S = h * w, len(self.fractions), self.n_subsets
-        ks = [n_pixels(f, total) for f in self.fractions]
+    def evaluate(self, shard: Shard, attribution: torch.Tensor) -> CurveResult:
+        n, c, h, w = shard.x.shape
+        steps = len(self.fractions)
         a_pix = signed_pixel_attribution(attribution)
-        y = y.to(x.device)
-        subset_seed = lambda i, j: derive_seed(*seed_key, "subsets", int(image_ids[i]), j)  # noqa: E731
-
         # Same model, imputer and image tensor objects, same ids, targets and seed key.
-        same = (model, imputer, x, (tuple(int(i) for i in image_ids), tuple(y.tolist()), tuple(seed_key)))
+        same = (shard.model, shard.imputer, shard.x, (tuple(shard.ids), tuple(shard.y.tolist()), shard.seed_key))
         memo = self._memo
         if memo is not None and all(a is b for a, b in zip(memo[0][:3], same[:3])) and memo[0][3] == same[3]:
-            responses = memo[1]
+            points, drop = memo[1]
         else:
-            responses = self._responses(model, x, y, imputer, image_ids, seed_key, ks, subset_seed)
-            self._memo = (same, responses)
-        drop, conf, pred, energy, l2, seconds, samples = responses
+            points, drop = self._responses(shard)
+            self._memo = (same, (points, drop))
 
-        attr_sum = np.empty((n, steps, S))
+        attr_sum = np.empty((n, steps, self.n_subsets))
         for i in range(n):
-            for j, k in enumerate(ks):
-                attr_sum[i, j] = a_pix[i][random_subsets(S, total, k, subset_seed(i, j))].sum(1).numpy()
+            for j in range(steps):
+                attr_sum[i, j] = a_pix[i][self._subsets(shard, i, j)].sum(1).numpy()
         corr = np.empty((n, steps)); degenerate = np.zeros((n, steps), bool)
         for i in range(n):
             for j in range(steps):
                 corr[i, j], degenerate[i, j] = pearson(attr_sum[i, j], drop[i, j])
-        removed = np.array(ks) / total
-        records = records_frame(
-            self.curve, image=np.repeat([int(i) for i in image_ids], steps), step=np.tile(np.arange(steps), n),
-            kept=np.tile(1 - removed, n), removed=np.tile(removed, n),
-            target=np.repeat([int(t) for t in y.cpu()], steps), correlation=corr.ravel(),
-            degenerate=degenerate.ravel(), confidence=conf.ravel(), prediction=pred.ravel(),
-            energy=energy.ravel(), l2=l2.ravel(), seconds=seconds.ravel())
-        return CurveResult(records, None if samples is None else samples.copy())
+        removed = np.array([n_pixels(f, h * w) for f in self.fractions]) / (h * w)
+        records = points.frame(self.curve, shard, kept=1 - removed, removed=removed, correlation=corr,
+                               degenerate=degenerate)
+        return CurveResult(records, None if points.samples is None else points.samples.copy())
 
-    def _responses(self, model, x, y, imputer, image_ids, seed_key, ks, subset_seed):
+    def _subsets(self, shard: Shard, i: int, j: int) -> torch.Tensor:
+        """(n_subsets, k) removed pixel indices of image i at step j."""
+        total = shard.x.shape[-2] * shard.x.shape[-1]
+        seed = shard.seed("subsets", shard.ids[i], j)
+        return random_subsets(self.n_subsets, total, n_pixels(self.fractions[j], total), seed)
+
+    def _responses(self, shard: Shard) -> tuple[Points, np.ndarray]:
         """Everything that does not depend on the attribution: per (image, step,
         subset) the drop f_y(x) - f_y(x with S removed), and per (image, step)
         the first subset's response and sample."""
-        n, c, h, w = x.shape
-        total, steps, S = h * w, len(self.fractions), self.n_subsets
-        clean = np.empty(n)  # f_y(x) on the clean images
-        with torch.no_grad():
-            for start in range(0, n, self.batch_size):
-                sl = slice(start, start + self.batch_size)
-                logits = model(x[sl]).float()
-                clean[sl] = logits.gather(1, y[sl].view(-1, 1)).squeeze(1).cpu().numpy()
-
+        n, c, h, w = shard.x.shape
+        steps, S = len(self.fractions), self.n_subsets
+        # f_y(x) on the clean images
+        clean = self.per_image(shard, lambda xb, yb: shard.model(xb).float().gather(1, yb.view(-1, 1)).squeeze(1)
+                               .cpu().numpy()).astype(np.float64)
         drop = np.empty((n, steps, S))
-        conf = np.empty((n, steps)); energy = np.empty((n, steps)); l2 = np.empty((n, steps))
-        pred = np.empty((n, steps), dtype=np.int64); seconds = np.zeros((n, steps))
-        samples = np.empty((n, steps, c, h, w), np.float16) if self.keep_samples else None
-        pending: list = []  # (i, j, s, removed pixel indices)
+        points = Points.empty(shard.x, steps, self.keep_samples, draws=S)
 
-        def flush():
-            if not pending:
-                return
-            masks = torch.ones(len(pending), total)
-            for r, (_, _, _, idx) in enumerate(pending):
-                masks[r, idx] = 0.0
-            ii, filled, logits, dt, response = fill_work_items(model, imputer, x, y, masks.view(-1, 1, h, w),
-                                                               pending, seed_key, image_ids)
-            f_y = logits.gather(1, y[ii].view(-1, 1)).squeeze(1).cpu().numpy()
-            for r, (i, j, s, _) in enumerate(pending):
-                drop[i, j, s] = clean[i] - f_y[r]
-                seconds[i, j] += dt / S
-            record_first_draws(pending, filled, response, conf, pred, energy, l2, samples)
-            pending.clear()
+        def masks(batch):
+            subsets = per_point(batch, lambda i, j: self._subsets(shard, i, j))
+            keep = torch.ones(len(batch), h * w)
+            for r, it in enumerate(batch):
+                keep[r, subsets[it.image, it.step][it.draw]] = 0.0
+            return keep.view(-1, 1, h, w)
 
-        for i in tqdm(range(n), desc=self.curve, leave=False, mininterval=10):
-            for j, k in enumerate(ks):
-                idx = random_subsets(S, total, k, subset_seed(i, j))
-                for s in range(S):
-                    pending.append((i, j, s, idx[s]))
-                    if len(pending) >= self.batch_size:
-                        flush()
-        flush()
-        return drop, conf, pred, energy, l2, seconds, samples
+        def scored(batch):
+            f_y = batch.logits.gather(1, shard.y[batch.image].view(-1, 1)).squeeze(1).cpu().numpy()
+            points.record(batch)
+            i, j = batch.ij
+            drop[i, j, [it.draw for it in batch.items]] = clean[i] - f_y
+
+        items = [Item(i, j, s) for i in range(n) for j in range(steps) for s in range(S)]
+        self.fill_items(shard, items, masks, scored)
+        return points, drop

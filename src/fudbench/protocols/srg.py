@@ -37,19 +37,19 @@ mean imputer + model time per fill.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import NamedTuple, Optional
 
 import numpy as np
 import pandas as pd
 import torch
-from tqdm import tqdm
 
-from fudbench.imputers.base import ImputeContext, Imputer
 from fudbench.masks import pixel_order, reduce_attribution
-from fudbench.protocols.topk import CurveResult, fill_and_score, records_frame, sample_response
+from fudbench.protocols.base import CurveResult, Protocol, Shard, records_frame, sample_response
 from fudbench.seeding import derive_seed
 
 KINDS = ("mif", "lif", "roms")
+RESPONSE = ("confidence", "prediction", "energy", "l2")  # sample_response's order
+TALLIED = ("removed_pixels", *RESPONSE, "seconds")       # per curve, image and step
 SEGMENTATIONS = ("slic", "squares")
 
 
@@ -100,8 +100,21 @@ def superpixel_relevance(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
     return rel
 
 
+class Fill(NamedTuple):
+    """A work item: image `image` with the first steps[step] superpixels of
+    ordering (kind, order) occluded, fill number `draw`, imputer seed `seed`.
+    kind "full": the fully occluded image, shared by every curve."""
+
+    image: int
+    step: int
+    draw: int
+    kind: str
+    order: int
+    seed: int
+
+
 @dataclass
-class SRG:
+class SRG(Protocol):
     imputer_name: str                 # curve suffix (one SRG protocol per imputer)
     segmentation: str = "slic"
     n_segments: int = 16
@@ -127,99 +140,97 @@ class SRG:
     def curve(self) -> str:
         return f"srg__{self.imputer_name}"
 
-    def run(self, model, x: torch.Tensor, y: torch.Tensor, attribution: torch.Tensor, imputer: Imputer,
-            image_ids: Sequence[int], seed_key: tuple) -> CurveResult:
-        from fudbench.imputers.baselines import is_stochastic
+    @property
+    def needs_attribution(self) -> bool:
+        """MIF and LIF rank by the attribution; R-OMS orders at random."""
+        return "mif" in self.kinds or "lif" in self.kinds
 
-        n, c, h, w = x.shape
-        ids = [int(i) for i in image_ids]
-        shared = (seed_key[0], "srg_shared", self.curve)
-        n_fill = self.n_imputations if is_stochastic(imputer) else 1
-        labels = superpixels(x.detach().float().cpu().numpy(), self.segmentation, self.n_segments,
+    def evaluate(self, shard: Shard, attribution: Optional[torch.Tensor]) -> CurveResult:
+        n = len(shard.x)
+        shared = (shard.seed_key[0], "srg_shared", self.curve)
+        n_fill = self.n_imputations if shard.imputer.stochastic else 1
+        labels = superpixels(shard.x.detach().float().cpu().numpy(), self.segmentation, self.n_segments,
                              self.compactness, self.square_side)
         steps = [occlusion_steps(int(lab.max()) + 1, self.n_steps) for lab in labels]
-        ranked = "mif" in self.kinds or "lif" in self.kinds
-        if ranked and attribution is None:
-            raise ValueError("srg MIF / LIF curves need an attribution")
-        scores = reduce_attribution(attribution, self.reduction).cpu().numpy() if ranked else None
+        orders = self._orders(shard, attribution, labels, steps, shared)
+        n_orders = {"mif": 1, "lif": 1, "roms": self.n_random}
+        width = max(len(s) for s in steps)
+        tally = {kd: {col: np.zeros((n, width), np.int64 if col == "prediction" else np.float64) for col in TALLIED}
+                 for kd in self.kinds}
 
-        orders = []  # per image: {(kind, r): superpixel order}
-        for i in range(n):
-            o = {}
-            if ranked:
-                rel = superpixel_relevance(scores[i], labels[i])
-                mif = pixel_order(torch.from_numpy(rel).view(1, 1, -1),
-                                  [derive_seed(*seed_key, "order", ids[i])])[0]
-                o.update({kd: order for kd, order in ((("mif", 0), mif), (("lif", 0), mif.flip(0)))
-                          if kd[0] in self.kinds})
-            if "roms" in self.kinds:
-                for r in range(self.n_random):
-                    g = torch.Generator().manual_seed(derive_seed(*shared, "random", ids[i], r))
-                    o[("roms", r)] = torch.randperm(steps[i][-1], generator=g)
-            orders.append(o)
+        # The clean image (n = 0) needs no fill.
+        clean = self.per_image(shard, lambda xb, yb: sample_response(shard.model(xb), yb, xb, xb))
+        for kd in self.kinds:
+            for col, values in zip(RESPONSE, clean):
+                tally[kd][col][:, 0] = values
 
-        # Work items: (image, kind, ordering, step index, fill index, seed). The
-        # fully occluded image is one shared item per (image, fill).
+        def masks(batch):
+            keep = torch.ones(len(batch), 1, *shard.x.shape[-2:])
+            for b, it in enumerate(batch):
+                occluded = (torch.arange(steps[it.image][-1]) if it.kind == "full"
+                            else orders[it.image][(it.kind, it.order)][:steps[it.image][it.step]])
+                keep[b, 0] = torch.from_numpy(~np.isin(labels[it.image], occluded.numpy())).float()
+            return keep
+
+        def scored(batch):
+            cf, pf, ef, df = batch.response
+            frac = (1 - batch.masks.flatten(1).mean(1)).numpy()
+            for b, it in enumerate(batch.items):
+                for kd in (self.kinds if it.kind == "full" else (it.kind,)):
+                    t, at = tally[kd], (it.image, it.step)
+                    share = n_fill * (1 if it.kind == "full" else n_orders[kd])
+                    t["confidence"][at] += cf[b] / share
+                    t["seconds"][at] += batch.seconds / share
+                    t["removed_pixels"][at] += frac[b] / share
+                    if it.draw == 0 and it.order == 0:  # the first fill of the first ordering
+                        t["prediction"][at], t["energy"][at], t["l2"][at] = pf[b], ef[b], df[b]
+
+        items = self._items(shard, steps, orders, n_fill, shared)
+        self.fill_items(shard, items, masks, scored, seed=lambda it: it.seed)
+        frames = [self._frame(kd, shard, steps, tally[kd]) for kd in self.kinds]
+        return CurveResult(pd.concat(frames, ignore_index=True), None)
+
+    def _items(self, shard: Shard, steps, orders, n_fill: int, shared: tuple) -> list[Fill]:
+        """Every fill of every computed curve; the fully occluded image is one
+        shared item per (image, fill)."""
         items = []
-        for i in range(n):
+        for i, image_id in enumerate(shard.ids):
             k_all = steps[i][-1]
             for k in range(n_fill):
-                items.append((i, "full", 0, len(steps[i]) - 1, k, derive_seed(*shared, "full", ids[i], k)))
+                items.append(Fill(i, len(steps[i]) - 1, k, "full", 0, derive_seed(*shared, "full", image_id, k)))
             for (kind, r) in orders[i]:
                 for j, s in enumerate(steps[i]):
                     if s == 0 or s == k_all:
                         continue
                     for k in range(n_fill):
-                        seed = (derive_seed(*shared, "random", ids[i], r, s, k) if kind == "roms"
-                                else derive_seed(*seed_key, kind, ids[i], s, k))
-                        items.append((i, kind, r, j, k, seed))
+                        seed = (derive_seed(*shared, "random", image_id, r, s, k) if kind == "roms"
+                                else shard.seed(kind, image_id, s, k))
+                        items.append(Fill(i, j, k, kind, r, seed))
+        return items
 
-        n_orders = {"mif": 1, "lif": 1, "roms": self.n_random}
-        width = max(len(s) for s in steps)
-        conf = {kd: np.zeros((n, width)) for kd in self.kinds}
-        pred = {kd: np.zeros((n, width), np.int64) for kd in self.kinds}
-        energy = {kd: np.zeros((n, width)) for kd in self.kinds}
-        l2 = {kd: np.zeros((n, width)) for kd in self.kinds}
-        secs = {kd: np.zeros((n, width)) for kd in self.kinds}
-        removed_px = {kd: np.zeros((n, width)) for kd in self.kinds}
+    def _frame(self, kind: str, shard: Shard, steps, tally: dict):
+        """The records of one curve: one row per (image, step), steps varying per image."""
+        rows = [(i, j, s) for i in range(len(steps)) for j, s in enumerate(steps[i])]
+        ii = np.array([i for i, _, _ in rows]); jj = np.array([j for _, j, _ in rows])
+        occ = np.array([s for _, _, s in rows]); total = np.array([steps[i][-1] for i, _, _ in rows])
+        return records_frame(srg_curve_name(kind, self.imputer_name), image=np.array(shard.ids)[ii], step=jj,
+                             kept=1 - occ / total, removed=occ / total, target=shard.y.cpu().numpy()[ii],
+                             n_occluded=occ, n_segments=total, **{col: tally[col][ii, jj] for col in TALLIED})
 
-        # The clean image (n = 0) needs no fill.
-        with torch.no_grad():
-            for start in range(0, n, self.batch_size):
-                sl = slice(start, start + self.batch_size)
-                cf, pf, ef, df = sample_response(model(x[sl]), y[sl], x[sl], x[sl])
-                for kd in self.kinds:
-                    conf[kd][sl, 0], pred[kd][sl, 0], energy[kd][sl, 0], l2[kd][sl, 0] = cf, pf, ef, df
-
-        for start in tqdm(range(0, len(items), self.batch_size), desc=self.curve, leave=False, mininterval=10):
-            batch = items[start:start + self.batch_size]
-            masks = torch.ones(len(batch), 1, h, w)
-            for b, (i, kind, r, j, k, _) in enumerate(batch):
-                occluded = (torch.arange(steps[i][-1]) if kind == "full"
-                            else orders[i][(kind, r)][:steps[i][j]])
-                masks[b, 0] = torch.from_numpy(~np.isin(labels[i], occluded.numpy())).float()
-            ii = torch.tensor([it[0] for it in batch], device=x.device)
-            xb, yb = x[ii], y[ii]
-            ctx = ImputeContext(classifier=model, target=yb, seeds=[it[5] for it in batch])
-            filled, logits, dt, (cf, pf, ef, df) = fill_and_score(model, imputer, xb, masks.to(x.device), ctx, yb)
-            frac = (1 - masks.flatten(1).mean(1)).numpy()
-            for b, (i, kind, r, j, k, _) in enumerate(batch):
-                for kd in (self.kinds if kind == "full" else (kind,)):
-                    share = n_fill * (1 if kind == "full" else n_orders[kd])
-                    conf[kd][i, j] += cf[b] / share
-                    secs[kd][i, j] += dt / share
-                    removed_px[kd][i, j] += frac[b] / share
-                    if k == 0 and r == 0:
-                        pred[kd][i, j], energy[kd][i, j], l2[kd][i, j] = pf[b], ef[b], df[b]
-
-        frames = []
-        for kd in self.kinds:
-            rows = [(i, j, s) for i in range(n) for j, s in enumerate(steps[i])]
-            ii = np.array([i for i, _, _ in rows]); jj = np.array([j for _, j, _ in rows])
-            occ = np.array([s for _, _, s in rows]); total = np.array([steps[i][-1] for i, _, _ in rows])
-            frames.append(records_frame(
-                srg_curve_name(kd, self.imputer_name), image=np.array(ids)[ii], step=jj, kept=1 - occ / total,
-                removed=occ / total, target=y.cpu().numpy()[ii], n_occluded=occ, n_segments=total,
-                removed_pixels=removed_px[kd][ii, jj], confidence=conf[kd][ii, jj], prediction=pred[kd][ii, jj],
-                energy=energy[kd][ii, jj], l2=l2[kd][ii, jj], seconds=secs[kd][ii, jj]))
-        return CurveResult(pd.concat(frames, ignore_index=True), None)
+    def _orders(self, shard: Shard, attribution, labels, steps, shared) -> list[dict]:
+        """Per image: {(kind, r): superpixel order} of the computed curves."""
+        scores = reduce_attribution(attribution, self.reduction).cpu().numpy() if self.needs_attribution else None
+        orders = []
+        for i, image_id in enumerate(shard.ids):
+            o = {}
+            if scores is not None:
+                rel = superpixel_relevance(scores[i], labels[i])
+                mif = pixel_order(torch.from_numpy(rel).view(1, 1, -1), [shard.seed("order", image_id)])[0]
+                o.update({kd: order for kd, order in ((("mif", 0), mif), (("lif", 0), mif.flip(0)))
+                          if kd[0] in self.kinds})
+            if "roms" in self.kinds:
+                for r in range(self.n_random):
+                    g = torch.Generator().manual_seed(derive_seed(*shared, "random", image_id, r))
+                    o[("roms", r)] = torch.randperm(steps[i][-1], generator=g)
+            orders.append(o)
+        return orders

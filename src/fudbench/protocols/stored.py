@@ -9,30 +9,30 @@ as if it had computed them itself.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import ClassVar
 
 import pandas as pd
-import torch
 
-from fudbench.protocols.topk import CurveResult
+from fudbench.protocols.base import CurveResult, Protocol, Shard
 
 
 @dataclass
-class StoredCurve:
+class StoredCurve(Protocol):
     curve: str
     records: pd.DataFrame           # rows of any curves; those named `curve` are used
     source: str = "stored records"  # named in errors
 
-    def run(self, model, x: torch.Tensor, y: torch.Tensor, attribution, imputer, image_ids: Sequence[int],
-            seed_key: tuple) -> CurveResult:
+    needs_attribution: ClassVar[bool] = False
+
+    def evaluate(self, shard: Shard, attribution) -> CurveResult:
         rows = self.records[self.records["curve"] == self.curve]
-        ids = [int(i) for i in image_ids]
+        ids = shard.ids
         missing = sorted(set(ids) - set(rows["image"].tolist()))
         if missing:
             raise ValueError(f"{self.source} holds no {self.curve} records for images {missing[:5]}; "
                              f"delete it so that it is recomputed")
         picked = pd.concat([rows[rows["image"] == i] for i in ids], ignore_index=True)
-        expected = dict(zip(ids, y.cpu().tolist()))
+        expected = dict(zip(ids, shard.y.cpu().tolist()))
         stale = sorted({int(i) for i, t in zip(picked["image"], picked["target"]) if expected[int(i)] != int(t)})
         if stale:
             raise ValueError(f"{self.source} explains other target classes than this job for images {stale[:5]} "

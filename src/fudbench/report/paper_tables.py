@@ -16,7 +16,7 @@ _OOD_CAPTION = ("Energy-score OOD detection of the intermediate samples (OOD) ag
 def intermediate_curves(table: str) -> dict[str, str]:
     """{curve in the records: row label} of an OOD or quality table."""
     main = dict(curves.INTERMEDIATE_CURVES)
-    appendix = {**getattr(curves, "APPENDIX_INTERMEDIATE_CURVES", {}), "fud": "FUD"}
+    appendix = dict(curves.APPENDIX_INTERMEDIATE_CURVES)
     return {"table2_ood": main, "table8_ood": main, "table3_quality": main,
             "table11_ood": appendix, "table9_quality": appendix}[table]
 
@@ -41,47 +41,74 @@ QUALITY_TABLES = {
 }
 
 
-def score_labels() -> dict[str, tuple[str, bool]]:
-    """{curve or derived score: (column name, higher is better)} of every score
-    in the per-image table."""
-    from fudbench.analysis.curves import CURVE_SCORES, DERIVED_SCORES
-    from fudbench.evaluation_ffidelity import FFID_CURVE_SCORES
+def score_labels(curves=()) -> dict[str, tuple[str, bool]]:
+    """{curve or derived score: (column name, higher is better)} of every known
+    score, plus the aliased curves (<curve>@<entry>) among `curves`, listed last."""
+    from fudbench.analysis.curves import CATALOGUE
+    from fudbench.evaluators import find_curve
 
-    labels = {c: (v[0], v[1]) for c, v in CURVE_SCORES.items()}
-    labels.update({c: (v[0], v[1]) for c, v in FFID_CURVE_SCORES.items()})
-    labels.update(DERIVED_SCORES)
+    labels = {c.name: (c.label, c.higher_is_better) for c in CATALOGUE.values()}
+    for curve in curves:
+        spec = find_curve(curve, CATALOGUE)
+        if curve not in labels and spec is not None:
+            labels[curve] = (spec.label, spec.higher_is_better)
     return labels
+
+
+def in_table(table: str):
+    """Whether a per-image curve (aliased ones included) belongs to a score table, by its spec."""
+    from fudbench.evaluators import find_curve
+
+    def select(curve: str) -> bool:
+        spec = find_curve(curve)
+        return spec is not None and spec.table == table
+
+    return select
 
 
 # Score tables beside Table 7: which per-image curves each one shows.
 SCORE_TABLES = {
     "srg_scores": {
-        "select": lambda c: c.startswith(("srg__", "mrg__", "lrg__")),
+        "select": in_table("srg_scores"),
         "caption": "SRG / R-OMS (seeds/002) per imputer: MRG = R-OMS - MIF, LRG = LIF - R-OMS, SRG = LIF - MIF "
                    "(areas over the occluded superpixel fraction; 0 for a random explainer; higher is better); "
                    "mean over images, $\\pm$ half-width of the bootstrap 95\\% CI. MIF, LIF and R-OMS areas are "
                    "in analysis/per\\_image.parquet.",
         "tex_label": "tab:srg"},
     "road_scores": {
-        "select": lambda c: c.startswith("road_"),
+        "select": in_table("road_scores"),
         "caption": "ROAD (Rong et al. 2022) with noisy-linear imputation: area under p(original prediction) and "
                    "under accuracy over the removed fraction, MoRF (lower better) and LeRF (higher better); "
                    "mean over images, $\\pm$ half-width of the bootstrap 95\\% CI.",
         "tex_label": "tab:road"},
     "ffidelity_scores": {
-        "select": lambda c: c.startswith(("ffid_", "fid_", "rfid_")),
+        "select": in_table("ffidelity_scores"),
         "caption": "F-Fidelity (seeds/004) with the fine-tuned surrogate, and plain Fidelity / R-Fidelity with "
                    "the original classifier, averaged over sparsity levels; mean over images, $\\pm$ half-width "
                    "of the bootstrap 95\\% CI.",
         "tex_label": "tab:ffidelity"},
     "appendix_scores": {
-        "select": lambda c: c == "idsds" or c.startswith(("distill__", "gevaert_")),
+        "select": in_table("appendix_scores"),
         "caption": "Appendix protocols' scores: IDSDS (Spearman correlation of cell attribution and output drop, "
                    "higher better), Distill baselines and Gevaert et al. deletion (area under confidence over the "
                    "removed fraction, lower better) and insertion (higher better); mean over images, $\\pm$ "
                    "half-width of the bootstrap 95\\% CI.",
         "tex_label": "tab:appendix-scores"},
 }
-# evaluator each score table needs in the config
-SCORE_TABLE_EVALUATORS = {"srg_scores": {"srg"}, "road_scores": {"road"}, "ffidelity_scores": {"ffid"},
-                          "appendix_scores": {"idsds", "distill", "gevaert"}}
+
+
+def tables_of(evaluators: dict) -> set[str]:
+    """The tables a config's evaluators contribute to: score tables (Table 7, the
+    appendix score tables) and sample tables (2, 3, 8 for the main evaluators;
+    9, 11 for the appendix protocols, FUD being only their reference row)."""
+    from fudbench.evaluators import configured_curves
+    from fudbench.evaluators.base import APPENDIX_SAMPLES, MAIN_SAMPLES
+
+    out = set()
+    for c in configured_curves(evaluators).values():
+        out.update({c.table} if c.table else set())
+        if MAIN_SAMPLES in c.samples_tables:
+            out.update(("table2_ood", "table8_ood", "table3_quality"))
+        elif APPENDIX_SAMPLES in c.samples_tables:
+            out.update(("table9_quality", "table11_ood"))
+    return out

@@ -1,0 +1,101 @@
+"""Evaluators: one module per evaluator, each exporting a torch-free SPEC
+(fudbench.evaluators.base.EvaluatorSpec) and a `build` that imports torch.
+
+    spec_of(name, settings)                       -> EvaluatorSpec
+    build_evaluator(name, settings, evaluation, assets, device) -> Evaluator
+    configured_curves(evaluators config)           -> {curve: CurveSpec}
+    curve_catalogue()                             -> every curve the analysis knows
+
+A config entry is named after its method or carries `method: <name>`
+(e.g. `road_telea: {method: road, imputer: telea}`), as explainers do.
+Adding an evaluator: a module here with SPEC and build, one line in
+EVALUATORS, a config block (docs/architecture.md, "How to add a metric").
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from fudbench.evaluators.base import ALIAS_SEPARATOR, CurveSpec, EvaluatorSpec, load
+
+# name -> module holding its SPEC; order = the order of Table 7's columns and of the catalogue
+EVALUATORS = {
+    "fud": "fudbench.evaluators.fud",
+    "insdel": "fudbench.evaluators.insdel",
+    "sensn": "fudbench.evaluators.sensn",
+    "infid": "fudbench.evaluators.infid",
+    "srg": "fudbench.evaluators.srg",
+    "idsds": "fudbench.evaluators.idsds",
+    "road": "fudbench.evaluators.road",
+    "distill": "fudbench.evaluators.distill",
+    "gevaert": "fudbench.evaluators.gevaert",
+    "ffid": "fudbench.evaluators.ffid",
+}
+
+
+def method_of(name: str, settings: Optional[dict]) -> str:
+    """The registered evaluator behind a config entry."""
+    return (settings or {}).get("method", name)
+
+
+def spec(method: str) -> EvaluatorSpec:
+    if method not in EVALUATORS:
+        raise KeyError(f"unknown evaluator {method!r}; registered: {', '.join(EVALUATORS)}")
+    return load(f"{EVALUATORS[method]}:SPEC")
+
+
+def spec_of(name: str, settings: Optional[dict]) -> EvaluatorSpec:
+    return spec(method_of(name, settings))
+
+
+def entries_of(evaluators: dict, method: str) -> list[str]:
+    """The config entries that run `method` (itself and its aliases)."""
+    return [name for name, s in evaluators.items() if method_of(name, s) == method]
+
+
+def entry_curves(name: str, settings: Optional[dict]) -> list[CurveSpec]:
+    """The curves a config entry writes (renamed <curve>@<entry> when it aliases its method)."""
+    s = spec_of(name, settings)
+    curves = s.curves(s.resolve(settings)) + s.derived_curves(s.resolve(settings))
+    method = method_of(name, settings)
+    return curves if name == method else [c.aliased(name) for c in curves]
+
+
+def configured_curves(evaluators: dict) -> dict[str, CurveSpec]:
+    """{curve: CurveSpec} of every curve (and derived score) a config's evaluators write."""
+    return {c.name: c for name, settings in evaluators.items() for c in entry_curves(name, settings)}
+
+
+def curve_catalogue() -> dict[str, CurveSpec]:
+    """Every curve the analysis knows by name without a config: each evaluator's
+    curves under its default settings and its catalogue variants (e.g. SRG with
+    every registered imputer). Aliased curves (<curve>@<entry>) are found by
+    find_curve."""
+    out = {}
+    for method in EVALUATORS:
+        s = spec(method)
+        for variant in s.catalogue_variants():
+            resolved = s.resolve(variant)
+            for c in s.curves(resolved) + s.derived_curves(resolved):
+                out.setdefault(c.name, c)
+    return out
+
+
+def find_curve(name: str, catalogue: Optional[dict] = None) -> Optional[CurveSpec]:
+    """The CurveSpec of a records curve, aliased ones included; None if unknown."""
+    catalogue = curve_catalogue() if catalogue is None else catalogue
+    if name in catalogue:
+        return catalogue[name]
+    base, sep, entry = name.partition(ALIAS_SEPARATOR)
+    return catalogue[base].aliased(entry) if sep and base in catalogue else None
+
+
+def build_evaluator(name: str, settings: Optional[dict], evaluation: dict, assets: Optional[dict], device):
+    """The runnable Evaluator of a config entry (settings over the spec's defaults)."""
+    s = spec_of(name, settings)
+    problems = s.check(settings or {}, f"evaluators.{name}")
+    if problems:
+        raise ValueError("; ".join(problems))
+    evaluator = load(s.build)(s.resolve(settings), evaluation, assets or {}, device)
+    if name != method_of(name, settings):
+        evaluator.alias = name
+    return evaluator

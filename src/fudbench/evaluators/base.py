@@ -1,0 +1,117 @@
+"""What an evaluator is: a torch-free spec, and the runtime it builds.
+
+An `EvaluatorSpec` (one per module of this package) says, without importing
+torch: its name, its settings dataclass (defaults and constraints, the one
+declaration the config is validated from), the assets a configured entry
+needs, and the curves it writes (`CurveSpec`: label, score direction,
+per-image score, whether it keeps intermediate samples, which tables show
+it). Its `build` ("module:function", imported only when called) returns an
+`Evaluator`: a list of (protocol, imputer) curves run on one batch of images.
+
+Config entries may alias a method, as explainers do:
+`road_telea: {method: road, imputer: telea}` runs ROAD a second time; its
+curves are named `<curve>@road_telea` (label `<label> [road_telea]`) so that
+they do not collide with the plain entry's.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from fudbench.settings import settings_schema, with_defaults
+
+ALIAS_SEPARATOR = "@"
+# Table groups of intermediate samples: the main evaluators' (Tables 2, 3, 8)
+# and the appendix protocols' (Tables 9, 11, with FUD as the reference row).
+MAIN_SAMPLES, APPENDIX_SAMPLES = "main", "appendix"
+
+
+@dataclass(frozen=True)
+class CurveSpec:
+    name: str                          # the records' `curve` value
+    label: str                         # its name in the tables
+    higher_is_better: bool
+    score: Optional[Callable] = None   # records of one image -> its score (None: no per-image score)
+    table: Optional[str] = None        # the score table showing it (table7_scores, srg_scores ...)
+    keeps_samples: bool = False        # writes its intermediate samples (N, steps, C, H, W)
+    samples_label: Optional[str] = None       # row label in the OOD / quality tables of those samples
+    samples_tables: tuple[str, ...] = ()      # MAIN_SAMPLES and/or APPENDIX_SAMPLES
+    step_value: Optional[str] = None   # per-step column a micro (per-step) comparison ranks
+    tau: bool = False                  # Kendall tau of its removal sequence (Table 4)
+
+    def aliased(self, entry: str) -> "CurveSpec":
+        """This curve as written by the config entry `entry` aliasing its method."""
+        return dataclasses.replace(self, name=f"{self.name}{ALIAS_SEPARATOR}{entry}", label=f"{self.label} [{entry}]",
+                                   samples_label=None if self.samples_label is None
+                                   else f"{self.samples_label} [{entry}]")
+
+
+@dataclass(frozen=True)
+class EvaluatorSpec:
+    name: str
+    description: str
+    settings: type                                 # dataclass: defaults and constraints
+    curves: Callable[[dict], list]                 # settings -> [CurveSpec] it writes
+    build: str                                     # "module:function"(settings, evaluation, assets, device)
+    assets: Callable[[dict], set] = field(default=lambda settings: set())   # asset keys it reads
+    # curve spellings the analysis should know although no default setting produces them
+    # (e.g. SRG curves of every registered imputer): settings variants to list curves for
+    catalogue_variants: Callable[[], list] = field(default=lambda: [{}])
+    # scores computed from several curves of an image: (records, per_image) -> rows in per_image's format,
+    # and the CurveSpecs (labels, directions, tables) of those rows
+    derived: Optional[Callable] = None
+    derived_curves: Callable[[dict], list] = field(default=lambda settings: [])
+
+    def resolve(self, settings: Optional[dict]) -> dict:
+        """The entry's settings over the defaults (`method` dropped)."""
+        resolved = with_defaults(self.settings, settings)
+        resolved.pop("method", None)
+        return resolved
+
+    def schema(self) -> dict:
+        return settings_schema(self.settings, extra={"method": {"type": "string"}}, description=self.description)
+
+    def check(self, settings: dict, key: str) -> list[str]:
+        """Problems the schema cannot express (Settings.problems), each naming the config key."""
+        return self.settings(**self.resolve(settings)).problems(key)
+
+
+def load(target: str):
+    module, attr = target.split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+@dataclass
+class Evaluator:
+    """An evaluator ready to run: (protocol, imputer) pairs, one per curve family."""
+
+    name: str
+    curves: list  # [(protocol, imputer)]
+    alias: Optional[str] = None  # config entry name when it aliases a method: curves get @alias
+
+    def run(self, model, x, y, attribution, image_ids, seed_key: tuple):
+        """Returns (records DataFrame with a 'curve' column, {curve: samples})."""
+        import pandas as pd
+
+        frames, samples = [], {}
+        for protocol, imputer in self.curves:
+            res = protocol.run(model, x, y, attribution, imputer, image_ids, (*seed_key, protocol.curve))
+            frames.append(res.records)
+            if res.samples is not None:
+                samples[protocol.curve] = res.samples
+                steps = res.records.drop_duplicates("step").sort_values("step")
+                samples[f"removed_{protocol.curve}"] = steps["removed"].to_numpy()
+        records = pd.concat(frames, ignore_index=True)
+        if self.alias:
+            suffix = f"{ALIAS_SEPARATOR}{self.alias}"
+            records["curve"] = records["curve"] + suffix
+            samples = {(f"removed_{k[len('removed_'):]}{suffix}" if k.startswith("removed_") else f"{k}{suffix}"): v
+                       for k, v in samples.items()}
+        return records, samples
+
+
+def removal_fractions(ratios) -> list[float]:
+    """Kept fractions rho -> the removal fractions 1 - rho, increasing."""
+    return sorted(round(1 - r, 10) for r in ratios)

@@ -1,0 +1,98 @@
+"""Imputers of the evaluators that name them in config (srg, road, idsds,
+distill, gevaert): resolving names and aliases, the assets they read, and
+building them.
+
+`imputer_options` maps an imputer name to its options. An entry may alias a
+registered imputer under a new name, e.g. Gevaert's fills
+`noise: {method: gaussian, std: 1.0, model_space: true}`; the name is what
+the curves are called after (gevaert_del__noise).
+"""
+from __future__ import annotations
+
+from typing import ClassVar, Optional
+
+from fudbench.settings import Settings
+
+IMPUTER_OPTIONS_SCHEMA = {"$ref": "#/$defs/imputer_options"}
+
+
+def options_of(settings: dict, name: str) -> dict:
+    """The options of imputer `name` in an evaluator's settings (method included)."""
+    return dict((settings.get("imputer_options") or {}).get(name) or {})
+
+
+def method_of(settings: dict, name: str) -> str:
+    """The registered imputer behind a name (itself unless aliased)."""
+    return options_of(settings, name).get("method", name)
+
+
+def merged_options(defaults: dict, configured: Optional[dict]) -> dict:
+    """Per-imputer options: an evaluator's defaults, each imputer's updated by the config's."""
+    out = {name: dict(opts) for name, opts in (defaults or {}).items()}
+    for name, opts in (configured or {}).items():
+        out[name] = {**out.get(name, {}), **(opts or {})}
+    return out
+
+
+def unknown_imputers(names, imputer_options: dict, key: str, defaults: Optional[dict] = None) -> list[str]:
+    """Problems: names neither registered nor aliased (`method:`) in imputer_options."""
+    from fudbench.imputer_registry import IMPUTERS
+
+    options = merged_options(defaults or {}, imputer_options)
+    unknown = [n for n in names if n not in IMPUTERS and "method" not in options.get(n, {})]
+    return [f"config key '{key}': unknown imputer(s) {unknown}; registered: {', '.join(IMPUTERS)} (or define "
+            f"an alias in imputer_options, e.g. {unknown[0]}: {{method: gaussian, std: 0.5}})"] if unknown else []
+
+
+def needs_references(settings: dict, name: str) -> bool:
+    """train_set always reads the reference images; mean without an explicit mean
+    takes their channel mean."""
+    method = method_of(settings, name)
+    return method == "train_set" or (method == "mean" and options_of(settings, name).get("mean") is None)
+
+
+def imputer_assets(settings: dict, names) -> set[str]:
+    """Asset keys the named imputers read, known at parse time."""
+    needed = set()
+    for name in names:
+        if method_of(settings, name) == "diffusion_plain":
+            needed.add("score_model")
+        if needs_references(settings, name):
+            needed.add("reference_images")
+    return needed
+
+
+def build_imputers(settings: dict, names, assets: Optional[dict], device) -> list:
+    """The named imputers, the reference images loaded once if one of them reads them
+    (the mean falls back to the classifier's normalisation mean without reference images)."""
+    from fudbench.imputers.factory import build_imputer, load_references
+
+    refs = None
+    for name in names:
+        if method_of(settings, name) == "train_set" or (needs_references(settings, name)
+                                                          and (assets or {}).get("reference_images")):
+            refs = load_references(assets, name)
+            break
+    out = []
+    for name in names:
+        options = options_of(settings, name)
+        method = options.pop("method", name)
+        imputer = build_imputer(method, options, refs, assets, device)
+        out.append(imputer)
+    return out
+
+
+class FillSettings(Settings):
+    """Base of the settings of evaluators with one curve per fill (`fills`:
+    imputer names or aliases) whose own defaults for the fills' options
+    (DEFAULT_OPTIONS) a config's imputer_options update per imputer."""
+
+    DEFAULT_OPTIONS: ClassVar[dict] = {}
+
+    def problems(self, key: str) -> list[str]:
+        return unknown_imputers(self.fills, self.imputer_options, f"{key}.fills", self.DEFAULT_OPTIONS)
+
+    @classmethod
+    def resolved(cls, settings: dict) -> dict:
+        """Settings with the fills' options over DEFAULT_OPTIONS."""
+        return {**settings, "imputer_options": merged_options(cls.DEFAULT_OPTIONS, settings.get("imputer_options"))}

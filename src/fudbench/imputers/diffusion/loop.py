@@ -1,0 +1,128 @@
+"""Diffusion imputation: FUD's sampler (paper Algorithm 1, Appendix C, D).
+
+    x_T = M * x + (1 - M) * eps                      (M: 1 = keep; x, x_t in [-1, 1])
+    for t in the DDIM timesteps (eta = 0):
+        e = eps_theta(x_t, t)                        (first 3 output channels)
+        if guidance is on at t (t < O = guidance_start * T):
+            e = e + s * sqrt(1 - abar_t) * grad_x log p(y | x_t)    (AWAY from y)
+        [soft constraint: e = e - sqrt(1 - abar_t) * M * (x - x_t) / sigma^2]
+        x0  = clip((x_t - sqrt(1 - abar_t) e) / sqrt(abar_t), -1, 1)
+        e   = (x_t - sqrt(abar_t) x0) / sqrt(1 - abar_t)            (eps of the clipped x0)
+        x_{t-1} = sqrt(abar_{t-1}) x0 + sqrt(1 - abar_{t-1}) e     (abar_{-1} = 1)
+        [hard constraint: x_{t-1} = M * x + (1 - M) * x_{t-1}]
+
+Each line belongs to a part: eps_theta to the runtime (runtime.py), the
+guidance term to the guidance part (guidance.py), the bracketed lines to the
+constraint part (constraints.py), the DDIM update to the step maths
+(steps.py). With no guidance (NoGuidance, or guidance_scale = 0) this is the
+plain (RePaint-like) diffusion imputer.
+
+Randomness is per sample (context.seeds): the starting noise of every sample
+is drawn from its own generator on the CPU, so a batched call equals
+per-sample calls and results do not depend on the device's RNG.
+"""
+from __future__ import annotations
+
+import copy
+from typing import Optional
+
+import torch
+
+from fudbench.imputers.base import ImputeContext, Imputer, compose, takes_x0_hat
+from fudbench.imputers.diffusion.runtime import ScoreModelRuntime
+from fudbench.imputers.diffusion.steps import DDIMSteps
+
+
+def _noise_like(x: torch.Tensor, seeds) -> torch.Tensor:
+    out = torch.empty(x.shape, dtype=torch.float32)
+    for i, s in enumerate(seeds):
+        g = torch.Generator().manual_seed(int(s))
+        out[i] = torch.randn(x.shape[1:], generator=g)
+    return out.to(x.device, x.dtype)
+
+
+class DiffusionImputer(Imputer):
+    """The inpainting loop over its parts. Build it with fud_sampler or plain_sampler."""
+
+    name = "diffusion"
+    stochastic = True  # the fill depends on context.seeds
+
+    def __init__(self, runtime: ScoreModelRuntime, ddim: DDIMSteps, guidance, constraint, name: str = "diffusion"):
+        self.runtime = runtime
+        self.ddim = ddim
+        self.guidance = guidance
+        self.constraint = constraint
+        self.name = name
+
+    def with_steps(self, steps: int) -> "DiffusionImputer":
+        """The same sampler (same U-Net, compiled forward and settings) with another
+        DDIM step count: step studies and benchmarks compile the U-Net once."""
+        other = copy.copy(self)
+        other.ddim = self.ddim.with_steps(steps)
+        return other
+
+    @property
+    def steps(self) -> int:
+        return self.ddim.settings.steps
+
+    @property
+    def timesteps(self) -> list[int]:
+        return list(self.ddim.timesteps)
+
+    @property
+    def guided_timesteps(self) -> list[int]:
+        return self.guidance.guided_timesteps(self.ddim.timesteps)
+
+    @property
+    def copies_kept_pixels(self) -> bool:
+        """Whether the output's kept pixels are x's bit for bit (hard) or the sampler's own (soft)."""
+        return self.constraint.exact
+
+    @torch.no_grad()
+    def sample(self, x: torch.Tensor, keep_mask: torch.Tensor, context: ImputeContext,
+               trace: bool = False, callback=None) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """Returns (x_0 in [0, 1], and, if trace, the (N, steps + 1) L2 distances
+        ||x_t - x|| in [0, 1] space, from x_T on). With the hard constraint the
+        kept pixels of x_0 are copied from x; with the soft one they are the
+        sampler's own values.
+        callback(step, t, x_t) sees x_t (in [-1, 1]) after each step; a callback
+        that takes an `x0_hat` keyword also gets that step's clipped x0 estimate."""
+        if context.seeds is None or len(context.seeds) != len(x):
+            raise ValueError("DiffusionImputer needs one seed per sample in context.seeds")
+        guided = self.guidance.applies(context)
+        if keep_mask.shape[0] != x.shape[0] or keep_mask.shape[-2:] != x.shape[-2:]:
+            raise ValueError(f"keep_mask {tuple(keep_mask.shape)} does not match images {tuple(x.shape)}")
+        m = keep_mask.to(x.dtype).expand_as(x)
+        x_clean = x * 2 - 1
+        kept = self.constraint.start(x_clean, m, context.seeds)
+        x_t = m * x_clean + (1 - m) * _noise_like(x, context.seeds)
+        distances = [self._distance(x_t, x_clean)] if trace else None
+        with_x0 = callback is not None and takes_x0_hat(callback)
+        for i, t in enumerate(self.ddim.timesteps):
+            abar_t, abar_prev = self.ddim.alphas(i)
+            e = self.runtime.eps(x_t, torch.full((len(x),), t, dtype=torch.long, device=x.device))
+            if guided:
+                e = self.guidance.eps(e, x_t, t, abar_t, context)
+            e = kept.eps(e, x_t, abar_t)
+            x_prev, x0_hat = self.ddim.step(x_t, e, abar_t, abar_prev)
+            x_t = kept.project(x_prev, abar_prev)
+            if callback is not None:
+                if with_x0:
+                    callback(i, t, x_t, x0_hat=x0_hat)
+                else:
+                    callback(i, t, x_t)
+            if trace:
+                distances.append(self._distance(x_t, x_clean))
+        filled = ((x_t + 1) / 2).contiguous()
+        out = compose(x, keep_mask, filled) if self.constraint.exact else filled.clamp(0, 1)
+        return out, (torch.stack(distances, 1) if trace else None)
+
+    @staticmethod
+    def _distance(x_t, x_clean):
+        return ((x_t - x_clean) / 2).flatten(1).norm(dim=1).cpu()
+
+    def fill(self, x, keep_mask, context: ImputeContext):
+        return self.sample(x, keep_mask, context)[0]
+
+    def bytes_per_sample(self, sample_shape, device) -> Optional[float]:
+        return self.runtime.bytes_per_sample(sample_shape, device)
