@@ -13,7 +13,7 @@ REPO = Path(workflow.basedir)
 sys.path.insert(0, str(REPO / "src"))
 
 from fudbench.config import validate_config
-from fudbench.preflight import check_results_writable
+from fudbench.preflight import check_results_path, check_results_writable
 
 # A --configfile on the command line replaces the default instead of being
 # merged into it (merging would keep explainers the chosen config leaves out).
@@ -22,6 +22,7 @@ if not workflow.overwrite_configfiles:
 
 
 validate_config(config, REPO / "config/schema.yaml")
+check_results_path(f"results/{config['run_name']}")
 
 
 # `snakemake --report results/<run>/report.html` (or ./fud report): every table

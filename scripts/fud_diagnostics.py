@@ -26,7 +26,7 @@ device = resolve_device(p.job["device"])
 
 model = load_classifier(inp.model, device)
 data = load_eval_shard(inp.images, 0, p.shard_size)
-attr = load_npz(inp.attributions)
+attr = load_npz(inp.attributions, made_by="explain")
 n = min(diag["n_images"], len(data["ids"]))
 ids = data["ids"][:n]
 x = torch.from_numpy(data["images"][:n]).to(device)

@@ -24,7 +24,7 @@ model = load_classifier(inp.model, device)
 evaluator = build_evaluator("fud", {**p.fud, "steps": steps}, p.evaluation, {"score_model": inp.score_model}, device)
 imputer = evaluator.curves[0][1]
 data = load_eval_shard(inp.images, 0, p.shard_size)
-attr = load_npz(inp.attributions)
+attr = load_npz(inp.attributions, made_by="explain")
 n = min(timing["n_images"], len(data["ids"]))
 ratios = p.evaluation["ratios"]
 key = (p.job["seed"], "fud_timing", timing["model"])

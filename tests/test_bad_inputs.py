@@ -166,7 +166,7 @@ def test_results_directory_checks_pass_or_name_the_blocking_file(tmp_path):
     check_results_writable(tmp_path / "results" / "new")   # missing but creatable: fine, nothing created
     assert not (tmp_path / "results").exists()
     (tmp_path / "results").write_text("not a directory")
-    with pytest.raises(PreflightError, match=r"cannot be created: .*results is not a directory; remove or rename"):
+    with pytest.raises(PreflightError, match=r"cannot be created: .*results is a file, not a directory; move or delete"):
         check_results_writable(tmp_path / "results" / "smoke")
 
 
@@ -220,3 +220,197 @@ def test_failing_job_leaves_other_outputs_in_place(repo, smoke_run, tmp_path):
     assert after["analysis/per_image.parquet"] == before["analysis/per_image.parquet"]
     kept = [f for f in before if f.split("/")[0] in ("models", "records") and after.get(f) == before[f]]
     assert kept and len(kept) == sum(f.split("/")[0] in ("models", "records") for f in before)
+
+
+# --- Round two (issue 19): caught at parse time or at the library boundary ---
+
+def _smoke(repo):
+    from fudbench.config import load_yaml
+
+    return load_yaml(repo / "config/smoke.yaml")
+
+
+def _set(path, value):
+    def edit(cfg):
+        node = cfg
+        for k in path[:-1]:
+            node = node[k]
+        node[path[-1]] = value
+    return edit
+
+
+@pytest.mark.parametrize("edit,match", [
+    # explainer settings, validated from fudbench.explainers.settings
+    (_set(("explainers", "ig"), {"n_stepz": 8}), r"'explainers\.ig': unknown key\(s\) 'n_stepz'; allowed keys: "
+                                                 r"baseline, batch_size, method, n_steps"),
+    (_set(("explainers", "ig"), {"n_steps": "8"}), r"'explainers\.ig\.n_steps': '8' is not of type 'integer'"),
+    (_set(("explainers", "ig"), {"n_steps": 0}), r"'explainers\.ig\.n_steps': 0 is less than the minimum of 1"),
+    (_set(("explainers", "ig"), {"baseline": "blurred"}), r"'explainers\.ig\.baseline': 'blurred' is not allowed; "
+                                                         r"allowed values: 'zero', 'mean'"),
+    (_set(("explainers", "x_d20"), {"method": "degrade", "base": "ig", "fraction": 1.5}),
+     r"'explainers\.x_d20\.fraction': 1\.5 is greater than the maximum of 1"),
+    (_set(("explainers", "x_d20"), {"method": "degrade", "base": "nope", "fraction": 0.2}),
+     r"'explainers\.x_d20\.base': 'nope' is not an explainer a degraded copy can wrap"),
+    (_set(("explainers", "x_d20"), {"method": "degrade", "base": "ig", "fraction": 0.2,
+                                    "base_settings": {"n_stepz": 3}}),
+     r"'explainers\.x_d20\.base_settings': unknown key\(s\) 'n_stepz'"),
+    (_set(("explainers", "x_d20"), {"method": "degrade", "fraction": 0.2}),
+     r"'explainers\.x_d20': 'base' is a required property"),
+    (_set(("explainers", "isa"), {"add_steps": 0, "remove_steps": 0}),
+     r"'explainers\.isa': add_steps \+ remove_steps must be >= 1"),
+    # evaluator and imputer settings, validated from fudbench.evaluators.<name>
+    (_set(("evaluators", "fud", "steps"), 0), r"'evaluators\.fud\.steps': 0 is less than the minimum of 1"),
+    (_set(("evaluators", "srg", "imputers"), ["telea", "smudge"]),
+     r"'evaluators\.srg\.imputers': unknown imputer\(s\) \['smudge'\]"),
+    # NaN and inf anywhere a number is read
+    (_set(("evaluation", "ratios"), [float("nan"), 0.5]), r"'evaluation\.ratios\.0': nan is not a finite number"),
+    (_set(("evaluators", "infid", "sigma"), float("inf")), r"'evaluators\.infid\.sigma': inf is not a finite"),
+    # cross-references of the analysis, plots and meta sections
+    (_set(("analysis", "diagnostics", "explainer"), "gradcam"),
+     r"'analysis\.diagnostics\.explainer': \['gradcam'\] not in explainers"),
+    (_set(("analysis", "timing", "model"), "resnet"), r"'analysis\.timing\.model': \['resnet'\] not in "
+                                                      r"models\.classifiers"),
+    (_set(("analysis", "meta_metrics"), ["fud", "nonsense"]),
+     r"'analysis\.meta_metrics': \['nonsense'\] are not curves of the configured evaluators"),
+    (_set(("plots", "qualitative_explainers"), ["ig", "gradcam"]),
+     r"'plots\.qualitative_explainers': \['gradcam'\] not in explainers"),
+    # run_name: a plain folder name under results/
+    (_set(("run_name",), ".."), r"'run_name': '\.\.' does not match the required form \(a plain folder name"),
+    (_set(("run_name",), "a/b"), r"'run_name': 'a/b' does not match the required form"),
+])
+def test_round_two_config_errors_name_the_key(repo, edit, match):
+    from fudbench.config import ConfigError, validate_config
+
+    cfg = _smoke(repo)
+    edit(cfg)
+    with pytest.raises(ConfigError, match=match):
+        validate_config(cfg, repo / "config/schema.yaml")
+
+
+def test_every_explainer_constructor_defaults_equal_its_declared_settings():
+    import inspect
+
+    from fudbench.explainers import EXPLAINERS
+    from fudbench.explainers.settings import SETTINGS
+    from fudbench.registry import resolve
+    from fudbench.settings import defaults
+
+    assert set(SETTINGS) == set(EXPLAINERS)
+    for method, cls in SETTINGS.items():
+        params = {n: p.default for n, p in inspect.signature(resolve(EXPLAINERS, method, "e").__init__).parameters.items()
+                  if n not in ("self", "args", "kwargs", "method")}
+        declared = defaults(cls)
+        assert set(params) == {f for f in cls.__dataclass_fields__}, method
+        for name, value in declared.items():
+            value = list(value) if isinstance(value, (list, tuple)) else value
+            given = list(params[name]) if isinstance(params[name], (list, tuple)) else params[name]
+            assert given == value or (given is None and value == {}), (method, name)  # None: no base settings
+
+
+def test_results_path_that_is_a_file_is_named_before_the_dag_is_built(tmp_path):
+    from fudbench.preflight import PreflightError, check_results_path
+
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results/smoke").write_text("not a folder")
+    with pytest.raises(PreflightError, match=r"results/smoke is a file, not a directory; move or delete"):
+        check_results_path(tmp_path / "results/smoke")
+    check_results_path(tmp_path / "results/other")  # missing below a directory: fine
+
+
+def test_truncated_attributions_are_deleted_naming_the_rule_that_remakes_them(tmp_path, classifier_ckpt):
+    from fudbench.io import CorruptFileError
+
+    images = (np.random.default_rng(0).random((2, 3, 8, 8)) * 255).astype(np.uint8)
+    write_npz(tmp_path / "eval.npz", images=images, labels=np.zeros(2, np.int64), masks=np.zeros((2, 8, 8), np.uint8))
+    write_npz(tmp_path / "attr.npz", attributions=np.zeros((2, 3, 8, 8), np.float32), targets=np.zeros(2, np.int64),
+              ids=np.array([0, 1]))
+    data = (tmp_path / "attr.npz").read_bytes()
+    (tmp_path / "attr.npz").write_bytes(data[: len(data) // 2])
+    with pytest.raises(CorruptFileError, match=r"attr\.npz is corrupt \(BadZipFile.*deleted it, so the next run of "
+                                               r"the workflow remakes it \(rule explain\)"):
+        evaluate_shard(classifier_ckpt, tmp_path / "eval.npz", tmp_path / "attr.npz", 0, 2, "insdel", {},
+                       {"ratios": [0.5, 0.7], "reduction": "abs_sum"}, {}, (0,), "cpu")
+    assert not (tmp_path / "attr.npz").exists()
+
+
+def test_truncated_records_are_deleted_naming_the_rule(tmp_path):
+    import pandas as pd
+
+    from fudbench.io import CorruptFileError, read_parquet, write_parquet
+
+    write_parquet(tmp_path / "r.parquet", pd.DataFrame({"a": range(100)}))
+    data = (tmp_path / "r.parquet").read_bytes()
+    (tmp_path / "r.parquet").write_bytes(data[:20])
+    with pytest.raises(CorruptFileError, match=r"r\.parquet is corrupt.*\(rule evaluate\)"):
+        read_parquet(tmp_path / "r.parquet", made_by="evaluate")
+    assert not (tmp_path / "r.parquet").exists()
+    with pytest.raises(FileNotFoundError):  # a missing file is not "corrupt": nothing is deleted or renamed
+        read_parquet(tmp_path / "r.parquet", made_by="evaluate")
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
+def test_atomic_writes_get_the_permissions_of_an_ordinary_write(tmp_path, umask):
+    import os
+
+    from fudbench.io import write_text
+
+    old = os.umask(umask)
+    try:
+        write_text(tmp_path / "atomic.txt", "x")
+        (tmp_path / "plain.txt").write_text("x")
+    finally:
+        os.umask(old)
+    mode = lambda p: (tmp_path / p).stat().st_mode & 0o777  # noqa: E731
+    assert mode("atomic.txt") == mode("plain.txt") == 0o666 & ~umask
+
+
+@pytest.fixture
+def tiny_batch(tiny_cnn):
+    x = torch.rand(3, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+    return tiny_cnn, x, torch.tensor([0, 1, 2])
+
+
+@pytest.mark.parametrize("call,match", [
+    # IDSDS with 4x4 maps for 8x8 images; ROAD with one map for three images
+    ("idsds_small_maps", r"IDSDS\.run: attribution must have the images' batch size and H x W.*got \(3, 3, 4, 4\)"),
+    ("road_one_map", r"ROAD\.run: attribution must have the images' batch size.*got \(1, 3, 8, 8\)"),
+    ("ig_one_target", r"IntegratedGradients\.explain: target must be a 1-D tensor with one class index per "
+                      r"image \(3\), got \(1,\)"),
+    ("uint8_images", r"TopKCurve\.run: x must be a float tensor with values in \[0, 1\], got torch\.uint8; "
+                     r"for 8-bit images pass x\.float\(\) / 255"),
+    ("normalised_images", r"evaluator insdel: x must hold images in \[0, 1\], got values in \[-3, 4\]; pass images "
+                          r"before normalisation"),
+    ("nan_image", r"Infidelity\.run: x has non-finite values \(NaN or inf\) in image\(s\) at positions \[1\]"),
+    ("float_targets", r"Saliency\.explain: target must hold integer class indices, got torch\.float32"),
+])
+def test_library_calls_check_their_inputs_naming_the_argument(tiny_batch, call, match):
+    from fudbench.checks import InputError
+    from fudbench.evaluators import build_evaluator
+    from fudbench.explainers.integrated_gradients import IntegratedGradients
+    from fudbench.explainers.saliency import Saliency
+    from fudbench.imputers import ZeroImputer
+    from fudbench.protocols import TopKCurve
+    from fudbench.protocols.idsds import IDSDS
+    from fudbench.protocols.infidelity import Infidelity
+    from fudbench.protocols.road import ROAD
+
+    model, x, y = tiny_batch
+    a = torch.rand_like(x)
+    ids = [0, 1, 2]
+    calls = {
+        "idsds_small_maps": lambda: IDSDS().run(model, x, y, torch.rand(3, 3, 4, 4), ZeroImputer(), ids, (0,)),
+        "road_one_map": lambda: ROAD([0.5]).run(model, x, y, a[:1], ZeroImputer(), ids, (0,)),
+        "ig_one_target": lambda: IntegratedGradients(n_steps=2).explain(model, x, y[:1]),
+        "uint8_images": lambda: TopKCurve("c", [0.5]).run(model, (x * 255).to(torch.uint8), y, a, ZeroImputer(), ids,
+                                                          (0,)),
+        "normalised_images": lambda: build_evaluator("insdel", {"n_steps": 2}, {"ratios": [0.5],
+                                                                                  "reduction": "abs_sum"},
+                                                     {}, "cpu").run(model, x.flatten().index_put(
+                                                         (torch.tensor([0, 1]),), torch.tensor([-3.0, 4.0])).view_as(x),
+                                                         y, a, ids, (0,)),
+        "nan_image": lambda: Infidelity(n_perturb=2).run(model, x.index_fill(0, torch.tensor([1]), float("nan")),
+                                                         y, a, None, ids, (0,)),
+        "float_targets": lambda: Saliency().explain(model, x, y.float()),
+    }
+    with pytest.raises(InputError, match=match):
+        calls[call]()

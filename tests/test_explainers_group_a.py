@@ -58,7 +58,7 @@ def test_fig_is_input_times_grad_log_prob(batch):
 
 def test_fig_sign_supports_target(brightness_classifier):
     # class 0 grows with brightness, class 1 shrinks: every (positive) pixel supports 0, opposes 1
-    x = torch.rand(4, 3, 8, 8, generator=torch.Generator().manual_seed(2)) + 0.01
+    x = torch.rand(4, 3, 8, 8, generator=torch.Generator().manual_seed(2)) * 0.98 + 0.01
     a = FastIG().explain(brightness_classifier, x, torch.tensor([0, 0, 1, 1]))
     assert (a[:2] > 0).all() and (a[2:] < 0).all()
 
@@ -150,7 +150,7 @@ def test_gig_path_on_linear_model():
     every feature within max_dist of the straight line, reduces the L1 distance to x by
     1 / n_steps per step, and moves low-|w| features first (position non-increasing in |w|)."""
     n_steps, max_dist = 8, 0.1
-    x = torch.rand(2, 3, 4, 4, generator=torch.Generator().manual_seed(6)) + 0.05
+    x = torch.rand(2, 3, 4, 4, generator=torch.Generator().manual_seed(6)) * 0.9 + 0.05
     model, target = RecordingLinear(x[0].numel()), torch.tensor([0, 2])
     a = GuidedIG(n_steps=n_steps, max_dist=max_dist, output="logit").explain(model, x, target)
     w = model.w[target]

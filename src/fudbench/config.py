@@ -5,6 +5,7 @@ Kept free of torch imports: the Snakefile calls this at parse time.
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,10 @@ def _key(path) -> str:
     return ".".join(str(p) for p in path) or "<top level>"
 
 
-def _describe(error) -> str:
-    key = _key(error.absolute_path)
+def _describe(error, prefix=()) -> str:
+    """One schema error as a message naming the config key (prefix: the path of
+    the validated value inside the config)."""
+    key = _key((*prefix, *error.absolute_path))
     v = error.validator
     if v == "enum":
         allowed = ", ".join(repr(a) for a in error.validator_value)
@@ -36,6 +39,9 @@ def _describe(error) -> str:
         extra = sorted(set(error.instance) - set(known))
         hint = f"; allowed keys: {', '.join(known)}" if known else ""
         return f"config key '{key}': unknown key(s) {', '.join(map(repr, extra))}{hint}"
+    if v == "pattern":
+        hint = f" ({error.schema['description']})" if "description" in error.schema else ""
+        return f"config key '{key}': {error.instance!r} does not match the required form{hint}"
     return f"config key '{key}': {error.message}"
 
 
@@ -47,17 +53,44 @@ def validate_schema(config: dict, schema: dict) -> None:
         raise ConfigError(f"invalid configuration ({len(errors)} problem(s)):\n  {lines}")
 
 
-def with_evaluator_schemas(schema: dict, config: dict) -> dict:
-    """The schema with one property per configured evaluator entry whose method is
-    registered: that evaluator's settings schema, generated from its settings
-    dataclass (fudbench.evaluators.<name>), so defaults and constraints live there only."""
-    from fudbench.evaluators import EVALUATORS, method_of, spec
+def _entries(config: dict, section: str) -> dict:
+    entries = config.get(section)
+    return {n: s for n, s in entries.items() if isinstance(s, dict)} if isinstance(entries, dict) else {}
 
-    entries = config.get("evaluators") if isinstance(config.get("evaluators"), dict) else {}
-    properties = {name: spec(method_of(name, settings)).schema() for name, settings in entries.items()
-                  if isinstance(settings, dict) and method_of(name, settings) in EVALUATORS}
-    evaluators = {**schema["properties"]["evaluators"], "properties": properties}
-    return {**schema, "properties": {**schema["properties"], "evaluators": evaluators}}
+
+def with_entry_schemas(schema: dict, config: dict) -> dict:
+    """The schema with one property per configured explainer and evaluator entry
+    whose method is registered: the JSON schema generated from that method's
+    settings dataclass (fudbench.explainers.settings, fudbench.evaluators.<name>),
+    so defaults and constraints are declared there only."""
+    from fudbench.evaluators import EVALUATORS, spec
+    from fudbench.explainers.settings import SETTINGS as EXPLAINER_SETTINGS
+    from fudbench.settings import settings_schema
+
+    method = {"method": {"type": "string"}}
+    generated = {
+        "explainers": {n: settings_schema(EXPLAINER_SETTINGS[m], extra=method)
+                       for n, s in _entries(config, "explainers").items()
+                       if (m := s.get("method", n)) in EXPLAINER_SETTINGS},
+        "evaluators": {n: spec(m).schema() for n, s in _entries(config, "evaluators").items()
+                       if (m := s.get("method", n)) in EVALUATORS},
+    }
+    properties = dict(schema["properties"])
+    for section, entries in generated.items():
+        properties[section] = {**properties[section], "properties": entries}
+    return {**schema, "properties": properties}
+
+
+def non_finite_numbers(value, path=()) -> list[str]:
+    """Problems for every NaN or infinite number anywhere in the config (YAML's
+    .nan / .inf pass a schema's range checks, since NaN compares false)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return [f"config key '{_key(path)}': {value} is not a finite number"]
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in non_finite_numbers(v, (*path, k))]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in non_finite_numbers(v, (*path, i))]
+    return []
 
 
 def _evaluator_problems(config: dict) -> list[str]:
@@ -80,6 +113,61 @@ def _evaluator_problems(config: dict) -> list[str]:
     return problems
 
 
+def _explainer_settings_problems(name: str, method: str, settings: dict) -> list[str]:
+    """Cross-field checks of an explainer entry; a degraded copy's base and
+    base_settings are checked as that base's own entry would be."""
+    from fudbench.explainers import EXPLAINERS
+    from fudbench.explainers.settings import SETTINGS
+    from fudbench.settings import settings_schema
+
+    key = f"explainers.{name}"
+    values = {k: v for k, v in settings.items() if k != "method"}
+    if method != "degrade":
+        return SETTINGS[method](**values).problems(key)
+    base = values.get("base")
+    if base not in EXPLAINERS or base == "degrade":
+        return [f"config key '{key}.base': {base!r} is not an explainer a degraded copy can wrap; registered: "
+                f"{', '.join(m for m in EXPLAINERS if m != 'degrade')}"]
+    base_settings = values.get("base_settings") or {}
+    errors = sorted(Draft202012Validator(settings_schema(SETTINGS[base])).iter_errors(base_settings),
+                    key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        return [_describe(e, prefix=("explainers", name, "base_settings")) for e in errors]
+    return SETTINGS[base](**base_settings).problems(f"{key}.base_settings")
+
+
+def _reference_problems(config: dict) -> list[str]:
+    """Names used by the analysis, plots and meta sections must be configured:
+    a missing one would silently drop tables and figures."""
+    from fudbench.evaluators import configured_curves
+
+    explainers, models = set(config["explainers"]), set(config["models"]["classifiers"])
+    analysis, problems = config["analysis"], []
+
+    def unknown(key, names, known, what):
+        missing = [n for n in names if n not in known]
+        if missing:
+            problems.append(f"config key '{key}': {missing} not in {what} ({', '.join(sorted(known))})")
+
+    unknown("analysis.pooled_explainers", analysis.get("pooled_explainers") or [], explainers, "explainers")
+    unknown("plots.qualitative_explainers", config["plots"].get("qualitative_explainers") or [], explainers,
+            "explainers")
+    if "diagnostics" in analysis:
+        unknown("analysis.diagnostics.explainer", [analysis["diagnostics"]["explainer"]], explainers, "explainers")
+    if "timing" in analysis:
+        unknown("analysis.timing.model", [analysis["timing"]["model"]], models, "models.classifiers")
+    try:
+        curves = configured_curves(config["evaluators"])
+    except (KeyError, TypeError, ValueError):  # an evaluator entry is itself wrong: reported on its own
+        return problems
+    metrics = set(curves) | {c.label for c in curves.values()}
+    missing = [m for m in analysis.get("meta_metrics") or [] if m not in metrics]
+    if missing:
+        problems.append(f"config key 'analysis.meta_metrics': {missing} are not curves of the configured "
+                        f"evaluators; choose from {', '.join(sorted(curves))}")
+    return problems
+
+
 def check_semantics(config: dict) -> None:
     """Checks beyond the schema; each names the key and what to do."""
     from fudbench.explainers import EXPLAINERS, method_of
@@ -93,14 +181,13 @@ def check_semantics(config: dict) -> None:
                 f"config key '{where}': unknown explainer {method!r}; "
                 f"registered: {', '.join(sorted(EXPLAINERS))}"
             )
-        if method == "oracle" and config["data"]["source"] != "synthetic":
+        elif method == "oracle" and config["data"]["source"] != "synthetic":
             problems.append(f"config key 'explainers.{name}': the oracle needs ground-truth masks "
                             f"(data.source: synthetic)")
+        else:
+            problems += _explainer_settings_problems(name, method, settings)
     problems += _evaluator_problems(config)
-    unknown = [e for e in config["analysis"].get("pooled_explainers") or [] if e not in config["explainers"]]
-    if unknown:
-        problems.append(f"config key 'analysis.pooled_explainers': {unknown} not in explainers "
-                        f"({', '.join(config['explainers'])})")
+    problems += _reference_problems(config)
     ratios = config["evaluation"]["ratios"]
     if any(b <= a for a, b in zip(ratios, ratios[1:])):
         problems.append(f"config key 'evaluation.ratios': {ratios} must be strictly increasing")
@@ -188,7 +275,10 @@ def _pretrained_model_problems(config: dict) -> list[str]:
 
 def validate_config(config: dict, schema_path) -> dict:
     """Validate a config dict (raises ConfigError) and return it unchanged."""
-    schema = with_evaluator_schemas(load_yaml(Path(schema_path)), config)
+    problems = non_finite_numbers(config)
+    if problems:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
+    schema = with_entry_schemas(load_yaml(Path(schema_path)), config)
     validate_schema(config, schema)
     check_semantics(config)
     return config

@@ -1,7 +1,14 @@
 """Atomic file writes: a killed job never leaves a file that looks complete.
 
 Every writer goes to a temporary name in the destination directory and is
-renamed into place only after it was fully written and flushed.
+renamed into place only after it was fully written and flushed, with the
+permissions an ordinary write would give (0666 minus the umask), so that
+collaborators on a shared project folder can read the results.
+
+Readers of intermediate files name the rule that makes them (`made_by`): a
+file that cannot be read (truncated, overwritten, a disk error) is deleted
+with a message naming it and that rule, so the next run of the workflow
+makes it again instead of failing on it forever.
 """
 from __future__ import annotations
 
@@ -9,10 +16,35 @@ import contextlib
 import json
 import os
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
+
+
+class CorruptFileError(RuntimeError):
+    """An intermediate file could not be read; it was deleted so that its rule reruns."""
+
+
+def current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def checked_read(path, made_by: str | None):
+    """Read `path` inside this block; if it cannot be parsed and `made_by` names
+    the rule that makes it, delete it and raise CorruptFileError saying so."""
+    try:
+        yield
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
+        if made_by is None or isinstance(exc, FileNotFoundError):
+            raise
+        Path(path).unlink(missing_ok=True)
+        raise CorruptFileError(f"{path} is corrupt ({type(exc).__name__}: {exc}); deleted it, so the next run of "
+                               f"the workflow remakes it (rule {made_by}): run the same command again") from exc
 
 
 @contextlib.contextmanager
@@ -27,6 +59,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         yield tmp
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp's 0600 would hide results from the group
         os.replace(tmp, path)
     finally:
         if tmp.exists():
@@ -60,9 +93,18 @@ def write_npz(path, **arrays) -> None:
             np.savez_compressed(fh, **arrays)
 
 
-def load_npz(path) -> dict[str, np.ndarray]:
-    with np.load(path, allow_pickle=False) as z:
+def load_npz(path, made_by: str | None = None) -> dict[str, np.ndarray]:
+    """All arrays of an npz file; made_by: see checked_read."""
+    with checked_read(path, made_by), np.load(path, allow_pickle=False) as z:
         return {k: z[k] for k in z.files}
+
+
+def read_parquet(path, made_by: str | None = None, **kwargs):
+    """pandas.read_parquet; made_by: see checked_read."""
+    import pandas as pd
+
+    with checked_read(path, made_by):
+        return pd.read_parquet(path, **kwargs)
 
 
 def write_parquet(path, frame) -> None:

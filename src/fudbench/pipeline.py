@@ -66,7 +66,7 @@ class ShardEvaluation:
 
     def run(self, attributions_path, seed_key: tuple):
         """Returns (records DataFrame, {curve: samples (N, steps, C, H, W) float16})."""
-        attr = load_npz(attributions_path)
+        attr = load_npz(attributions_path, made_by="explain")
         ids = self.data["ids"]
         if not np.array_equal(attr["ids"], ids):
             raise RuntimeError(f"{attributions_path} holds images {attr['ids'].tolist()}, expected shard "
@@ -187,7 +187,7 @@ def sample_quality(images_path, samples: dict, shard: int, shard_size: int, metr
     originals = torch.from_numpy(data["images"][:n])
     frames = []
     for (model, explainer), path in samples.items():
-        for curve, arr in load_npz(path).items():
+        for curve, arr in load_npz(path, made_by="evaluate").items():
             if curve == "ids" or curve.startswith("removed_"):
                 continue
             steps = arr.shape[1]

@@ -78,11 +78,14 @@ def _field_schema(field, tp) -> dict:
 
 def settings_schema(cls, *, extra: dict | None = None, description: str | None = None) -> dict:
     """The JSON schema of a settings dataclass: one property per field, no
-    other keys allowed (extra: more properties, e.g. `method`), nothing
-    required (defaults fill in)."""
+    other keys allowed (extra: more properties, e.g. `method`); the fields
+    without a default are required, the others take their defaults."""
     hints = typing.get_type_hints(cls)
     properties = {f.name: _field_schema(f, hints[f.name]) for f in dataclasses.fields(cls)}
     schema = {"type": "object", "additionalProperties": False, "properties": {**properties, **(extra or {})}}
+    required = [f.name for f in dataclasses.fields(cls) if f.name not in defaults(cls)]
+    if required:
+        schema["required"] = required
     if description:
         schema["description"] = description
     return schema
@@ -101,10 +104,14 @@ def defaults(cls) -> dict:
 
 def with_defaults(cls, settings: dict | None, *, keep=("method",)) -> dict:
     """The config entry's settings over the dataclass defaults (keys in `keep`,
-    such as `method`, pass through). Unknown keys raise, naming the allowed ones."""
+    such as `method`, pass through). Unknown or missing required keys raise,
+    naming the allowed ones."""
     settings = dict(settings or {})
     allowed = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(settings) - allowed - set(keep))
     if unknown:
-        raise ValueError(f"unknown setting(s) {unknown}; allowed: {', '.join(sorted(allowed))}")
+        raise ValueError(f"unknown setting(s) {unknown}; allowed: {', '.join(sorted(allowed)) or 'none'}")
+    missing = sorted(allowed - set(defaults(cls)) - set(settings))
+    if missing:
+        raise ValueError(f"missing setting(s) {missing}")
     return {**defaults(cls), **settings}

@@ -95,6 +95,9 @@ class Evaluator:
         """Returns (records DataFrame with a 'curve' column, {curve: samples})."""
         import pandas as pd
 
+        from fudbench.checks import check_inputs
+
+        check_inputs(f"evaluator {self.alias or self.name}", x, y, attribution, image_ids)
         frames, samples = [], {}
         for protocol, imputer in self.curves:
             res = protocol.run(model, x, y, attribution, imputer, image_ids, (*seed_key, protocol.curve))

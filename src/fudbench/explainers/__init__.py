@@ -31,5 +31,15 @@ def method_of(name: str, settings: dict) -> str:
 
 
 def build_explainer(name: str, settings: dict):
-    kwargs = {k: v for k, v in settings.items() if k != "method"}
-    return resolve(EXPLAINERS, method_of(name, settings), "explainer")(**kwargs)
+    """The explainer of a config entry, its settings over the declared defaults
+    (fudbench.explainers.settings); unknown settings raise naming the allowed ones."""
+    from fudbench.explainers.settings import SETTINGS
+    from fudbench.settings import with_defaults
+
+    method = method_of(name, settings)
+    cls = resolve(EXPLAINERS, method, "explainer")
+    try:
+        kwargs = with_defaults(SETTINGS[method], {k: v for k, v in settings.items() if k != "method"})
+    except ValueError as exc:
+        raise ValueError(f"explainer {name!r} ({method}): {exc}") from None
+    return cls(**kwargs)

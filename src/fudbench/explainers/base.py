@@ -11,6 +11,7 @@ the data (Expected Gradients) keep them, the others ignore them.
 """
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from typing import Optional, Sequence
 
@@ -21,6 +22,20 @@ class Explainer(ABC):
     name: str = "explainer"
     # Whether explain() takes the ground-truth object masks (keyword `masks`; synthetic benchmark only).
     uses_masks: bool = False
+
+    def __init_subclass__(cls, **kwargs):
+        """Every explain() checks its inputs first (fudbench.checks): one place for all methods."""
+        super().__init_subclass__(**kwargs)
+        explain = cls.__dict__.get("explain")
+        if explain is not None and not getattr(explain, "__isabstractmethod__", False):
+            @functools.wraps(explain)
+            def checked(self, model, x, target, seeds=None, **kwargs):
+                from fudbench.checks import check_inputs
+
+                check_inputs(f"{type(self).__name__}.explain", x, target, seeds=seeds)
+                return explain(self, model, x, target, seeds=seeds, **kwargs)
+
+            cls.explain = checked
 
     def prepare(self, references: torch.Tensor) -> None:
         """Receive reference images of the evaluated set (default: unused)."""

@@ -214,6 +214,9 @@ class Protocol(ABC):
 
     def run(self, model, x: torch.Tensor, y: torch.Tensor, attribution: Optional[torch.Tensor],
             imputer: Optional[Imputer], image_ids: Sequence[int], seed_key: tuple) -> CurveResult:
+        from fudbench.checks import check_inputs
+
+        check_inputs(f"{type(self).__name__}.run", x, y, attribution, image_ids)
         if attribution is None and self.needs_attribution:
             raise ValueError(f"{self.curve} needs an attribution")
         shard = Shard(model, x, y.to(x.device), imputer, [int(i) for i in image_ids], tuple(seed_key))

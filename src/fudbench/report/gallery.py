@@ -13,14 +13,14 @@ def build_gallery(images_path, attributions: dict, samples: dict, n_images: int)
     '<model>__<explainer>__<curve>' (samples, N x steps x C x H x W) with
     '<model>__<explainer>__<curve>__removed' (the removed fraction of each step).
     """
-    first = load_npz(next(iter(samples.values())))
+    first = load_npz(next(iter(samples.values())), made_by="evaluate")
     ids = first["ids"][:n_images]
     data = load_npz(images_path)
     out = {"ids": ids, "images": data["images"][ids], "masks": data["masks"][ids]}
     for (model, explainer), path in attributions.items():
-        out[f"{model}__{explainer}__attributions"] = load_npz(path)["attributions"][:len(ids)]
+        out[f"{model}__{explainer}__attributions"] = load_npz(path, made_by="explain")["attributions"][:len(ids)]
     for (model, explainer, _), path in samples.items():
-        for key, arr in load_npz(path).items():
+        for key, arr in load_npz(path, made_by="evaluate").items():
             if key.startswith("removed_"):
                 out[f"{model}__{explainer}__{key[len('removed_'):]}__removed"] = arr
             elif key != "ids":
