@@ -6,7 +6,8 @@ import pytest
 import torch
 from jsonschema import Draft202012Validator
 
-from fudbench.config import load_yaml, with_evaluator_schemas
+from fudbench.config import load_yaml, with_entry_schemas
+from fudbench.evaluators.fud import MASK_SETTINGS
 from fudbench.imputers.base import ImputeContext
 from fudbench.imputers.diffusion import (FUD_SAMPLER_SETTINGS, PLAIN_SAMPLER_SETTINGS, ConstraintSettings,
                                          DiffusionImputer, HardConstraint, NoGuidance, RenoiseConstraint,
@@ -22,7 +23,7 @@ def _inputs(n=3, size=8, seed=0):
 @pytest.fixture(scope="module")
 def schema(repo):
     """The schema the default config is validated with (evaluator schemas included)."""
-    return with_evaluator_schemas(load_yaml(repo / "config/schema.yaml"), load_yaml(repo / "config/config.yaml"))
+    return with_entry_schemas(load_yaml(repo / "config/schema.yaml"), load_yaml(repo / "config/config.yaml"))
 
 
 def _find(node, name):
@@ -41,8 +42,8 @@ def _find(node, name):
 def test_fud_settings_and_config_schema_agree(schema):
     fud = schema["properties"]["evaluators"]["properties"]["fud"]
     defaults = settings_defaults(FUD_SAMPLER_SETTINGS)
-    # batch_size: the evaluator's own; method: any evaluator entry's alias key
-    assert set(fud["properties"]) - {"method"} == set(defaults) | {"batch_size"}
+    # batch_size, symmetric and the mask settings: the evaluator's own; method: any evaluator entry's alias key
+    assert set(fud["properties"]) - {"method"} == set(defaults) | {"batch_size", "symmetric", *MASK_SETTINGS}
     errors = [e.message for e in Draft202012Validator(fud).iter_errors({**defaults, "batch_size": 1})]
     assert errors == []
 
@@ -80,7 +81,8 @@ def test_problems_name_the_config_key():
 
 def test_builders_reject_unknown_keys_naming_the_allowed_ones(tiny_unet):
     with pytest.raises(ValueError, match=r"unknown setting\(s\) \['stepz'\]; allowed: amp_dtype, channels_last, "
-                                         r"clip_x0, compile, constraint, guidance_scale, guidance_start, known, "
+                                         r"clip_x0, compile, constraint, guidance_scale, guidance_schedule, "
+                                         r"guidance_start, known, "
                                          r"soft_sigma, steps"):
         fud_sampler(*tiny_unet, {"stepz": 3})
     with pytest.raises(ValueError, match=r"diffusion_plain: unknown setting\(s\) \['guidance_scale'\]; "

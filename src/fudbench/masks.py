@@ -7,6 +7,12 @@ relevant, ties broken by a seeded random permutation (so a constant map gives
 a seeded random order rather than raster order), and non-finite values rank
 last.
 
+Regions (FUD's `granularity`): `region_order` ranks whole regions (patches,
+superpixels) the same way by a score per region and lists their pixels
+region by region; its `cuts` (the pixel counts of the rank-order prefixes of
+whole regions) make `keep_mask` / `top_count` take whole regions only.
+`reverse_order` turns an order into least-relevant-first (keeping the bottom).
+
 Degenerate attributions (the rule for every ranking protocol: FUD, INS/DEL;
 docs/reliability.md):
 - NaN, +inf and -inf pixel scores mean "least relevant": they rank after every
@@ -23,7 +29,9 @@ docs/reliability.md):
 from __future__ import annotations
 
 import logging
+from typing import Optional, Sequence
 
+import numpy as np
 import torch
 
 log = logging.getLogger(__name__)
@@ -92,15 +100,54 @@ def ranks_from_order(order: torch.Tensor) -> torch.Tensor:
     return ranks
 
 
+def region_order(relevance: Sequence, labels: Sequence[np.ndarray], seeds) -> tuple[torch.Tensor, list]:
+    """Pixel orders that list whole regions, most relevant region first.
+
+    relevance: per image its (K,) region scores; labels: per image the (H, W)
+    region (0..K-1) of each pixel; seeds: per image the tie-break seed.
+    Regions are ranked by `pixel_order` (non-finite last, ties by the seeded
+    permutation); each image's order lists its regions' pixels region by
+    region in that rank (raster order inside a region). Returns (orders
+    (N, H*W), cuts), cuts[i] = (K + 1,) the pixel counts of image i's first
+    0, 1, ..., K regions: the only counts that keep whole regions."""
+    orders, cuts = [], []
+    for rel, lab, seed in zip(relevance, labels, seeds):
+        lab = torch.as_tensor(np.asarray(lab)).reshape(-1).long()
+        regions = pixel_order(torch.as_tensor(np.asarray(rel)).view(1, 1, -1), [seed])[0]
+        position = ranks_from_order(regions[None])[0]  # rank of each region
+        orders.append(torch.sort(position[lab], stable=True).indices)
+        sizes = torch.bincount(lab, minlength=len(regions))[regions]
+        cuts.append(torch.cat([sizes.new_zeros(1), sizes.cumsum(0)]))
+    return torch.stack(orders), cuts
+
+
+def reverse_order(order: torch.Tensor, cuts: Optional[list] = None) -> tuple[torch.Tensor, Optional[list]]:
+    """The orders least relevant first (and their cuts): keep-top masks of it keep the bottom."""
+    total = order.shape[1]
+    return order.flip(1), None if cuts is None else [total - c.flip(0) for c in cuts]
+
+
 def n_pixels(fraction: float, total: int) -> int:
     """Number of pixels for a fraction of the image (rounded half up, exact for grids)."""
     return int(fraction * total + 0.5 + 1e-9)
 
 
-def keep_mask(ranks: torch.Tensor, fraction: float, mode: str, shape) -> torch.Tensor:
+def top_count(fraction: float, total: int, cuts: Optional[torch.Tensor] = None) -> int:
+    """Pixels in the top `fraction` of an order: n = n_pixels(fraction, total);
+    with an image's region cuts, the smallest cut >= n, i.e. whole regions are
+    taken in rank order until the count first reaches round(fraction * total).
+    So the count never falls short of n, overshoots it by less than one region,
+    and is non-decreasing in fraction."""
+    n = n_pixels(fraction, total)
+    return n if cuts is None else int(cuts[torch.searchsorted(cuts, torch.tensor(n, dtype=cuts.dtype))])
+
+
+def keep_mask(ranks: torch.Tensor, fraction: float, mode: str, shape, cuts: Optional[list] = None) -> torch.Tensor:
     """(N, 1, H, W) float mask. mode 'keep': keep the top `fraction` of pixels;
-    mode 'remove': remove the top `fraction` (keep the rest)."""
-    k = n_pixels(fraction, ranks.shape[1])
+    mode 'remove': remove the top `fraction` (keep the rest). cuts (one per
+    row of ranks, from region_order): the top is `top_count` pixels, whole regions."""
+    total = ranks.shape[1]
+    k = n_pixels(fraction, total) if cuts is None else torch.tensor([[top_count(fraction, total, c)] for c in cuts])
     if mode == "keep":
         m = ranks < k
     elif mode == "remove":

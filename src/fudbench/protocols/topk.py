@@ -11,17 +11,36 @@ Every (image, fraction) pair is one work item of the protocol loop
 (fudbench.protocols.base), so a GPU sees large batches whatever the shard
 size, and a batch that runs out of GPU memory is retried at half the size
 with the same results.
+
+FUD's variants (the defaults leave the curve as described above):
+- granularity 'patch' (squares of side `patch_size`) or 'slic' (SLIC
+  superpixels of the clean image, `n_segments`, `compactness`; both from
+  fudbench.protocols.srg.superpixels): regions are ranked by the mean of the
+  reduced per-pixel attribution (srg.superpixel_relevance: a region with a
+  non-finite pixel ranks last; ties by the seeded permutation) and taken
+  whole: the top f is the smallest rank-order prefix of whole regions with at
+  least round(f * H * W) pixels (masks.top_count). The records' kept /
+  removed columns hold each image's actual fractions, so the AUCs use them.
+- bottom_curve: the same fractions taken from the bottom of the ranking (the
+  reversed order: least relevant pixel or region first) are written as a
+  second curve, filled under the same noise as the top (the fill seeds are
+  keyed by image and step only), so that top and bottom differ only in the mask.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Optional, Sequence
 
 import numpy as np
+import pandas as pd
 import torch
 
-from fudbench.masks import keep_mask, n_pixels, pixel_order, ranks_from_order, reduce_attribution
+from fudbench.masks import (keep_mask, pixel_order, ranks_from_order, reduce_attribution, region_order, reverse_order,
+                            top_count)
 from fudbench.protocols.base import CurveResult, Item, Points, Protocol, Shard
+from fudbench.protocols.srg import superpixel_relevance, superpixels
+
+GRANULARITIES = ("pixel", "patch", "slic")
 
 
 @dataclass
@@ -32,19 +51,53 @@ class TopKCurve(Protocol):
     batch_size: int = 64
     reduction: str = "abs_sum"
     keep_samples: bool = False
+    granularity: str = "pixel"  # the units taken whole: pixel | patch | slic
+    patch_size: int = 4         # patch: side of the squares, pixels
+    n_segments: int = 64        # slic: target number of superpixels
+    compactness: float = 10.0   # slic
+    bottom_curve: Optional[str] = None  # also write this curve, from the bottom of the ranking
+
+    def __post_init__(self):
+        if self.granularity not in GRANULARITIES:
+            raise ValueError(f"granularity must be one of {GRANULARITIES}, got {self.granularity!r}")
 
     def evaluate(self, shard: Shard, attribution: torch.Tensor) -> CurveResult:
-        n, c, h, w = shard.x.shape
+        order, cuts = self._order(shard, attribution)
+        top = self._curve(shard, self.curve, order, cuts, self.keep_samples)
+        if self.bottom_curve is None:
+            return top
+        bottom = self._curve(shard, self.bottom_curve, *reverse_order(order, cuts), keep_samples=False)
+        return CurveResult(pd.concat([top.records, bottom.records], ignore_index=True), top.samples)
+
+    def _order(self, shard: Shard, attribution: torch.Tensor):
+        """Per image the pixels most relevant first, and the region cuts (None for pixels)."""
         order_seeds = [shard.seed("order", i) for i in shard.ids]
-        ranks = ranks_from_order(pixel_order(reduce_attribution(attribution, self.reduction), order_seeds))
-        points = Points.empty(shard.x, len(self.fractions), self.keep_samples)
+        scores = reduce_attribution(attribution, self.reduction)
+        if self.granularity == "pixel":
+            return pixel_order(scores, order_seeds), None
+        labels = self._regions(shard.x)
+        relevance = [superpixel_relevance(s, lab) for s, lab in zip(scores.cpu().numpy(), labels)]
+        return region_order(relevance, labels, order_seeds)
+
+    def _regions(self, x: torch.Tensor) -> list[np.ndarray]:
+        images = x.float().cpu().numpy()
+        if self.granularity == "patch":
+            return superpixels(images, "squares", square_side=self.patch_size)
+        return superpixels(images, "slic", n_segments=self.n_segments, compactness=self.compactness)
+
+    def _curve(self, shard: Shard, curve: str, order: torch.Tensor, cuts: Optional[list],
+               keep_samples: bool) -> CurveResult:
+        n, c, h, w = shard.x.shape
+        ranks = ranks_from_order(order)
+        points = Points.empty(shard.x, len(self.fractions), keep_samples)
 
         def masks(batch):
-            return torch.cat([keep_mask(ranks[it.image:it.image + 1], self.fractions[it.step], self.mode, (h, w))
-                              for it in batch])
+            return torch.cat([keep_mask(ranks[it.image:it.image + 1], self.fractions[it.step], self.mode, (h, w),
+                                        None if cuts is None else cuts[it.image:it.image + 1]) for it in batch])
 
         items = [Item(i, j) for i in range(n) for j in range(len(self.fractions))]
         self.fill_items(shard, items, masks, points.record)
-        top = np.array([n_pixels(f, h * w) for f in self.fractions]) / (h * w)  # fraction of pixels in the top
+        # fraction of pixels in the top: per step, or per image and step for regions
+        top = np.array([[top_count(f, h * w, cut) for f in self.fractions] for cut in (cuts or [None])]) / (h * w)
         kept, removed = (top, 1 - top) if self.mode == "keep" else (1 - top, top)
-        return CurveResult(points.frame(self.curve, shard, kept=kept, removed=removed), points.samples)
+        return CurveResult(points.frame(curve, shard, kept=kept, removed=removed), points.samples)

@@ -4,8 +4,17 @@ Appendix C; Table 5).
 - hard (default, the paper's FUD): the likelihood of the kept pixels given
   x_t is a product of Diracs; in practice the kept pixels are overwritten with
   the known values after every step (Eq. 14), and the returned image copies
-  them from x bit for bit. known: clean overwrites with x itself; known:
-  renoise (RePaint-style ablation) with a draw from q(x_{t-1} | x).
+  them from x bit for bit. known: clean starts from and overwrites with x
+  itself (x_T = M * x + (1 - M) * eps). known: renoise (RePaint-style
+  ablation) keeps the kept pixels at the current noise level from x_T on:
+  x_T = M * (sqrt(abar_t0) x + sqrt(1 - abar_t0) eps_known) + (1 - M) * eps,
+  t0 the first sampled timestep (with leading spacing t0 < T - 1, e.g. 990 of
+  1000 at 100 steps), and after every step the kept pixels of x_{t-1} are a
+  fresh draw from q(x_{t-1} | x) = N(sqrt(abar_{t-1}) x, (1 - abar_{t-1}) I).
+  eps_known and the later draws come, in that order, from one generator per
+  sample seeded with seed ^ 0x5EED (seed: the sample's context.seeds entry),
+  so batching changes nothing; at the last step abar_{-1} = 1 and the kept
+  pixels are x again.
 - soft: the kept pixels x~ (= the clean image x) are treated as an observation
   x~ ~ N(M * x_t, sigma^2 I), whose log-likelihood has the score
   grad_{x_t} log p(x~ | x_t, M) = M * (x~ - x_t) / sigma^2. That score is
@@ -21,8 +30,8 @@ Appendix C; Table 5).
   on kept pixels 0.25 at sigma 0.03, 0.02 at 0.1, 0.05 at 0.3, 0.13 at 1).
 
 A part's start() is called once per sample() call and returns that call's
-constraint (its images, mask and random state), whose eps() and project() the
-loop calls at every step.
+constraint (its images, mask and random state): the loop takes x_T from its
+initial(), then calls its eps() and project() at every step.
 """
 from __future__ import annotations
 
@@ -39,7 +48,11 @@ class _Overwrite:
 
     def __init__(self, m: torch.Tensor, known: Callable[[float], torch.Tensor]):
         self.m = m
-        self.known = known
+        self.known = known  # abar -> the kept pixels' values at that noise level
+
+    def initial(self, noise, abar_start):
+        """x_T: the known values at the first sampled timestep's noise level, noise elsewhere."""
+        return self.m * self.known(abar_start) + (1 - self.m) * noise
 
     def eps(self, e, x_t, abar_t):
         return e
@@ -51,9 +64,14 @@ class _Overwrite:
 class _GaussianObservation:
     """One call of the soft constraint: the likelihood's score enters eps; no overwrite."""
 
-    def __init__(self, x_clean: torch.Tensor, weight: torch.Tensor):
+    def __init__(self, x_clean: torch.Tensor, m: torch.Tensor, sigma: float):
         self.x_clean = x_clean
-        self.weight = weight  # M / sigma^2
+        self.m = m
+        self.weight = m / sigma ** 2
+
+    def initial(self, noise, abar_start):
+        """x_T = M * x + (1 - M) * eps, as the hard constraint's (the observation is the clean x)."""
+        return self.m * self.x_clean + (1 - self.m) * noise
 
     def eps(self, e, x_t, abar_t):
         return e - math.sqrt(1 - abar_t) * self.weight * (self.x_clean - x_t)
@@ -72,8 +90,8 @@ class HardConstraint:
 
 
 class RenoiseConstraint(HardConstraint):
-    """hard, known: renoise: the kept pixels are a draw from q(x_{t-1} | x), from one
-    generator per sample seeded with seed ^ 0x5EED."""
+    """hard, known: renoise: the kept pixels are a draw from q(x_t | x) at the current
+    noise level, x_T's included, from one generator per sample seeded with seed ^ 0x5EED."""
 
     def start(self, x_clean: torch.Tensor, m: torch.Tensor, seeds: Sequence[int]) -> _Overwrite:
         generators = [torch.Generator().manual_seed(int(s) ^ 0x5EED) for s in seeds]
@@ -93,7 +111,7 @@ class SoftConstraint:
         self.sigma = float(sigma)
 
     def start(self, x_clean: torch.Tensor, m: torch.Tensor, seeds: Sequence[int]) -> _GaussianObservation:
-        return _GaussianObservation(x_clean, m / self.sigma ** 2)
+        return _GaussianObservation(x_clean, m, self.sigma)
 
 
 def constraint_part(settings: ConstraintSettings):

@@ -1,21 +1,24 @@
 """Diffusion imputation: FUD's sampler (paper Algorithm 1, Appendix C, D).
 
     x_T = M * x + (1 - M) * eps                      (M: 1 = keep; x, x_t in [-1, 1])
+          [renoise: M * (sqrt(abar_t0) x + sqrt(1 - abar_t0) eps') + (1 - M) * eps]
     for t in the DDIM timesteps (eta = 0):
         e = eps_theta(x_t, t)                        (first 3 output channels)
-        if guidance is on at t (t < O = guidance_start * T):
+        if t is a guided timestep (paper: t < O = guidance_start * T):
             e = e + s * sqrt(1 - abar_t) * grad_x log p(y | x_t)    (AWAY from y)
         [soft constraint: e = e - sqrt(1 - abar_t) * M * (x - x_t) / sigma^2]
         x0  = clip((x_t - sqrt(1 - abar_t) e) / sqrt(abar_t), -1, 1)
         e   = (x_t - sqrt(abar_t) x0) / sqrt(1 - abar_t)            (eps of the clipped x0)
         x_{t-1} = sqrt(abar_{t-1}) x0 + sqrt(1 - abar_{t-1}) e     (abar_{-1} = 1)
         [hard constraint: x_{t-1} = M * x + (1 - M) * x_{t-1}]
+        [renoise: M * x replaced by M * a draw from q(x_{t-1} | x)]
 
 Each line belongs to a part: eps_theta to the runtime (runtime.py), the
-guidance term to the guidance part (guidance.py), the bracketed lines to the
-constraint part (constraints.py), the DDIM update to the step maths
-(steps.py). With no guidance (NoGuidance, or guidance_scale = 0) this is the
-plain (RePaint-like) diffusion imputer.
+guidance term and which timesteps get it to the guidance part (guidance.py),
+x_T's kept pixels and the bracketed lines to the constraint part
+(constraints.py), the DDIM update to the step maths (steps.py). With no
+guidance (NoGuidance, or guidance_scale = 0) this is the plain (RePaint-like)
+diffusion imputer.
 
 Randomness is per sample (context.seeds): the starting noise of every sample
 is drawn from its own generator on the CPU, so a batched call equals
@@ -89,20 +92,20 @@ class DiffusionImputer(Imputer):
         that takes an `x0_hat` keyword also gets that step's clipped x0 estimate."""
         if context.seeds is None or len(context.seeds) != len(x):
             raise ValueError("DiffusionImputer needs one seed per sample in context.seeds")
-        guided = self.guidance.applies(context)
+        guided = set(self.guided_timesteps) if self.guidance.applies(context) else set()
         if keep_mask.shape[0] != x.shape[0] or keep_mask.shape[-2:] != x.shape[-2:]:
             raise ValueError(f"keep_mask {tuple(keep_mask.shape)} does not match images {tuple(x.shape)}")
         m = keep_mask.to(x.dtype).expand_as(x)
         x_clean = x * 2 - 1
         kept = self.constraint.start(x_clean, m, context.seeds)
-        x_t = m * x_clean + (1 - m) * _noise_like(x, context.seeds)
+        x_t = kept.initial(_noise_like(x, context.seeds), self.ddim.alphas(0)[0])
         distances = [self._distance(x_t, x_clean)] if trace else None
         with_x0 = callback is not None and takes_x0_hat(callback)
         for i, t in enumerate(self.ddim.timesteps):
             abar_t, abar_prev = self.ddim.alphas(i)
             e = self.runtime.eps(x_t, torch.full((len(x),), t, dtype=torch.long, device=x.device))
-            if guided:
-                e = self.guidance.eps(e, x_t, t, abar_t, context)
+            if t in guided:
+                e = self.guidance.eps(e, x_t, abar_t, context)
             e = kept.eps(e, x_t, abar_t)
             x_prev, x0_hat = self.ddim.step(x_t, e, abar_t, abar_prev)
             x_t = kept.project(x_prev, abar_prev)

@@ -3,7 +3,7 @@ the config keys, the one home of their defaults and constraints.
 
     RuntimeSettings     runtime.py       amp_dtype, channels_last, compile
     StepSettings        steps.py         steps, clip_x0
-    GuidanceSettings    guidance.py      guidance_scale, guidance_start
+    GuidanceSettings    guidance.py      guidance_scale, guidance_start, guidance_schedule
     ConstraintSettings  constraints.py   known (KnownSettings), constraint, soft_sigma
 
 A builder takes the flat union of its parts' fields (FUD_SAMPLER_SETTINGS,
@@ -23,6 +23,7 @@ AMP_DTYPE_NAMES = {None: None, "none": None, "fp32": None, "float32": None,
                    "bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16"}
 CONSTRAINTS = ("hard", "soft")
 KNOWN = ("clean", "renoise")
+GUIDANCE_SCHEDULES = ("threshold", "last_steps")
 
 
 def _where(key: str, field: str) -> str:
@@ -61,14 +62,26 @@ class PlainStepSettings(StepSettings):
 class GuidanceSettings(Settings):
     guidance_scale: float = setting(4.0, minimum=0, description="anti-class guidance scale s (0 = off)")
     guidance_start: float = setting(0.05, minimum=0, maximum=1,
-                                    description="anti-class guidance on for t < guidance_start * T")
+                                    description="anti-class guidance on for t < guidance_start * T (see "
+                                                "guidance_schedule)")
+    guidance_schedule: Literal["threshold", "last_steps"] = setting(
+        "threshold", description="which sampled steps are guided: threshold (paper) = those with t < "
+                                 "guidance_start * T; last_steps = the last ceil(100 * guidance_start) sampled "
+                                 "steps, as many as threshold guides at the paper's 100 steps, whatever the "
+                                 "step count")
+
+    def problems(self, key: str) -> list[str]:
+        if self.guidance_schedule not in GUIDANCE_SCHEDULES:
+            return [f"{_where(key, 'guidance_schedule')}must be one of {GUIDANCE_SCHEDULES}, "
+                    f"got {self.guidance_schedule!r}"]
+        return []
 
 
 @dataclass(frozen=True)
 class KnownSettings(Settings):
     known: Literal["clean", "renoise"] = setting(
-        "clean", description="kept pixels after each step: clean (paper) | renoise (RePaint-style: a draw "
-                             "from q(x_{t-1} | x))")
+        "clean", description="kept pixels from x_T on: clean (paper) | renoise (RePaint-style: at the current "
+                             "noise level, a draw from q(x_t | x))")
 
     def problems(self, key: str) -> list[str]:
         if self.known not in KNOWN:
