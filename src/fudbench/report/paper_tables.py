@@ -90,7 +90,8 @@ SCORE_TABLES = {
     "appendix_scores": {
         "select": in_table("appendix_scores"),
         "caption": "Appendix protocols' scores: IDSDS (Spearman correlation of cell attribution and output drop, "
-                   "higher better), Distill baselines and Gevaert et al. deletion (area under confidence over the "
+                   "higher better), FUD symmetric (keep-top minus keep-bottom area, when configured; higher "
+                   "better), Distill baselines and Gevaert et al. deletion (area under confidence over the "
                    "removed fraction, lower better) and insertion (higher better); mean over images, $\\pm$ "
                    "half-width of the bootstrap 95\\% CI.",
         "tex_label": "tab:appendix-scores"},
