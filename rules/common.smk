@@ -2,6 +2,7 @@
 from fudbench.data.shards import n_shards
 from fudbench.evaluators import entries_of, method_of, spec_of
 from fudbench.fingerprint import score_model_training_inputs
+from fudbench.plugins import is_import_path, plugin_file
 from fudbench.report.paper_tables import tables_of
 
 RESULTS = f"results/{config['run_name']}"
@@ -38,6 +39,24 @@ wildcard_constraints:
 def repo_path(p):
     """Config paths are relative to the repository, not the working directory."""
     return str(Path(p) if Path(p).is_absolute() else REPO / p)
+
+
+def explainer_settings(name):
+    """A config entry's explainer settings as jobs get them: a plug-in's file path
+    absolute (config paths are relative to the repository, jobs run elsewhere)."""
+    settings = dict(config["explainers"][name])
+    method = settings.get("method", name)
+    if is_import_path(method) and method.rpartition(":")[0].endswith(".py"):
+        file, _, attr = method.rpartition(":")
+        settings["method"] = f"{repo_path(file)}:{attr}"
+    return settings
+
+
+def plugin_inputs(settings):
+    """The source file of a plug-in method, an input of its jobs: editing it reruns them."""
+    method = settings.get("method", "")
+    source = plugin_file(method, REPO) if is_import_path(method) else None
+    return {"plugin": source} if source else {}
 
 
 def job_params():

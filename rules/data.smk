@@ -1,13 +1,48 @@
 # Sample the images: the synthetic benchmark (train / val / test splits, the
-# evaluated subset) or a seeded sample of ImageNet's validation set (paper
-# profile), and a figure of examples. Both write the same eval npz.
+# evaluated subset), a seeded sample of ImageNet's validation set (paper
+# profile) or your own image folder, and a figure of examples. All write the
+# same eval npz.
 # External assets (ImageNet, downloaded weights) are inputs only when they exist
 # (`present`): a dry-run builds the DAG without them, and a real run stops before
 # any job in the Snakefile's onstart asset check, which names what is missing.
+# Your own folder was checked when the config was (fudbench.data.folder).
 from fudbench.assets import present, resolved_imagenet
+from fudbench.data.folder import evaluated_files, resolved_folder
 
 
-if config["data"]["source"] == "imagenet":
+if config["data"]["source"] == "folder":
+    FOLDER = resolved_folder(config["data"]["folder"], REPO)
+
+    rule make_dataset:
+        input:
+            # the evaluated files themselves: replacing an image reruns what depends on it
+            labels=FOLDER["labels"],
+            images=[f"{FOLDER['root']}/{f}" for f, _ in evaluated_files(FOLDER, config["data"]["n_eval"])],
+        output:
+            eval=f"{RESULTS}/data/eval.npz",
+            classes=f"{RESULTS}/data/classes.json",
+            manifest=f"{RESULTS}/data/manifest.csv",
+            examples=f"{RESULTS}/data/examples.npz",
+            summary=f"{RESULTS}/data/folder_sample.json",
+        params:
+            folder=FOLDER,
+            n_eval=config["data"]["n_eval"],
+        resources:
+            mem_mb=4000,
+            runtime=30,
+        log:
+            f"{RESULTS}/logs/make_dataset.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/make_dataset.tsv"
+        conda:
+            ENV_TORCH
+        script:
+            "../scripts/prepare_folder.py"
+
+    REAL_IMAGES = rules.make_dataset.output.eval
+    EXAMPLE_IMAGES = rules.make_dataset.output.examples
+
+elif config["data"]["source"] == "imagenet":
     IMAGENET = resolved_imagenet(config["data"]["imagenet"], REPO)
 
     rule make_dataset:

@@ -3,12 +3,13 @@
 
 rule explain:
     input:
+        unpack(lambda w: plugin_inputs(config["explainers"][w.explainer])),
         model=f"{RESULTS}/models/{{model}}.pt",
         images=rules.make_dataset.output.eval,
     output:
         f"{RESULTS}/attributions/{{model}}/{{explainer}}/shard{{shard}}.npz",
     params:
-        explainer=lambda w: config["explainers"][w.explainer],
+        explainer=lambda w: explainer_settings(w.explainer),
         target=config["target"],
         shard_size=config["data"]["shard_size"],
         job=job_params(),

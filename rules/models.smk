@@ -2,13 +2,15 @@
 # score model, then record their quality gates. The small models of the
 # synthetic benchmark are trained here; the paper profile's torchvision
 # classifiers and guided-diffusion U-Net are pretrained: their files are
-# checksum-verified and written in the same checkpoint format.
-from fudbench.assets import present, resolve_path, resolved_classifier
-from fudbench.models.torchvision_models import is_torchvision, weights_path
+# checksum-verified and written in the same checkpoint format, as is your own
+# classifier (arch: import), built by its factory.
+from fudbench.assets import classifier_weights, present, resolve_path, resolved_classifier
+from fudbench.models.imported import factory_source, is_imported
+from fudbench.models.torchvision_models import is_torchvision
 
 CLASSIFIERS = config["models"]["classifiers"]
-TRAINED = [m for m in MODELS if not is_torchvision(CLASSIFIERS[m]["arch"])]
-PRETRAINED = [m for m in MODELS if is_torchvision(CLASSIFIERS[m]["arch"])]
+PRETRAINED = [m for m in MODELS if is_torchvision(CLASSIFIERS[m]["arch"]) or is_imported(CLASSIFIERS[m]["arch"])]
+TRAINED = [m for m in MODELS if m not in PRETRAINED]
 SCORE_SOURCE = config["models"]["score_model"]["source"]
 
 
@@ -49,13 +51,15 @@ if TRAINED:
 
 if PRETRAINED:
 
-    # No training: verify the weights file's checksum, load it strictly, measure
-    # top-1 accuracy on the evaluated images (a check of the label mapping).
+    # No training: verify the weights file's checksum (torchvision), build the
+    # network (your factory), load the weights strictly, measure top-1 accuracy on
+    # the evaluated images (a check of the label mapping). A factory's source file
+    # is an input: editing it rebuilds the checkpoint and what depends on it.
     rule prepare_classifier:
         input:
-            weights=lambda w: present(weights_path(resolved_classifier(CLASSIFIERS[w.model], REPO))),
+            weights=lambda w: present(classifier_weights(resolved_classifier(CLASSIFIERS[w.model], REPO))),
+            factory=lambda w: present(factory_source(CLASSIFIERS[w.model], REPO)),
             images=rules.make_dataset.output.eval,
-            classes=rules.make_dataset.output.classes,
         output:
             model=f"{RESULTS}/models/{{model}}.pt",
             metrics=f"{RESULTS}/models/{{model}}_metrics.json",

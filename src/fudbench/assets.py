@@ -13,12 +13,14 @@ Also a command-line tool:  python -m fudbench.assets config/paper.yaml
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from fudbench.data.folder import resolved_folder
 from fudbench.models import torchvision_models as tvm
+from fudbench.models.imported import is_imported, resolved_entry
 from fudbench.models.guided_diffusion import ADM256_URL
+from fudbench.paths import resolve_path
 
 DOCS = "docs/paper_profile.md"
 IMAGENET_HOWTO = (
@@ -29,6 +31,9 @@ IMAGENET_HOWTO = (
     "copy (kaggle competitions download -c imagenet-object-localization-challenge): root "
     f"ILSVRC/Data/CLS-LOC/val, labels LOC_val_solution.csv (see {DOCS})"
 )
+
+
+FOLDER_HOWTO = "see docs/your_own.md, 'Your own images'"
 
 
 class AssetError(RuntimeError):
@@ -47,14 +52,6 @@ class Asset:
     record_digest: bool = False       # no checksum configured: print the file's, to be recorded
 
 
-def resolve_path(p, repo) -> Path | None:
-    """Config paths: ~ and $VARS expanded; relative ones are relative to the repository."""
-    if p is None:
-        return None
-    p = Path(os.path.expandvars(os.path.expanduser(str(p))))
-    return p if p.is_absolute() else Path(repo) / p
-
-
 def present(*paths) -> list[str]:
     """The paths that exist: rules list external assets as inputs only when present,
     so a dry-run builds the DAG without them (check_assets names the missing ones)."""
@@ -68,7 +65,17 @@ def resolved_imagenet(cfg: dict, repo) -> dict:
 
 
 def resolved_classifier(cfg: dict, repo) -> dict:
+    """A classifier entry as jobs get it: its files as absolute paths."""
+    if is_imported(cfg["arch"]):
+        return resolved_entry(cfg, repo)
     return {**cfg, "path": str(resolve_path(cfg["path"], repo))} if cfg.get("path") else dict(cfg)
+
+
+def classifier_weights(cfg: dict) -> Path | None:
+    """The weights file a pretrained classifier entry (resolved) reads, None if none."""
+    if is_imported(cfg["arch"]):
+        return Path(cfg["weights"]) if cfg.get("weights") else None
+    return tvm.weights_path(cfg)
 
 
 def gd_fetch_command(path: Path, url: str = ADM256_URL) -> str:
@@ -86,6 +93,10 @@ def required_assets(config: dict, repo) -> list[Asset]:
             if im.get(k):
                 out.append(Asset(f"ImageNet {k} file", f"data.imagenet.{k}", resolve_path(im[k], repo),
                                  IMAGENET_HOWTO, kind="any"))
+    if data["source"] == "folder":
+        folder = resolved_folder(data["folder"], repo)
+        out.append(Asset("your images", "data.folder.root", Path(folder["root"]), FOLDER_HOWTO, kind="dir"))
+        out.append(Asset("your images' labels file", "data.folder.labels", Path(folder["labels"]), FOLDER_HOWTO))
     for name, c in config["models"]["classifiers"].items():
         if tvm.is_torchvision(c["arch"]):
             c = resolved_classifier(c, repo)
@@ -179,6 +190,18 @@ def check_imagenet_layout(config: dict, repo) -> str | None:
     return None
 
 
+def check_folder_images(config: dict, repo) -> list[str]:
+    """Decode the evaluated images of data.folder (the config check read the labels
+    file only), so a corrupt file stops the run before any job, named."""
+    from fudbench.data.folder import FolderDataError, image_problems
+
+    try:
+        return [f"your images: {p}" for p in image_problems(resolved_folder(config["data"]["folder"], repo),
+                                                             config["data"]["n_eval"])]
+    except FolderDataError as exc:  # the labels file changed since the config was checked
+        return [f"your images: {exc}"]
+
+
 def check_assets(config: dict, repo, cache_file=None) -> list[str]:
     """Raise AssetError listing every missing or wrong asset; returns notes (e.g.
     checksums to record in config)."""
@@ -191,6 +214,8 @@ def check_assets(config: dict, repo, cache_file=None) -> list[str]:
         layout = check_imagenet_layout(config, repo)
         if layout:
             problems.append(layout)
+    if config["data"]["source"] == "folder" and not any(p.startswith("your images") for p in problems):
+        problems += check_folder_images(config, repo)
     if problems:
         raise AssetError(f"{len(problems)} asset problem(s); nothing was run:\n- " + "\n- ".join(problems))
     return notes

@@ -50,19 +50,19 @@ def check_targets(y, n: int, where: str) -> None:
         raise InputError(f"{where}: target must hold integer class indices, got {y.dtype}")
 
 
-def check_attribution(a, x, where: str) -> None:
+def check_attribution(a, x, where: str, what: str = "attribution") -> None:
     import torch
 
     if not isinstance(a, torch.Tensor):
-        raise InputError(f"{where}: attribution must be a torch.Tensor, got {type(a).__name__}")
+        raise InputError(f"{where}: {what} must be a torch.Tensor, got {type(a).__name__}")
     n, c, h, w = x.shape
     ok = (a.dim() == 4 and a.shape[0] == n and a.shape[1] in (1, c) and tuple(a.shape[2:]) == (h, w)) or \
          (a.dim() == 3 and tuple(a.shape) == (n, h, w))
     if not ok:
-        raise InputError(f"{where}: attribution must have the images' batch size and H x W: (N, C, H, W), "
+        raise InputError(f"{where}: {what} must have the images' batch size and H x W: (N, C, H, W), "
                          f"(N, 1, H, W) or (N, H, W) with N={n}, C={c}, H={h}, W={w}; got {tuple(a.shape)}")
     if not a.is_floating_point():
-        raise InputError(f"{where}: attribution must be a float tensor, got {a.dtype}")
+        raise InputError(f"{where}: {what} must be a float tensor, got {a.dtype}")
 
 
 def check_inputs(where: str, x, y=None, attribution=None, image_ids: Optional[Sequence] = None,

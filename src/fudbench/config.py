@@ -168,20 +168,37 @@ def _reference_problems(config: dict) -> list[str]:
     return problems
 
 
-def check_semantics(config: dict) -> None:
-    """Checks beyond the schema; each names the key and what to do."""
+def _plugin_explainer_problems(name: str, method: str, settings: dict, base) -> list[str]:
+    """An explainer given by import path: it must load and have the Explainer interface.
+    Loading imports the researcher's module at parse time (and with it, usually, torch)."""
+    from fudbench.explainers.plugin import interface_problems
+    from fudbench.plugins import PluginError, load_object
+
+    try:
+        obj = load_object(method, base)
+    except PluginError as exc:
+        return [f"config key 'explainers.{name}.method': {exc}"]
+    return interface_problems(name, obj, {k: v for k, v in settings.items() if k != "method"})
+
+
+def check_semantics(config: dict, base=None) -> None:
+    """Checks beyond the schema; each names the key and what to do. `base`: the
+    folder relative plug-in paths start from (the repository)."""
     from fudbench.explainers import EXPLAINERS, method_of
+    from fudbench.plugins import is_import_path
 
     problems = []
     for name, settings in config["explainers"].items():
         method = method_of(name, settings)
-        if method not in EXPLAINERS:
+        if is_import_path(method):
+            problems += _plugin_explainer_problems(name, method, settings, base)
+        elif method not in EXPLAINERS:
             where = f"explainers.{name}" + (".method" if "method" in settings else "")
             problems.append(
                 f"config key '{where}': unknown explainer {method!r}; "
                 f"registered: {', '.join(sorted(EXPLAINERS))}"
             )
-        elif method == "oracle" and config["data"]["source"] != "synthetic":
+        elif "oracle" in (method, settings.get("base")) and config["data"]["source"] != "synthetic":
             problems.append(f"config key 'explainers.{name}': the oracle needs ground-truth masks "
                             f"(data.source: synthetic)")
         else:
@@ -214,9 +231,12 @@ def check_semantics(config: dict) -> None:
         if im["resize"] < im["crop"]:
             problems.append(f"config key 'data.imagenet.resize': {im['resize']} must be >= data.imagenet.crop "
                             f"= {im['crop']} (shorter side resized, then centre-cropped)")
-    problems += _pretrained_model_problems(config)
+    if data["source"] == "folder" and "folder" in data:
+        problems += _folder_problems(data, base)
+    problems += _pretrained_model_problems(config, base)
+    problems += _training_split_problems(config)
     for name, c in config["models"]["classifiers"].items():
-        if c["arch"].startswith("torchvision_"):
+        if c["arch"].startswith("torchvision_") or c["arch"] == "import":  # checked in _pretrained_model_problems
             continue
         if c["arch"] == "small_vit":
             for k in ("patch_size", "dim", "depth", "heads"):
@@ -241,36 +261,90 @@ def check_semantics(config: dict) -> None:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
 
 
-def _pretrained_model_problems(config: dict) -> list[str]:
-    """Models that fit only one data source: the workflow trains small_* models and
-    the synthetic score model on the synthetic training split; torchvision's
-    weights are ImageNet-1k classifiers."""
+def _pretrained_model_problems(config: dict, base=None) -> list[str]:
+    """Which models fit which data source (synthetic | imagenet | folder):
+    - small_* are trained by the workflow on the synthetic training split: synthetic only;
+    - torchvision_* are ImageNet-1k classifiers: imagenet, or folder images labelled
+      with ImageNet-1k class indices;
+    - import (your own factory, fudbench.models.imported): any source;
+    - the score model `shipped` / `train` is the synthetic benchmark's: synthetic only;
+      `guided_diffusion` (a pretrained model of the images' domain): imagenet and folder.
+    `base` anchors relative paths (the repository)."""
+    from fudbench.models.imported import imported_classifier_problems, is_imported, misplaced_import_keys
     from fudbench.models.torchvision_models import FIXED_INPUT_SIZE, WEIGHT_FILES
 
     data = config["data"]
     problems = []
     for name, c in config["models"]["classifiers"].items():
         key = f"models.classifiers.{name}"
+        if not is_imported(c["arch"]):
+            problems += misplaced_import_keys(name, c)
         if c["arch"] in WEIGHT_FILES:
             if c.get("weights") not in WEIGHT_FILES[c["arch"]]:
                 problems.append(f"config key '{key}.weights': {c.get('weights')!r} is not available for "
                                 f"{c['arch']}; choose one of {', '.join(WEIGHT_FILES[c['arch']])}")
-            if data["source"] != "imagenet":
+            if data["source"] not in ("imagenet", "folder"):
                 problems.append(f"config key '{key}.arch': {c['arch']} is an ImageNet-1k classifier and needs "
-                                f"data.source: imagenet")
+                                f"data.source: imagenet (or folder, with ImageNet-1k class indices as labels)")
             size = FIXED_INPUT_SIZE.get(c["arch"])
-            crop = data.get("imagenet", {}).get("crop")
+            crop = data.get(data["source"], {}).get("crop")
             if size and crop and crop != size:
-                problems.append(f"config key 'data.imagenet.crop': {crop}, but {key} ({c['arch']}) takes "
+                problems.append(f"config key 'data.{data['source']}.crop': {crop}, but {key} ({c['arch']}) takes "
                                 f"{size}x{size} images only")
+        elif is_imported(c["arch"]):
+            problems += imported_classifier_problems(name, c, _image_size(data), base)
         elif data["source"] != "synthetic":
             problems.append(f"config key '{key}.arch': {c['arch']} is trained by the workflow on the synthetic "
-                            f"training split and needs data.source: synthetic; use a torchvision_* arch")
+                            f"training split and needs data.source: synthetic; use a torchvision_* arch or "
+                            f"arch: import (your own classifier)")
     source = config["models"]["score_model"]["source"]
     if source in ("train", "shipped") and data["source"] != "synthetic":
         problems.append(f"config key 'models.score_model.source': {source!r} is the synthetic benchmark's score "
-                        f"model and needs data.source: synthetic; use guided_diffusion")
+                        f"model and needs data.source: synthetic; use guided_diffusion (a pretrained model of the "
+                        f"images' domain: training one on ImageNet or folder images is not supported)")
     return problems
+
+
+def _training_split_problems(config: dict) -> list[str]:
+    """ImageNet and folder data are evaluated images only: evaluators that read the
+    synthetic training split (F-Fidelity's surrogate is fine-tuned on it; train-set
+    and dataset-mean fills draw from it) cannot run on them."""
+    from fudbench.evaluators import EVALUATORS, method_of, spec_of
+
+    uses = {"surrogate": "F-Fidelity fine-tunes its surrogate on the synthetic training split",
+            "reference_images": "a train_set or dataset-mean fill draws from the synthetic training split (a mean "
+                                "fill with an explicit imputer_options.mean does not)"}
+    source, problems = config["data"]["source"], []
+    if source == "synthetic":
+        return problems
+    for name, settings in config["evaluators"].items():
+        if method_of(name, settings) not in EVALUATORS:
+            continue  # reported by _evaluator_problems
+        entry = spec_of(name, settings)
+        try:
+            assets = entry.assets(entry.resolve(settings))
+        except (KeyError, TypeError, ValueError):  # the entry is itself wrong: reported on its own
+            continue
+        problems += [f"config key 'evaluators.{name}': {uses[a]}, which data.source: {source} does not have; "
+                     f"remove the entry" for a in sorted(assets & set(uses))]
+    return problems
+
+
+def _image_size(data: dict) -> tuple[int, str] | None:
+    """(side of the evaluated images, its config key): the synthetic image size, else the centre crop."""
+    source = data["source"]
+    key = "image_size" if source == "synthetic" else "crop"
+    size = (data.get(source) or {}).get(key)
+    return None if size is None else (size, f"data.{source}.{key}")
+
+
+def _folder_problems(data: dict, base) -> list[str]:
+    """data.folder (your own images): paths resolved against `base`, the labels file
+    read and every listed file looked up; no image is decoded here (the asset check
+    before any job does)."""
+    from fudbench.data.folder import folder_problems, resolved_folder
+
+    return folder_problems(resolved_folder(data["folder"], base), data["n_eval"])
 
 
 def validate_config(config: dict, schema_path) -> dict:
@@ -280,7 +354,7 @@ def validate_config(config: dict, schema_path) -> dict:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
     schema = with_entry_schemas(load_yaml(Path(schema_path)), config)
     validate_schema(config, schema)
-    check_semantics(config)
+    check_semantics(config, base=Path(schema_path).resolve().parent.parent)
     return config
 
 

@@ -93,6 +93,21 @@ def degenerate_counts(scores: torch.Tensor) -> dict[str, int]:
             "constant_images": int(constant.sum())}
 
 
+DEGENERATE_KINDS = ("non-finite", "zero", "constant")
+
+
+def degenerate_maps(attribution) -> list[str]:
+    """Per image, what is degenerate about its map ('' if nothing): 'non-finite'
+    (any NaN or inf), 'zero' (all zero), 'constant' (one value everywhere). Such a
+    map ranks no pixel above another: evaluations fall back to a seeded random order."""
+    a = torch.as_tensor(attribution).reshape(len(attribution), -1).float()
+    finite = torch.isfinite(a).all(1)
+    zero = (a == 0).all(1)
+    constant = (a == a[:, :1]).all(1)
+    return ["non-finite" if not f else "zero" if z else "constant" if c else ""
+            for f, z, c in zip(finite.tolist(), zero.tolist(), constant.tolist())]
+
+
 def ranks_from_order(order: torch.Tensor) -> torch.Tensor:
     """rank[n, p] = position of pixel p in order[n] (0 = most relevant)."""
     ranks = torch.empty_like(order)

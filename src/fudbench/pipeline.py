@@ -11,6 +11,7 @@ import torch
 
 from fudbench.data.shards import load_eval_shard
 from fudbench.io import load_npz
+from fudbench.masks import DEGENERATE_KINDS, degenerate_maps
 from fudbench.seeding import derive_seed
 
 log = logging.getLogger(__name__)
@@ -22,6 +23,17 @@ def _targets(model, x, labels, target_mode: str, batch_size: int = 256) -> torch
         return torch.as_tensor(labels, device=x.device)
     with torch.no_grad():
         return torch.cat([model(x[i:i + batch_size]).argmax(1) for i in range(0, len(x), batch_size)])
+
+
+def report_degenerate_maps(explainer: str, kinds: list[str], ids) -> dict[str, int]:
+    """Log, per kind, how many of the explainer's maps are degenerate and for which
+    image ids (evaluations rank their pixels in a seeded random order); return the counts."""
+    counts = {kind: [int(i) for i, k in zip(ids, kinds) if k == kind] for kind in DEGENERATE_KINDS}
+    for kind, images in counts.items():
+        if images:
+            log.warning("%s: %d degenerate map(s) (%s) for image id(s) %s: ranked in a seeded random order",
+                        explainer, len(images), kind, images[:20])
+    return {kind: len(images) for kind, images in counts.items()}
 
 
 def explain_shard(model_path, images_path, shard: int, shard_size: int, explainer: str, settings: dict,
@@ -41,9 +53,7 @@ def explain_shard(model_path, images_path, shard: int, shard_size: int, explaine
     attribution = method.explain(model, x, target, seeds=seeds, **kwargs)
     seconds = (time.perf_counter() - t0) / len(x)
     a = attribution.float().cpu().numpy()
-    n_bad = int((~np.isfinite(a)).any(axis=(1, 2, 3)).sum())
-    if n_bad:
-        log.warning("%s produced non-finite attributions for %d image(s); they rank last", explainer, n_bad)
+    report_degenerate_maps(explainer, degenerate_maps(a), data["ids"])
     return {"attributions": a.astype(np.float32), "targets": target.cpu().numpy(), "ids": data["ids"],
             "labels": data["labels"], "seconds_per_image": np.float64(seconds)}
 
@@ -75,6 +85,7 @@ class ShardEvaluation:
         a = torch.from_numpy(attr["attributions"]).to(self.device)
         records, samples = self.evaluator.run(self.model, self.x, y, a, ids, seed_key)
         records["label"] = records["image"].map(dict(zip(ids.tolist(), self.data["labels"].tolist())))
+        records["degenerate_map"] = records["image"].map(dict(zip(ids.tolist(), degenerate_maps(a.cpu()))))
         samples["ids"] = ids
         return records, samples
 

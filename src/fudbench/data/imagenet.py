@@ -27,7 +27,8 @@ before normalisation; normalisation lives in the classifier wrappers).
 Grayscale and CMYK files (ImageNet's validation set has both) are converted to
 RGB and counted; an unreadable file is an error naming it, or with
 `on_corrupt: replace` is skipped for the next image of the permutation and
-reported.
+reported. The reading, preprocessing and writing (`read_image`, `eval_arrays`,
+`write_eval_set`) are shared with your own image folder (fudbench.data.folder).
 """
 from __future__ import annotations
 
@@ -310,6 +311,21 @@ def preprocess(img, resize: int = 256, crop: int = 224) -> np.ndarray:
     return np.asarray(img, dtype=np.uint8).transpose(2, 0, 1).copy()
 
 
+def read_image(path, resize: int, crop: int, modes: Counter) -> tuple[np.ndarray, dict]:
+    """One file as stored in the eval npz: decoded, converted to RGB (its original mode
+    counted in `modes`, a conversion logged), resized and centre-cropped. Returns the
+    uint8 (3, crop, crop) array and the manifest's mode, width and height."""
+    img, mode = load_rgb(path)
+    modes[mode] += 1
+    if mode != "RGB":
+        log.info("converted %s from %s to RGB", path, mode)
+    return preprocess(img, resize, crop), {"mode": mode, "width": img.width, "height": img.height}
+
+
+def mode_stats(modes: Counter) -> dict:
+    return {"modes": dict(modes), "converted_to_rgb": sum(v for k, v in modes.items() if k != "RGB")}
+
+
 def sample_eval_set(index: ImageNetIndex, n_eval: int, seed: int, resize: int = 256, crop: int = 224,
                     on_corrupt: str = "error") -> dict:
     """Draw and preprocess n_eval images. Returns images (uint8 N,3,crop,crop),
@@ -327,7 +343,7 @@ def sample_eval_set(index: ImageNetIndex, n_eval: int, seed: int, resize: int = 
             break
         e = index.entries[int(j)]
         try:
-            img, mode = load_rgb(e.path)
+            image, info = read_image(e.path, resize, crop, modes)
         except CorruptImageError as exc:
             if on_corrupt == "error":
                 raise CorruptImageError(f"{exc}; delete or replace the file, or set data.imagenet.on_corrupt: "
@@ -335,19 +351,14 @@ def sample_eval_set(index: ImageNetIndex, n_eval: int, seed: int, resize: int = 
             log.warning("skipped (on_corrupt: replace): %s", exc)
             skipped.append(str(e.path))
             continue
-        modes[mode] += 1
-        if mode != "RGB":
-            log.info("converted %s from %s to RGB", e.path, mode)
         i = len(rows)
-        images[i] = preprocess(img, resize, crop)
+        images[i] = image
         rows.append({"id": i, "file": str(e.path.relative_to(index.root)), "wnid": e.wnid, "label": e.label,
-                     "class_name": index.class_names[e.label], "mode": mode,
-                     "width": img.width, "height": img.height})
+                     "class_name": index.class_names[e.label], **info})
     if len(rows) < n_eval:
         raise ImageNetLayoutError(f"only {len(rows)} of the {len(index.entries)} images in {index.root} could be "
                                   f"decoded ({len(skipped)} skipped); data.n_eval is {n_eval}")
-    stats = {"layout": index.layout, "n_images_found": len(index.entries), "seed": seed,
-             "modes": dict(modes), "converted_to_rgb": sum(v for k, v in modes.items() if k != "RGB"),
+    stats = {"layout": index.layout, "n_images_found": len(index.entries), "seed": seed, **mode_stats(modes),
              "skipped": skipped}
     log.info("ImageNet (%s layout): %d images found, %d drawn with seed %d; converted to RGB: %s; skipped: %d",
              index.layout, len(index.entries), n_eval, seed,
@@ -362,6 +373,21 @@ def eval_arrays(sample: dict) -> dict:
     n, _, h, w = sample["images"].shape
     return {"images": sample["images"], "labels": sample["labels"],
             "masks": np.zeros((n, h, w), dtype=np.uint8), "has_masks": np.array(False)}
+
+
+def write_eval_set(sample: dict, output, summary: dict, n_examples: int = 16) -> None:
+    """make_dataset's files for sampled real images (ImageNet or your own folder):
+    the eval npz, the manifest, the class names, the images of the examples figure
+    and a summary (the sample's stats plus `summary`)."""
+    import pandas as pd
+
+    from fudbench.io import write_csv, write_json, write_npz
+
+    write_npz(output.eval, **eval_arrays(sample))
+    write_csv(output.manifest, pd.DataFrame(sample["manifest"]), index=False)
+    write_json(output.classes, sample["class_names"])
+    write_npz(output.examples, images=sample["images"][:n_examples], labels=sample["labels"][:n_examples])
+    write_json(output.summary, {**sample["stats"], **summary})
 
 
 def build_eval_set(cfg: dict, n_eval: int, n_classes: int | None = N_CLASSES) -> dict:

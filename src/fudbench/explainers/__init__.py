@@ -30,14 +30,20 @@ def method_of(name: str, settings: dict) -> str:
     return settings.get("method", name)
 
 
-def build_explainer(name: str, settings: dict):
+def build_explainer(name: str, settings: dict, base=None):
     """The explainer of a config entry, its settings over the declared defaults
-    (fudbench.explainers.settings); unknown settings raise naming the allowed ones."""
+    (fudbench.explainers.settings); unknown settings raise naming the allowed ones.
+    A method given by import path is a plug-in (fudbench.explainers.plugin);
+    `base` anchors its relative file path."""
     from fudbench.explainers.settings import SETTINGS
     from fudbench.settings import with_defaults
 
     method = method_of(name, settings)
-    cls = resolve(EXPLAINERS, method, "explainer")
+    cls = resolve(EXPLAINERS, method, "explainer", base)
+    if method not in EXPLAINERS:
+        from fudbench.explainers.plugin import plugin_explainer
+
+        return plugin_explainer(name, cls, {k: v for k, v in settings.items() if k != "method"})
     try:
         kwargs = with_defaults(SETTINGS[method], {k: v for k, v in settings.items() if k != "method"})
     except ValueError as exc:

@@ -24,16 +24,20 @@ class Explainer(ABC):
     uses_masks: bool = False
 
     def __init_subclass__(cls, **kwargs):
-        """Every explain() checks its inputs first (fudbench.checks): one place for all methods."""
+        """Every explain() checks its inputs and its map (fudbench.checks): one place for all methods,
+        plug-ins included."""
         super().__init_subclass__(**kwargs)
         explain = cls.__dict__.get("explain")
         if explain is not None and not getattr(explain, "__isabstractmethod__", False):
             @functools.wraps(explain)
             def checked(self, model, x, target, seeds=None, **kwargs):
-                from fudbench.checks import check_inputs
+                from fudbench.checks import check_attribution, check_inputs
 
-                check_inputs(f"{type(self).__name__}.explain", x, target, seeds=seeds)
-                return explain(self, model, x, target, seeds=seeds, **kwargs)
+                where = f"{type(self).__name__}.explain"
+                check_inputs(where, x, target, seeds=seeds)
+                attribution = explain(self, model, x, target, seeds=seeds, **kwargs)
+                check_attribution(attribution, x, where, what="the returned map")
+                return attribution
 
             cls.explain = checked
 

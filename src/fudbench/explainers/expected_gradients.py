@@ -2,8 +2,10 @@
 
 attribution_i = mean over k draws of (x_i - r) * grad f_y(r + a (x_i - r)),
 with r drawn uniformly (with replacement) from the reference images given to
-prepare() (the evaluated image set, as the authors draw from their data set; an
-image may draw itself, which then adds zero), a ~ U[0, 1) per draw, and f_y the
+prepare() (the evaluated image set, as the authors draw from their data set),
+except the image itself: r = x_i would add a zero term (with k = 1, an
+all-zero map). The references identical to x_i are left out of its draws; an
+image with no other reference is an error. a ~ U[0, 1) per draw, and f_y the
 target *logit* (as captum's GradientShap; not log-softmax, not probability).
 
 Settings: k draws per image (authors: 1), batch_size = points per forward pass
@@ -41,14 +43,28 @@ class ExpectedGradients(Explainer):
             raise ValueError(f"EG references must be a non-empty (N, C, H, W) tensor, got {tuple(references.shape)}")
         self.references = references.detach()
 
-    def draws(self, seeds, n_ref: int):
-        """Reference indices (N, k) and alphas (N, k), one CPU generator per image seed."""
+    def draws(self, seeds, n_ref: int, excluded=None):
+        """Reference indices (N, k) and alphas (N, k), one CPU generator per image seed.
+        excluded[i]: reference indices image i may not draw (itself); the draw is
+        uniform over the others, so with nothing excluded it is the plain uniform draw."""
         idx, alpha = [], []
-        for s in seeds:
+        for i, s in enumerate(seeds):
             g = torch.Generator().manual_seed(int(s))
-            idx.append(torch.randint(n_ref, (self.k,), generator=g))
+            allowed = torch.arange(n_ref)
+            if excluded is not None and len(excluded[i]):
+                allowed = allowed[~torch.isin(allowed, torch.as_tensor(excluded[i]))]
+            idx.append(allowed[torch.randint(len(allowed), (self.k,), generator=g)])
             alpha.append(torch.rand(self.k, generator=g))
         return torch.stack(idx), torch.stack(alpha)
+
+    def copies_of(self, x) -> list:
+        """Per image, the indices of the references equal to it (cheap sums first, then exact)."""
+        refs = self.references.to(x.device, x.dtype).flatten(1)
+        sums, out = refs.double().sum(1), []
+        for xi in x.flatten(1):
+            candidates = torch.nonzero(sums == xi.double().sum()).flatten()
+            out.append([int(j) for j in candidates if torch.equal(refs[j], xi)])
+        return out
 
     def explain(self, model, x, target, seeds=None):
         if self.references is None:
@@ -60,7 +76,12 @@ class ExpectedGradients(Explainer):
         seeds = [0] * n if seeds is None else list(seeds)
         if len(seeds) != n:
             raise ValueError(f"EG got {len(seeds)} seeds for {n} images")
-        idx, alpha = self.draws(seeds, len(self.references))
+        excluded = self.copies_of(x.detach())
+        alone = [i for i, e in enumerate(excluded) if len(e) == len(self.references)]
+        if alone:
+            raise ValueError(f"EG: image(s) at positions {alone} have no reference image other than themselves; "
+                             f"pass more references to prepare()")
+        idx, alpha = self.draws(seeds, len(self.references), excluded)
         x = x.detach()
         refs = self.references[idx.flatten().to(self.references.device)].to(x.device, x.dtype)
         delta = x.repeat_interleave(k, dim=0) - refs

@@ -1,13 +1,16 @@
 """Classifiers of two families for the synthetic benchmark: a small CNN and a
-small ViT. Every classifier takes images in [0, 1] and returns logits; the
-normalisation lives inside the wrapper, so explainers and imputers never see
-normalised tensors.
+small ViT; torchvision's pretrained ones (fudbench.models.torchvision_models);
+your own, from a factory (`arch: import`, fudbench.models.imported). Every
+classifier takes images in [0, 1] and returns logits; the normalisation lives
+inside the wrapper, so explainers and imputers never see normalised tensors.
 """
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from fudbench.models.imported import IMPORT_ARCH
 
 
 class Normalize(nn.Module):
@@ -124,8 +127,13 @@ def build_classifier(cfg: dict, n_classes: int, image_size: int, mean, std) -> C
         if arch not in TORCHVISION_ARCHS:
             raise ValueError(f"unknown classifier arch {arch!r}; torchvision ones: {', '.join(TORCHVISION_ARCHS)}")
         net = build_torchvision_net(arch, image_size, n_classes)
+    elif arch == IMPORT_ARCH:
+        from fudbench.models.imported import build_net
+
+        net = build_net(cfg)  # its output size is the factory's: n_classes is not passed
     else:
-        raise ValueError(f"unknown classifier arch {arch!r}; choose small_cnn, small_vit or a torchvision_* arch")
+        raise ValueError(f"unknown classifier arch {arch!r}; choose small_cnn, small_vit, import or a "
+                         f"torchvision_* arch")
     return Classifier(net, mean, std)
 
 
@@ -165,10 +173,41 @@ def load_classifier(path, device="cpu") -> Classifier:
 
 
 def pretrained_classifier(cfg: dict, name: str = "classifier", image_size: int = 224):
-    """(frozen Classifier taking [0, 1] images, sha256 of the weights file): the
-    checksum is verified before the weights are loaded."""
+    """(frozen Classifier taking [0, 1] images, sha256 of the weights file): a
+    torchvision_* checksum is verified before the weights are loaded; an `arch:
+    import` entry's factory network gets its `weights` file (None: no file)."""
+    if cfg["arch"] == IMPORT_ARCH:
+        return imported_classifier(cfg, name)
     from fudbench.models.torchvision_models import IMAGENET_MEAN, IMAGENET_STD, load_pretrained_net, verify_weights
 
     digest = verify_weights(cfg, name)
     model = Classifier(load_pretrained_net(cfg, image_size), IMAGENET_MEAN, IMAGENET_STD)
     return model.eval().requires_grad_(False), digest
+
+
+def imported_classifier(cfg: dict, name: str = "classifier"):
+    """(frozen Classifier(factory network, mean, std), sha256 of the weights file or None)."""
+    from fudbench.models.imported import build_net, load_weights
+
+    net = build_net(cfg)
+    digest = load_weights(net, cfg, name)
+    return Classifier(net, cfg["mean"], cfg["std"]).eval().requires_grad_(False), digest
+
+
+def output_classes(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, name: str) -> int:
+    """The number of logits a pretrained classifier returns on the evaluated images;
+    every label must be one of them. Errors name the classifier and the fix."""
+    try:
+        with torch.no_grad():
+            logits = model(images[:1])
+    except Exception as exc:
+        raise RuntimeError(f"classifier {name!r} failed on a {tuple(images[:1].shape)} batch of [0, 1] images "
+                           f"({type(exc).__name__}: {exc}); does it take this image size (data.*.crop)?") from exc
+    if logits.ndim != 2:
+        raise RuntimeError(f"classifier {name!r} returned shape {tuple(logits.shape)}, expected logits "
+                           f"(N, classes)")
+    n_classes, top = logits.shape[1], int(labels.max())
+    if top >= n_classes:
+        raise RuntimeError(f"the labels go up to {top} but classifier {name!r} returns {n_classes} logits: "
+                           f"labels must be class indices of the classifier (data.folder.labels)")
+    return n_classes
