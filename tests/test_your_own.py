@@ -204,3 +204,16 @@ def test_plugin_explainer_through_the_workflow_gives_the_api_scores(repo, tmp_pa
     shared = workflow_scores.dropna().index.intersection(api_scores.index)
     assert len(shared) == 2 * len(attr["ids"])  # insertion and deletion, every image
     np.testing.assert_array_equal(api_scores[shared].to_numpy(), workflow_scores[shared].to_numpy())
+
+
+def test_the_documented_example_runs_and_ranks_methods_above_random(repo):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("example", repo / "examples/evaluate_your_own.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    table = example.main()
+    assert set(table.index) == {"mine", "ig", "random"}
+    assert {"insertion", "deletion", "sensitivity_n", "road_morf"} <= set(table.columns)
+    # a trained model's gradient maps correlate with its output drops; a random map does not
+    assert table.loc["ig", "sensitivity_n"] > table.loc["random", "sensitivity_n"] + 0.1
