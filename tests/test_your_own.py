@@ -217,3 +217,39 @@ def test_the_documented_example_runs_and_ranks_methods_above_random(repo):
     assert {"insertion", "deletion", "sensitivity_n", "road_morf"} <= set(table.columns)
     # a trained model's gradient maps correlate with its output drops; a random map does not
     assert table.loc["ig", "sensitivity_n"] > table.loc["random", "sensitivity_n"] + 0.1
+
+
+FILL_PLUGIN = textwrap.dedent('''
+    import torch
+    from fudbench.imputers.base import Imputer, compose
+
+    class GreyFill(Imputer):
+        """removed pixels take one grey level"""
+        def __init__(self, level: float = 0.5):
+            self.level = level
+
+        def fill(self, x, keep_mask, context=None):
+            return compose(x, keep_mask, torch.full_like(x, self.level))
+''')
+
+
+def test_imputer_and_evaluator_plugins_are_looked_up_like_built_ins(repo, tmp_path, monkeypatch, cnn_batch):
+    """One lookup for every kind: an imputer class and an evaluator spec by import path."""
+    from fudbench.evaluators import build_evaluator, spec
+
+    (tmp_path / "my_fills.py").write_text(FILL_PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    model, x, _ = cnn_batch
+    y = model(x).argmax(1)
+    a = torch.rand_like(x)
+    evaluation = {"ratios": [0.5], "reduction": "abs_sum"}
+    settings = {"imputer": "grey", "imputer_options": {"grey": {"method": "my_fills:GreyFill", "level": 0.25}}}
+    records, _ = build_evaluator("road", settings, evaluation, {}, "cpu").run(model, x, y, a, [0, 1, 2], (0,))
+    assert len(records) == 2 * 3 and records["confidence"].between(0, 1).all()
+    config = yaml.safe_load((repo / "config/smoke.yaml").read_text())
+    config["evaluators"]["road"] = settings
+    validate_config(config, repo / "config/schema.yaml")  # the alias of a plug-in passes the schema
+    assert spec("fudbench.evaluators.idsds:SPEC") is spec("idsds")
+    with pytest.raises(ValueError, match=r"'my_fills:GreyFill' names <class 'my_fills.GreyFill'>, not an "
+                                         r"EvaluatorSpec"):
+        spec("my_fills:GreyFill")

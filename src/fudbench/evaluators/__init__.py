@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Optional
 
 from fudbench.evaluators.base import ALIAS_SEPARATOR, CurveSpec, EvaluatorSpec, load
+from fudbench.plugins import PluginError, is_import_path, load_object
 
 # name -> module holding its SPEC; order = the order of Table 7's columns and of the catalogue
 EVALUATORS = {
@@ -38,8 +39,17 @@ def method_of(name: str, settings: Optional[dict]) -> str:
 
 
 def spec(method: str) -> EvaluatorSpec:
+    """The spec of a registered evaluator, or of a plug-in given by import path
+    ("mypkg.mymetric:SPEC", "file.py:SPEC"; fudbench.plugins)."""
+    if is_import_path(method):
+        found = load_object(method)
+        if not isinstance(found, EvaluatorSpec):
+            raise PluginError(f"{method!r} names {found!r}, not an EvaluatorSpec "
+                              f"(fudbench.evaluators.base; docs/architecture.md, 'How to add a metric')")
+        return found
     if method not in EVALUATORS:
-        raise KeyError(f"unknown evaluator {method!r}; registered: {', '.join(EVALUATORS)}")
+        raise KeyError(f"unknown evaluator {method!r}; registered: {', '.join(EVALUATORS)} (or an import path "
+                       f"'package.module:SPEC')")
     return load(f"{EVALUATORS[method]}:SPEC")
 
 

@@ -38,8 +38,10 @@ def unknown_imputers(names, imputer_options: dict, key: str, defaults: Optional[
     """Problems: names neither registered nor aliased (`method:`) in imputer_options."""
     from fudbench.imputer_registry import IMPUTERS
 
+    from fudbench.plugins import is_import_path
+
     options = merged_options(defaults or {}, imputer_options)
-    unknown = [n for n in names if n not in IMPUTERS and "method" not in options.get(n, {})]
+    unknown = [n for n in names if n not in IMPUTERS and "method" not in options.get(n, {}) and not is_import_path(n)]
     return [f"config key '{key}': unknown imputer(s) {unknown}; registered: {', '.join(IMPUTERS)} (or define "
             f"an alias in imputer_options, e.g. {unknown[0]}: {{method: gaussian, std: 0.5}})"] if unknown else []
 

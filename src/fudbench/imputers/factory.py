@@ -17,6 +17,7 @@ import torch
 
 from fudbench.imputer_registry import IMPUTERS
 from fudbench.imputers.diffusion import PLAIN_SAMPLER_SETTINGS, plain_sampler, settings_defaults
+from fudbench.plugins import is_import_path
 from fudbench.registry import resolve
 
 DEFAULTS = {
@@ -64,7 +65,16 @@ def load_references(assets: Optional[dict], who: str) -> torch.Tensor:
 
 def build_imputer(name: str, options: Optional[dict] = None, references=None, assets: Optional[dict] = None,
                   device="cpu"):
+    """A registered imputer, or a plug-in by import path: an Imputer subclass built
+    with the options as keyword arguments (fudbench.plugins)."""
     builder = resolve(IMPUTERS, name, "imputer")
+    if is_import_path(name):
+        from fudbench.imputers.base import Imputer
+
+        if not (isinstance(builder, type) and issubclass(builder, Imputer)):
+            raise TypeError(f"imputer {name!r} is not an Imputer subclass (fudbench.imputers.base.Imputer: "
+                            f"fill(x, keep_mask, context) -> x with the removed pixels filled)")
+        return builder(**(options or {}))
     return builder(imputer_options(name, options), references, assets, device)
 
 
