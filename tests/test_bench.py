@@ -133,3 +133,35 @@ def test_fud_steps_names_missing_inputs(stand_in_run):
     with pytest.raises(SystemExit, match="attributions/cnn/la/shard0.npz"):
         fud_steps.main(["--config", str(stand_in_run / "config.yaml"),
                         "--results", str(stand_in_run / "results" / "toy"), "--explainers", "la"])
+
+
+def test_paired_noise_bench_reevaluates_with_explainer_keyed_noise(stand_in_run, capsys):
+    """Unpaired re-evaluation changes a stochastic evaluator's scores (Sensitivity-N's
+    subsets) but not a deterministic one's (insertion / deletion)."""
+    import paired_noise
+    import yaml
+
+    from fudbench.analysis.curves import per_image_scores
+    from fudbench.pipeline import evaluate_explainers
+
+    res = stand_in_run / "results" / "toy"
+    cfg = yaml.safe_load((stand_in_run / "config.yaml").read_text())
+    cfg["data"] = {"n_eval": 3, "shard_size": 3}
+    cfg["explainers"] = {"ig": {}, "ig_d50": {"method": "degrade", "base": "ig", "fraction": 0.5}, "sm": {}}
+    cfg["evaluators"] = {"sensn": {"n_subsets": 4, "batch_size": 64}, "insdel": {"n_steps": 4}}
+    frames = []
+    for ev in cfg["evaluators"]:
+        for e in ("ig", "sm"):
+            out = (res / f"records/cnn/{e}/{ev}.parquet", res / f"samples/cnn/{e}/{ev}.npz")
+            evaluate_explainers("cnn", ev, {e: (res / f"attributions/cnn/{e}/shard0.npz", *out)},
+                                model_path=res / "models/cnn.pt", images_path=res / "data/eval.npz", shard=0,
+                                shard_size=3, settings=cfg["evaluators"][ev], evaluation=cfg["evaluation"],
+                                assets={}, seed=0, device="cpu")
+            frames.append(pd.read_parquet(out[0]))
+    paired = per_image_scores(pd.concat(frames, ignore_index=True)).set_index(["explainer", "curve", "image"])
+    unpaired = paired_noise.unpaired_scores(res, cfg, ["sensn", "insdel"], ["cnn"], ["ig", "sm"])
+    unpaired = unpaired.set_index(["explainer", "curve", "image"])["score"]
+    for curve in ("insertion", "deletion"):
+        assert np.array_equal(unpaired.xs(curve, level="curve"), paired["score"].xs(curve, level="curve"))
+    assert not np.allclose(unpaired.xs("sensitivity_n", level="curve"),
+                           paired["score"].xs("sensitivity_n", level="curve"))
