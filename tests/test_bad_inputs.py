@@ -262,6 +262,13 @@ def _set(path, value):
     (_set(("evaluators", "fud", "steps"), 0), r"'evaluators\.fud\.steps': 0 is less than the minimum of 1"),
     (_set(("evaluators", "srg", "imputers"), ["telea", "smudge"]),
      r"'evaluators\.srg\.imputers': unknown imputer\(s\) \['smudge'\]"),
+    # imputer options, validated from fudbench.imputers.settings (aliases too)
+    (_set(("evaluators", "road"), {"imputer": "telea", "imputer_options": {"telea": {"radius": -1}}}),
+     r"'evaluators\.road\.imputer_options\.telea\.radius': -1 is less than or equal to the minimum of 0"),
+    (_set(("evaluators", "road"), {"imputer": "fog", "imputer_options": {"fog": {"method": "gaussian",
+                                                                                  "stdd": 2}}}),
+     r"'evaluators\.road\.imputer_options\.fog': Additional properties are not allowed \('stdd' was "
+     r"unexpected\) \(options of gaussian\)"),
     # NaN and inf anywhere a number is read
     (_set(("evaluation", "ratios"), [float("nan"), 0.5]), r"'evaluation\.ratios\.0': nan is not a finite number"),
     (_set(("evaluators", "infid", "sigma"), float("inf")), r"'evaluators\.infid\.sigma': inf is not a finite"),

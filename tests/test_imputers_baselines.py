@@ -249,14 +249,20 @@ def test_factory_builds_by_name_and_rejects_bad_options(tmp_path):
 
 
 def test_every_registered_imputer_is_in_the_schema(repo):
-    """Each registered imputer has options in $defs.imputer_options (so an alias
-    is needed only for new names), may be aliased, and has factory defaults."""
-    schema = yaml.safe_load(Path(repo / "config/schema.yaml").read_text())["$defs"]["imputer_options"]
-    assert set(schema["properties"]) == set(IMPUTERS)
-    assert schema["additionalProperties"]["properties"]["method"]["anyOf"][0]["enum"] == list(IMPUTERS)
+    """Each registered imputer has its options declared once (fudbench.imputers.settings):
+    the config schema is generated from them (so an alias is needed only for new names),
+    and the factory's defaults are theirs."""
+    from fudbench.config import load_yaml, with_entry_schemas
     from fudbench.imputers.factory import DEFAULTS
+    from fudbench.imputers.settings import IMPUTER_SETTINGS
+    from fudbench.settings import defaults
 
-    assert set(DEFAULTS) == set(IMPUTERS)
+    schema = with_entry_schemas(load_yaml(repo / "config/schema.yaml"),
+                                load_yaml(repo / "config/config.yaml"))["$defs"]["imputer_options"]
+    assert set(schema["properties"]) == set(IMPUTERS) == set(IMPUTER_SETTINGS) == set(DEFAULTS)
+    assert schema["additionalProperties"]["properties"]["method"]["anyOf"][0]["enum"] == list(IMPUTERS)
+    assert all(DEFAULTS[name] == defaults(IMPUTER_SETTINGS[name]) for name in IMPUTERS)
+    assert set(schema["properties"]["gaussian"]["properties"]) == {"std", "mean", "around_image", "model_space"}
 
 
 def test_needed_assets_are_known_from_the_settings():

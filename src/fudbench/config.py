@@ -64,6 +64,7 @@ def with_entry_schemas(schema: dict, config: dict) -> dict:
     settings dataclass (fudbench.explainers.settings, fudbench.evaluators.<name>),
     so defaults and constraints are declared there only."""
     from fudbench.evaluators import EVALUATORS, spec
+    from fudbench.evaluators.imputing import imputer_options_schema
     from fudbench.explainers.settings import SETTINGS as EXPLAINER_SETTINGS
     from fudbench.settings import settings_schema
 
@@ -78,7 +79,8 @@ def with_entry_schemas(schema: dict, config: dict) -> dict:
     properties = dict(schema["properties"])
     for section, entries in generated.items():
         properties[section] = {**properties[section], "properties": entries}
-    return {**schema, "properties": properties}
+    definitions = {**schema.get("$defs", {}), "imputer_options": imputer_options_schema()}
+    return {**schema, "$defs": definitions, "properties": properties}
 
 
 def non_finite_numbers(value, path=()) -> list[str]:

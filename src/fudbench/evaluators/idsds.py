@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from fudbench.evaluators.base import APPENDIX_SAMPLES, CurveSpec, EvaluatorSpec
-from fudbench.evaluators.imputing import IMPUTER_OPTIONS_SCHEMA, build_imputers, imputer_assets, unknown_imputers
+from fudbench.evaluators.imputing import IMPUTER_OPTIONS_SCHEMA, build_imputers, imputer_assets, imputer_problems
 from fudbench.settings import Settings, setting
 
 
@@ -22,7 +22,7 @@ class IDSDSSettings(Settings):
     batch_size: int = setting(64, minimum=1)
 
     def problems(self, key: str) -> list[str]:
-        return unknown_imputers([self.fill], self.imputer_options, f"{key}.fill")
+        return imputer_problems([self.fill], self.imputer_options, f"{key}.fill")
 
 
 def first_correlation(g) -> float:

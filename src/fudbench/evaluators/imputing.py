@@ -13,7 +13,7 @@ from typing import ClassVar, Optional
 
 from fudbench.settings import Settings
 
-IMPUTER_OPTIONS_SCHEMA = {"$ref": "#/$defs/imputer_options"}
+IMPUTER_OPTIONS_SCHEMA = {"$ref": "#/$defs/imputer_options"}  # generated: imputer_options_schema()
 
 
 def options_of(settings: dict, name: str) -> dict:
@@ -34,16 +34,46 @@ def merged_options(defaults: dict, configured: Optional[dict]) -> dict:
     return out
 
 
-def unknown_imputers(names, imputer_options: dict, key: str, defaults: Optional[dict] = None) -> list[str]:
-    """Problems: names neither registered nor aliased (`method:`) in imputer_options."""
+def imputer_options_schema() -> dict:
+    """The JSON schema of an evaluator's imputer_options, generated from the imputers'
+    declarations (fudbench.imputers.settings): a registered name takes its own options;
+    a new name is an alias and needs `method:` (its options are checked by imputer_problems)."""
     from fudbench.imputer_registry import IMPUTERS
+    from fudbench.imputers.settings import IMPUTER_SETTINGS
+    from fudbench.settings import settings_schema
 
+    method = {"description": "a registered imputer, or an import path to your own Imputer subclass "
+                             "('pkg.mod:MyFill', 'file.py:MyFill')",
+              "anyOf": [{"enum": list(IMPUTERS)}, {"type": "string", "pattern": ":"}]}
+    return {"type": "object", "description": "per-imputer options; a new name with `method:` aliases an imputer",
+            "properties": {name: settings_schema(IMPUTER_SETTINGS[name]) for name in IMPUTERS},
+            "additionalProperties": {"type": "object", "required": ["method"], "properties": {"method": method}}}
+
+
+def imputer_problems(names, imputer_options: dict, key: str, defaults: Optional[dict] = None) -> list[str]:
+    """Problems: names neither registered, aliased (`method:`) in imputer_options nor
+    import paths; an alias's options that its registered method does not take."""
+    from jsonschema import Draft202012Validator
+
+    from fudbench.imputer_registry import IMPUTERS
+    from fudbench.imputers.settings import IMPUTER_SETTINGS
     from fudbench.plugins import is_import_path
+    from fudbench.settings import settings_schema
 
     options = merged_options(defaults or {}, imputer_options)
     unknown = [n for n in names if n not in IMPUTERS and "method" not in options.get(n, {}) and not is_import_path(n)]
-    return [f"config key '{key}': unknown imputer(s) {unknown}; registered: {', '.join(IMPUTERS)} (or define "
-            f"an alias in imputer_options, e.g. {unknown[0]}: {{method: gaussian, std: 0.5}})"] if unknown else []
+    problems = [f"config key '{key}': unknown imputer(s) {unknown}; registered: {', '.join(IMPUTERS)} (or define "
+                f"an alias in imputer_options, e.g. {unknown[0]}: {{method: gaussian, std: 0.5}})"] if unknown else []
+    options_key = key.rpartition(".")[0] + ".imputer_options"
+    for name, opts in options.items():
+        method = opts.get("method")
+        if name in IMPUTERS or method not in IMPUTER_SETTINGS:
+            continue  # registered names: the schema checks them; plug-ins: checked when built
+        schema = settings_schema(IMPUTER_SETTINGS[method], extra={"method": {}})
+        for error in Draft202012Validator(schema).iter_errors(opts):
+            where = ".".join([options_key, name, *map(str, error.absolute_path)])
+            problems.append(f"config key '{where}': {error.message} (options of {method})")
+    return problems
 
 
 def needs_references(settings: dict, name: str) -> bool:
@@ -92,7 +122,7 @@ class FillSettings(Settings):
     DEFAULT_OPTIONS: ClassVar[dict] = {}
 
     def problems(self, key: str) -> list[str]:
-        return unknown_imputers(self.fills, self.imputer_options, f"{key}.fills", self.DEFAULT_OPTIONS)
+        return imputer_problems(self.fills, self.imputer_options, f"{key}.fills", self.DEFAULT_OPTIONS)
 
     @classmethod
     def resolved(cls, settings: dict) -> dict:

@@ -13,7 +13,7 @@ from typing import Literal
 
 from fudbench.analysis.auc import auc_removed, normalised_auc
 from fudbench.evaluators.base import APPENDIX_SAMPLES, CurveSpec, EvaluatorSpec
-from fudbench.evaluators.imputing import IMPUTER_OPTIONS_SCHEMA, build_imputers, imputer_assets, unknown_imputers
+from fudbench.evaluators.imputing import IMPUTER_OPTIONS_SCHEMA, build_imputers, imputer_assets, imputer_problems
 from fudbench.settings import Settings, setting
 
 ORDERS = {"morf": ("ROAD MoRF", False), "lerf": ("ROAD LeRF", True)}
@@ -30,7 +30,7 @@ class ROADSettings(Settings):
     batch_size: int = setting(64, minimum=1)
 
     def problems(self, key: str) -> list[str]:
-        return unknown_imputers([self.imputer], self.imputer_options, f"{key}.imputer")
+        return imputer_problems([self.imputer], self.imputer_options, f"{key}.imputer")
 
 
 def curves(settings: dict) -> list[CurveSpec]:

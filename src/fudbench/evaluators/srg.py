@@ -15,7 +15,7 @@ from typing import Literal
 
 from fudbench.analysis.auc import auc_removed
 from fudbench.evaluators.base import CurveSpec, EvaluatorSpec
-from fudbench.evaluators.imputing import IMPUTER_OPTIONS_SCHEMA, build_imputers, imputer_assets, unknown_imputers
+from fudbench.evaluators.imputing import IMPUTER_OPTIONS_SCHEMA, build_imputers, imputer_assets, imputer_problems
 from fudbench.settings import Settings, setting
 
 KINDS = ("mif", "lif", "roms")
@@ -40,7 +40,7 @@ class SRGSettings(Settings):
     batch_size: int = setting(128, minimum=1)
 
     def problems(self, key: str) -> list[str]:
-        return unknown_imputers(self.imputers, self.imputer_options, f"{key}.imputers")
+        return imputer_problems(self.imputers, self.imputer_options, f"{key}.imputers")
 
 
 def curve_name(kind: str, imputer: str) -> str:

@@ -16,26 +16,14 @@ from typing import Optional
 import torch
 
 from fudbench.imputer_registry import IMPUTERS
-from fudbench.imputers.diffusion import PLAIN_SAMPLER_SETTINGS, plain_sampler, settings_defaults
+from fudbench.imputers.diffusion import plain_sampler
+from fudbench.imputers.settings import IMPUTER_SETTINGS
 from fudbench.plugins import is_import_path
 from fudbench.registry import resolve
+from fudbench.settings import defaults
 
-DEFAULTS = {
-    "zero": {},
-    "blur": {"kernel_size": 11, "sigma": 5.0},
-    "mean": {"mean": None},
-    "classifier_mean": {},
-    "sample_average": {},
-    "uniform": {"low": 0.0, "high": 1.0},
-    "gaussian": {"std": 1.0, "mean": 0.0, "around_image": False, "model_space": False},
-    "train_set": {},
-    "histogram": {},
-    "telea": {"radius": 3.0},
-    "noisy_linear": {"noise": 0.01},
-    "box_blur": {"fraction": 0.5},
-    "max_distance": {},
-    "diffusion_plain": settings_defaults(PLAIN_SAMPLER_SETTINGS),
-}
+# Each imputer's options and defaults: declared in fudbench.imputers.settings.
+DEFAULTS = {name: defaults(options) for name, options in IMPUTER_SETTINGS.items()}
 
 
 def imputer_options(name: str, options: Optional[dict]) -> dict:
