@@ -72,8 +72,7 @@ def evaluate(model, images, targets, attributions, metrics: Union[str, Sequence,
 
     from fudbench.analysis.curves import derived_scores, per_image_scores
     from fudbench.evaluators import build_evaluator
-    from fudbench.masks import degenerate_maps
-    from fudbench.pipeline import paired_seed_key
+    from fudbench.pipeline import evaluate_maps, name_records, paired_seed_key
 
     model.eval()
     device = torch.device(device) if device is not None else images.device
@@ -81,16 +80,12 @@ def evaluate(model, images, targets, attributions, metrics: Union[str, Sequence,
     targets = torch.as_tensor(targets).to(device)
     ids = list(range(len(images))) if image_ids is None else [int(i) for i in image_ids]
     evaluation = {**EVALUATION_DEFAULTS, **(evaluation or {})}
-    kinds = dict(zip(ids, degenerate_maps(attributions.detach().cpu())))
     frames = []
     for name, settings in _metric_entries(metrics).items():
         evaluator = build_evaluator(name, settings, evaluation, assets, device)
-        records, _ = evaluator.run(model, images, targets, attributions, ids, paired_seed_key(seed, model_name, name))
-        records.insert(0, "model", model_name)
-        records.insert(1, "explainer", explainer)
-        records.insert(2, "evaluator", name)
-        records["degenerate_map"] = records["image"].map(kinds)
-        frames.append(records)
+        records, _ = evaluate_maps(evaluator, model, images, targets, attributions.detach(), ids,
+                                   paired_seed_key(seed, model_name, name))
+        frames.append(name_records(records, model_name, explainer, name))
     records = pd.concat(frames, ignore_index=True)
     per_image = per_image_scores(records)
     derived = derived_scores(records, per_image)

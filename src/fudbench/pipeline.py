@@ -58,6 +58,26 @@ def explain_shard(model_path, images_path, shard: int, shard_size: int, explaine
             "labels": data["labels"], "seconds_per_image": np.float64(seconds)}
 
 
+def evaluate_maps(evaluator, model, x, y, attributions, ids, seed_key: tuple, labels=None):
+    """An evaluator run on in-memory maps, as the evaluate job and fudbench.evaluate
+    both record it: the records get each image's label (if given) and what is
+    degenerate about its map (masks.degenerate_maps). Returns (records, samples)."""
+    records, samples = evaluator.run(model, x, y, attributions, ids, seed_key)
+    ids = [int(i) for i in ids]
+    if labels is not None:
+        records["label"] = records["image"].map(dict(zip(ids, [int(v) for v in labels])))
+    records["degenerate_map"] = records["image"].map(dict(zip(ids, degenerate_maps(attributions.cpu()))))
+    return records, samples
+
+
+def name_records(records, model: str, explainer: str, evaluator: str):
+    """The columns that say whose records they are, first (in place)."""
+    for position, (column, value) in enumerate((("model", model), ("explainer", explainer),
+                                                ("evaluator", evaluator))):
+        records.insert(position, column, value)
+    return records
+
+
 class ShardEvaluation:
     """One evaluator on one model x shard, built once (model, images, score
     model ...) and run for any number of explainers' attributions."""
@@ -83,9 +103,8 @@ class ShardEvaluation:
                                f"{self.shard} = {ids.tolist()}; delete it so the explain job reruns")
         y = torch.from_numpy(attr["targets"]).to(self.device)
         a = torch.from_numpy(attr["attributions"]).to(self.device)
-        records, samples = self.evaluator.run(self.model, self.x, y, a, ids, seed_key)
-        records["label"] = records["image"].map(dict(zip(ids.tolist(), self.data["labels"].tolist())))
-        records["degenerate_map"] = records["image"].map(dict(zip(ids.tolist(), degenerate_maps(a.cpu()))))
+        records, samples = evaluate_maps(self.evaluator, self.model, self.x, y, a, ids, seed_key,
+                                         labels=self.data["labels"])
         samples["ids"] = ids
         return records, samples
 
@@ -147,9 +166,7 @@ def evaluate_explainers(model: str, evaluator: str, explainers: dict, *, model_p
                                   assets, device)
         t0 = time.perf_counter()
         records, samples = job.run(attributions, seed_key)
-        records.insert(0, "model", model)
-        records.insert(1, "explainer", explainer)
-        records.insert(2, "evaluator", evaluator)
+        name_records(records, model, explainer, evaluator)
         write_parquet(records_out, records)
         # keep the intermediate images of the first images only (quality and gallery read no more)
         write_npz(samples_out, **{k: a if k.startswith("removed_") or kept_images is None else a[:kept_images]
