@@ -2,7 +2,7 @@
 from fudbench.data.shards import n_shards
 from fudbench.evaluators import entries_of, method_of, spec_of
 from fudbench.fingerprint import score_model_training_inputs
-from fudbench.plugins import is_import_path, plugin_file
+from fudbench.plugins import absolute, is_import_path, plugin_file
 from fudbench.report.paper_tables import tables_of
 
 RESULTS = f"results/{config['run_name']}"
@@ -46,9 +46,8 @@ def explainer_settings(name):
     absolute (config paths are relative to the repository, jobs run elsewhere)."""
     settings = dict(config["explainers"][name])
     method = settings.get("method", name)
-    if is_import_path(method) and method.rpartition(":")[0].endswith(".py"):
-        file, _, attr = method.rpartition(":")
-        settings["method"] = f"{repo_path(file)}:{attr}"
+    if is_import_path(method):
+        settings["method"] = absolute(method, REPO)
     return settings
 
 

@@ -2,9 +2,10 @@
 an import path where a built-in name would go.
 
     "mypkg.attributions:MyMethod"      a module importable in the environment
-    "plugins/my_method.py:my_method"   a Python file (relative paths: to the
-                                       repository in the workflow, to the
-                                       working directory from Python)
+    "plugins/my_method.py:my_method"   a Python file (~ and $VAR expanded;
+                                       relative paths: to the repository in
+                                       the workflow, to the working directory
+                                       from Python; fudbench.paths)
 
 The registries (fudbench.registry.resolve and the evaluator registry) look a
 built-in name up in their table and an import path up here, the same way for
@@ -18,6 +19,8 @@ import importlib.util
 import sys
 from pathlib import Path
 from typing import Optional
+
+from fudbench.paths import resolve_path
 
 
 class PluginError(ValueError):
@@ -53,12 +56,18 @@ def _load_file(file: Path, path: str):
     return module
 
 
+def absolute(path: str, base: Optional[Path] = None) -> str:
+    """The import path with a plug-in file's path made absolute (as jobs, which run
+    in another directory, must get it); module paths are returned unchanged."""
+    target, attr = _split(path)
+    return f"{resolve_path(target, base)}:{attr}" if target.endswith(".py") else path
+
+
 def load_object(path: str, base: Optional[Path] = None):
     """The object an import path names; `base` anchors relative file paths."""
     target, attr = _split(path)
     if target.endswith(".py"):
-        file = Path(target)
-        module = _load_file(file if file.is_absolute() or base is None else Path(base) / file, path)
+        module = _load_file(resolve_path(target, base), path)
     else:
         try:
             module = importlib.import_module(target)
@@ -75,8 +84,7 @@ def plugin_file(path: str, base: Optional[Path] = None) -> Optional[str]:
     so that editing it reruns them), or None for built-in or compiled modules."""
     target, _ = _split(path)
     if target.endswith(".py"):
-        file = Path(target)
-        return str(file if file.is_absolute() or base is None else Path(base) / file)
+        return str(resolve_path(target, base))
     spec = importlib.util.find_spec(target.split(".")[0]) and importlib.util.find_spec(target)
     origin = getattr(spec, "origin", None)
     return origin if origin and origin.endswith(".py") else None

@@ -65,7 +65,8 @@ def entries_of(evaluators: dict, method: str) -> list[str]:
 def entry_curves(name: str, settings: Optional[dict]) -> list[CurveSpec]:
     """The curves a config entry writes (renamed <curve>@<entry> when it aliases its method)."""
     s = spec_of(name, settings)
-    curves = s.curves(s.resolve(settings)) + s.derived_curves(s.resolve(settings))
+    resolved = s.resolve(settings)
+    curves = s.curves(resolved) + s.derived_curves(resolved)
     method = method_of(name, settings)
     return curves if name == method else [c.aliased(name) for c in curves]
 

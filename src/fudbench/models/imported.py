@@ -80,10 +80,9 @@ def misplaced_import_keys(name: str, cfg: dict) -> list[str]:
 
 def resolved_entry(cfg: dict, repo) -> dict:
     """The entry as jobs get it: a factory file and the weights file as absolute paths."""
-    out = dict(cfg)
-    target, _, attr = cfg["factory"].rpartition(":")
-    if target.endswith(".py"):
-        out["factory"] = f"{resolve_path(target, repo)}:{attr}"
+    from fudbench.plugins import absolute
+
+    out = {**cfg, "factory": absolute(cfg["factory"], repo)}
     if cfg.get("weights"):
         out["weights"] = str(resolve_path(cfg["weights"], repo))
     return out
