@@ -5,7 +5,6 @@ loaded from there instead (fudbench.plugins): built-in names and plug-ins are
 looked up the same way for explainers, imputers and evaluators."""
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Optional
 
@@ -18,5 +17,4 @@ def resolve(registry: dict[str, str], name: str, kind: str, base: Optional[Path]
     if name not in registry:
         raise KeyError(f"unknown {kind} {name!r}; registered: {', '.join(sorted(registry))} (or an import path "
                        f"'package.module:Name' / 'path/to/file.py:Name')")
-    module, attr = registry[name].split(":")
-    return getattr(importlib.import_module(module), attr)
+    return load_object(registry[name])

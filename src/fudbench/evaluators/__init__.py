@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from fudbench.evaluators.base import ALIAS_SEPARATOR, CurveSpec, EvaluatorSpec, load
+from fudbench.evaluators.base import ALIAS_SEPARATOR, CurveSpec, EvaluatorSpec
 from fudbench.plugins import PluginError, is_import_path, load_object
 
 # name -> module holding its SPEC; order = the order of Table 7's columns and of the catalogue
@@ -50,7 +50,7 @@ def spec(method: str) -> EvaluatorSpec:
     if method not in EVALUATORS:
         raise KeyError(f"unknown evaluator {method!r}; registered: {', '.join(EVALUATORS)} (or an import path "
                        f"'package.module:SPEC')")
-    return load(f"{EVALUATORS[method]}:SPEC")
+    return load_object(f"{EVALUATORS[method]}:SPEC")
 
 
 def spec_of(name: str, settings: Optional[dict]) -> EvaluatorSpec:
@@ -106,7 +106,7 @@ def build_evaluator(name: str, settings: Optional[dict], evaluation: dict, asset
     problems = s.check(settings or {}, f"evaluators.{name}")
     if problems:
         raise ValueError("; ".join(problems))
-    evaluator = load(s.build)(s.resolve(settings), evaluation, assets or {}, device)
+    evaluator = load_object(s.build)(s.resolve(settings), evaluation, assets or {}, device)
     if name != method_of(name, settings):
         evaluator.alias = name
     return evaluator

@@ -16,7 +16,6 @@ they do not collide with the plain entry's.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -76,11 +75,6 @@ class EvaluatorSpec:
     def check(self, settings: dict, key: str) -> list[str]:
         """Problems the schema cannot express (Settings.problems), each naming the config key."""
         return self.settings(**self.resolve(settings)).problems(key)
-
-
-def load(target: str):
-    module, attr = target.split(":")
-    return getattr(importlib.import_module(module), attr)
 
 
 @dataclass
