@@ -51,11 +51,25 @@ def explainer_settings(name):
     return settings
 
 
+def evaluator_settings(name):
+    """A config entry's evaluator settings as jobs get them: the file paths of
+    plug-in imputers (imputer_options' `method`) absolute, as explainer_settings does."""
+    settings = dict(config["evaluators"][name])
+    if settings.get("imputer_options"):
+        settings["imputer_options"] = {
+            imputer: {**o, "method": absolute(o["method"], REPO)} if is_import_path(o.get("method")) else o
+            for imputer, o in settings["imputer_options"].items()
+        }
+    return settings
+
+
 def plugin_inputs(settings):
-    """The source file of a plug-in method, an input of its jobs: editing it reruns them."""
-    method = settings.get("method", "")
-    source = plugin_file(method, REPO) if is_import_path(method) else None
-    return {"plugin": source} if source else {}
+    """The source files of an entry's plug-ins (its method, its imputers'), inputs
+    of its jobs: editing one reruns them."""
+    options = (settings.get("imputer_options") or {}).values()
+    methods = [settings.get("method", ""), *(o.get("method", "") for o in options)]
+    sources = [plugin_file(m, REPO) for m in methods if is_import_path(m)]
+    return {f"plugin{i}": s for i, s in enumerate(s for s in sources if s)}
 
 
 def job_params():

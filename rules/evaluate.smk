@@ -11,6 +11,7 @@
 rule evaluate:
     input:
         unpack(evaluator_assets),
+        unpack(lambda w: plugin_inputs(config["evaluators"][w.evaluator])),
         model=f"{RESULTS}/models/{{model}}.pt",
         images=rules.make_dataset.output.eval,
         attributions=expand(
@@ -20,7 +21,7 @@ rule evaluate:
         records=evaluate_outputs("records", "parquet"),
         samples=evaluate_outputs("samples", "npz"),
     params:
-        evaluator=lambda w: config["evaluators"][w.evaluator],
+        evaluator=lambda w: evaluator_settings(w.evaluator),
         evaluation={k: config["evaluation"][k] for k in ("ratios", "reduction")},
         explainers=EXPLAINERS,
         shard_size=config["data"]["shard_size"],
@@ -51,12 +52,13 @@ rule srg_reference:
     # serves every explainer's evaluate job of an srg entry.
     input:
         unpack(lambda w: protocol_assets(w.evaluator)),
+        unpack(lambda w: plugin_inputs(config["evaluators"][w.evaluator])),
         model=f"{RESULTS}/models/{{model}}.pt",
         images=rules.make_dataset.output.eval,
     output:
         f"{RESULTS}/srg_reference/{{evaluator}}/{{model}}/shard{{shard}}.parquet",
     params:
-        evaluator=lambda w: config["evaluators"][w.evaluator],
+        evaluator=lambda w: evaluator_settings(w.evaluator),
         target=config["target"],
         shard_size=config["data"]["shard_size"],
         job=job_params(),

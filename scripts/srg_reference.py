@@ -10,7 +10,7 @@ p, w = snakemake.params, snakemake.wildcards
 records = srg_reference_shard(
     model_path=snakemake.input.model, images_path=snakemake.input.images, shard=int(w.shard),
     shard_size=p.shard_size, settings=p.evaluator, target_mode=p.target,
-    assets={k: v for k, v in snakemake.input.items() if k not in ("model", "images")},
+    assets={k: v for k, v in snakemake.input.items() if k not in ("model", "images") and not k.startswith("plugin")},
     seed=p.job["seed"], device=resolve_device(p.job["device"]),
 )
 write_parquet(snakemake.output[0], records)
