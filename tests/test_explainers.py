@@ -13,7 +13,7 @@ PAPER_METHODS = sorted(SETTINGS)
 
 
 def test_registry_holds_the_papers_eleven_methods_and_controls():
-    assert set(EXPLAINERS) == set(PAPER_METHODS) | {"random", "oracle", "degrade"}
+    assert set(EXPLAINERS) == set(PAPER_METHODS) | {"random", "oracle", "degrade", "background", "randomise_model"}
     assert len(PAPER_METHODS) == 11
 
 

@@ -115,27 +115,44 @@ def _evaluator_problems(config: dict) -> list[str]:
     return problems
 
 
-def _explainer_settings_problems(name: str, method: str, settings: dict) -> list[str]:
-    """Cross-field checks of an explainer entry; a degraded copy's base and
-    base_settings are checked as that base's own entry would be."""
-    from fudbench.explainers import EXPLAINERS
+def _explainer_settings_problems(name: str, method: str, settings: dict, path: tuple = ()) -> list[str]:
+    """Cross-field checks of an explainer entry; a wrapper's (degrade,
+    randomise_model: fudbench.explainers.WRAPPERS) base and base_settings are
+    checked as that base's own entry would be, nested wrappers too. `path`: where
+    the settings sit in the config (default: the entry)."""
+    from fudbench.explainers import EXPLAINERS, WRAPPERS
     from fudbench.explainers.settings import SETTINGS
     from fudbench.settings import settings_schema
 
-    key = f"explainers.{name}"
+    path = path or ("explainers", name)
+    key = _key(path)
     values = {k: v for k, v in settings.items() if k != "method"}
-    if method != "degrade":
+    if method not in WRAPPERS:
         return SETTINGS[method](**values).problems(key)
     base = values.get("base")
-    if base not in EXPLAINERS or base == "degrade":
-        return [f"config key '{key}.base': {base!r} is not an explainer a degraded copy can wrap; registered: "
-                f"{', '.join(m for m in EXPLAINERS if m != 'degrade')}"]
+    if base not in EXPLAINERS or base == method:
+        what = {"degrade": "a degraded copy", "randomise_model": "a randomised-model copy"}[method]
+        return [f"config key '{key}.base': {base!r} is not an explainer {what} can wrap; registered: "
+                f"{', '.join(m for m in EXPLAINERS if m != method)}"]
     base_settings = values.get("base_settings") or {}
     errors = sorted(Draft202012Validator(settings_schema(SETTINGS[base])).iter_errors(base_settings),
                     key=lambda e: list(map(str, e.absolute_path)))
     if errors:
-        return [_describe(e, prefix=("explainers", name, "base_settings")) for e in errors]
-    return SETTINGS[base](**base_settings).problems(f"{key}.base_settings")
+        return [_describe(e, prefix=(*path, "base_settings")) for e in errors]
+    return _explainer_settings_problems(name, base, base_settings, (*path, "base_settings"))
+
+
+def _mask_method(method: str, settings: dict):
+    """The ground-truth-mask method (oracle, background) an entry runs, itself or
+    as the base of (nested) wrappers; None if it runs none."""
+    from fudbench.explainers import MASK_METHODS, WRAPPERS
+
+    if method in MASK_METHODS:
+        return method
+    base, base_settings = settings.get("base"), settings.get("base_settings") or {}
+    if method in WRAPPERS and isinstance(base, str) and isinstance(base_settings, dict):
+        return _mask_method(base, base_settings)
+    return None
 
 
 def _reference_problems(config: dict) -> list[str]:
@@ -200,8 +217,8 @@ def check_semantics(config: dict, base=None) -> None:
                 f"config key '{where}': unknown explainer {method!r}; "
                 f"registered: {', '.join(sorted(EXPLAINERS))}"
             )
-        elif "oracle" in (method, settings.get("base")) and config["data"]["source"] != "synthetic":
-            problems.append(f"config key 'explainers.{name}': the oracle needs ground-truth masks "
+        elif (masked := _mask_method(method, settings)) and config["data"]["source"] != "synthetic":
+            problems.append(f"config key 'explainers.{name}': the {masked} explainer needs ground-truth masks "
                             f"(data.source: synthetic)")
         else:
             problems += _explainer_settings_problems(name, method, settings)

@@ -3,7 +3,12 @@
 EXPLAINERS maps method names to their classes; each class is built with the
 config entry's settings as keyword arguments. A config entry is named after
 its method, or carries `method: <name>` to run one method under several names
-(e.g. `ig_noise20: {method: degrade, base: ig, fraction: 0.2}`).
+(e.g. `ig_noise20: {method: degrade, base: ig, fraction: 0.2}` or
+`ig_r50: {method: randomise_model, base: ig, fraction: 0.5}`).
+
+WRAPPERS are the methods that run another registered method, their `base`
+(with its `base_settings`); the config validates those as the base's own entry.
+MASK_METHODS need the ground-truth object masks (synthetic benchmark only).
 """
 from fudbench.registry import resolve
 
@@ -21,8 +26,13 @@ EXPLAINERS = {
     "sm": "fudbench.explainers.saliency:Saliency",
     "random": "fudbench.explainers.controlled:RandomExplainer",
     "oracle": "fudbench.explainers.controlled:OracleExplainer",
+    "background": "fudbench.explainers.controlled:BackgroundExplainer",
     "degrade": "fudbench.explainers.controlled:Degrade",
+    "randomise_model": "fudbench.explainers.controlled:RandomiseModel",
 }
+
+WRAPPERS = ("degrade", "randomise_model")
+MASK_METHODS = ("oracle", "background")
 
 
 def method_of(name: str, settings: dict) -> str:

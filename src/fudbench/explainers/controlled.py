@@ -1,10 +1,16 @@
 """Controlled explainers for meta-evaluation: their quality is known by construction.
 
-- random:  a seeded noise map (a metric should score it at chance level).
-- oracle:  the ground-truth object mask of the synthetic benchmark.
-- degrade: any explainer's map mixed with a fraction p of random noise
-           (the F-Fidelity paper's protocol, seeds/004): the more noise, the
-           worse the explanation, which gives a ground-truth ranking.
+- random:     a seeded noise map (a metric should score it at chance level).
+- oracle:     the ground-truth object mask of the synthetic benchmark.
+- background: the complement of that mask (1 on the background): a sanity
+              anchor that a faithful metric ranks last, below random.
+- degrade:    any explainer's map mixed with a fraction p of random noise
+              (the F-Fidelity paper's protocol, seeds/004): the more noise,
+              the worse the explanation, which gives a ground-truth ranking.
+- randomise_model: any explainer run on a copy of the model whose last
+              fraction of layers is re-initialised (Adebayo et al. 2018's
+              cascading model-parameter randomisation): the more layers
+              randomised, the less the map can reflect the trained model.
 
 Degradation rule (the seed paper adds "a proportion of noise perturbations" to
 the explanation without a formula; ours): the per-pixel map a (|attribution|
@@ -20,6 +26,10 @@ summed over channels) is min-max normalised per image to [0, 1]; then
 The result is broadcast back over the channels.
 """
 from __future__ import annotations
+
+import copy
+import math
+import weakref
 
 import torch
 
@@ -41,6 +51,13 @@ class RandomExplainer(Explainer):
         return seeded_uniform(x.shape[-2:], seeds, x.device).unsqueeze(1).expand_as(x).clone()
 
 
+def _mask_map(name: str, masks, x: torch.Tensor) -> torch.Tensor:
+    """The (N, H, W) object masks as maps of x's shape, dtype and device."""
+    if masks is None:
+        raise ValueError(f"the {name} explainer needs the ground-truth masks (synthetic benchmark only)")
+    return masks.to(x.device, x.dtype).view(len(x), 1, *x.shape[-2:]).expand_as(x).clone()
+
+
 class OracleExplainer(Explainer):
     """The ground-truth object mask (1 inside the object); needs `masks`."""
 
@@ -48,9 +65,25 @@ class OracleExplainer(Explainer):
     uses_masks = True
 
     def explain(self, model, x, target, seeds=None, masks=None):
-        if masks is None:
-            raise ValueError("the oracle explainer needs the ground-truth masks (synthetic benchmark only)")
-        return masks.to(x.device, x.dtype).view(len(x), 1, *x.shape[-2:]).expand_as(x).clone()
+        return _mask_map(self.name, masks, x)
+
+
+class BackgroundExplainer(Explainer):
+    """The complement of the ground-truth object mask (1 on the background, 0 on
+    the object); needs `masks`. Every background pixel outranks every object
+    pixel: a faithful metric scores it below the random map."""
+
+    name = "background"
+    uses_masks = True
+
+    def explain(self, model, x, target, seeds=None, masks=None):
+        return 1 - _mask_map(self.name, masks, x)
+
+
+def base_seeds(seeds):
+    """The seeds a wrapper (degrade, randomise_model) passes to its base explainer:
+    its own, each XOR 0xBA5E, so the base draws apart from the wrapper's noise."""
+    return None if seeds is None else [int(s) ^ 0xBA5E for s in seeds]
 
 
 def _minmax(a: torch.Tensor) -> torch.Tensor:
@@ -83,8 +116,7 @@ class Degrade(Explainer):
 
     def explain(self, model, x, target, seeds=None, masks=None):
         kwargs = {"masks": masks} if self.uses_masks else {}
-        base_seeds = None if seeds is None else [int(s) ^ 0xBA5E for s in seeds]
-        a = self.base.explain(model, x, target, seeds=base_seeds, **kwargs).abs().sum(1)
+        a = self.base.explain(model, x, target, seeds=base_seeds(seeds), **kwargs).abs().sum(1)
         noise = seeded_uniform(x.shape[-2:], seeds, x.device)
         if self.mode == "mix":
             out = (1 - self.fraction) * _minmax(a) + self.fraction * noise
@@ -92,3 +124,110 @@ class Degrade(Explainer):
             picked = seeded_uniform(x.shape[-2:], [int(s) ^ 0x9E1EC7 for s in seeds], x.device) < self.fraction
             out = torch.where(picked, noise, _minmax(a))
         return out.unsqueeze(1).expand_as(x).clone()
+
+
+# ------------------------------------------------ model-parameter randomisation
+
+def parameterised_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The layers randomise_model counts: every module of `model.modules()` (in
+    that order, duplicates once) that holds parameters of its own, i.e.
+    `module.parameters(recurse=False)` is not empty: Linear, Conv, norms with
+    an affine part, embeddings ..., and also a container owning bare
+    nn.Parameter attributes (a ViT's class token and positional embedding).
+    A parent comes before its children, so its own parameters count as the
+    layer just before its first child's. Modules without parameters of their
+    own (ReLU, pooling, Sequential, a BatchNorm without affine part) do not count."""
+    return [m for m in model.modules() if next(m.parameters(recurse=False), None) is not None]
+
+
+def reinitialise(layer: torch.nn.Module) -> None:
+    """Re-draw a layer's own parameters in place (under the caller's RNG state):
+    its own `reset_parameters()` if it defines one (BatchNorm's also resets its
+    running statistics); otherwise each of its own parameters is redrawn from
+    N(0, s^2), s = the standard deviation of the parameter's current values, or
+    0.02 (the usual scale of ViT embeddings' initialisation) where it has a
+    single value or they are all equal."""
+    reset = getattr(layer, "reset_parameters", None)
+    if callable(reset):
+        reset()
+        return
+    with torch.no_grad():
+        for p in layer.parameters(recurse=False):
+            s = float(p.detach().float().std()) if p.numel() > 1 else 0.0
+            p.normal_(0.0, s if s > 0 and math.isfinite(s) else 0.02)
+
+
+def n_randomised(fraction: float, n_layers: int) -> int:
+    """Layers re-initialised for a fraction: round(fraction * n_layers), half up."""
+    return min(n_layers, int(fraction * n_layers + 0.5 + 1e-9))
+
+
+def randomise_layers(model: torch.nn.Module, fraction: float, seed: int = 0) -> torch.nn.Module:
+    """A deep copy of `model` whose last n_randomised(fraction, L) of its L
+    parameterised_layers are re-initialised (reinitialise), in eval mode, on
+    the device of the model's first parameter, every parameter's requires_grad
+    as in the model. The original is not touched.
+
+    The layers are re-drawn one after the other from the output end, on the CPU,
+    from a torch RNG seeded with `seed` inside torch.random.fork_rng (the global
+    CPU and CUDA RNG states are left as they were). Hence the copy does not
+    depend on the device, and the randomisation cascades: for the same seed, a
+    larger fraction re-draws the same values in the layers a smaller one
+    re-draws, and more layers before them."""
+    layers = parameterised_layers(model)
+    if not layers:
+        raise ValueError(f"randomise_model: the model ({type(model).__name__}) has no parameterised layers "
+                         f"(no module holds parameters of its own) to re-initialise")
+    device = next(model.parameters()).device
+    randomised = copy.deepcopy(model).cpu()
+    picked = parameterised_layers(randomised)[len(layers) - n_randomised(fraction, len(layers)):]
+    forked = [device.index if device.index is not None else torch.cuda.current_device()] \
+        if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=forked):
+        torch.manual_seed(int(seed))
+        for layer in reversed(picked):
+            reinitialise(layer)
+    return randomised.to(device).eval()
+
+
+class RandomiseModel(Explainer):
+    """`base` explainer (a registered name) run on a copy of the model whose last
+    `fraction` of parameterised layers is re-initialised (Adebayo et al. 2018,
+    "Sanity checks for saliency maps", cascading model-parameter randomisation).
+    Layers, their order, how each is re-drawn and the seeding: parameterised_layers,
+    reinitialise, randomise_layers. fraction 0 is the trained model (the base's
+    map, bit for bit), 1 re-initialises every layer.
+
+    The base gets the per-image seeds as from degrade (base_seeds), so with the
+    same seeds fraction 0 gives the map degrade's fraction 0 normalises. The
+    randomised copy is built once per model object (held weakly: it goes with the
+    model) and reused by every explain call; a model changed in place after the
+    first call keeps its stale copy."""
+
+    name = "randomise_model"
+
+    def __init__(self, base: str, fraction: float, base_settings: dict | None = None, seed: int = 0):
+        from fudbench.explainers import build_explainer
+
+        if not 0.0 <= fraction <= 1.0:
+            raise ValueError(f"randomise_model fraction must be in [0, 1], got {fraction}")
+        if base == "randomise_model":
+            raise ValueError("randomise_model cannot wrap itself")
+        self.fraction, self.seed = float(fraction), int(seed)
+        self.base = build_explainer(base, base_settings or {})
+        self.uses_masks = self.base.uses_masks
+        self._copies: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def prepare(self, references):
+        self.base.prepare(references)
+
+    def randomised(self, model: torch.nn.Module) -> torch.nn.Module:
+        """The model's randomised copy (built on the first call for that model)."""
+        out = self._copies.get(model)
+        if out is None:
+            out = self._copies[model] = randomise_layers(model, self.fraction, self.seed)
+        return out
+
+    def explain(self, model, x, target, seeds=None, masks=None):
+        kwargs = {"masks": masks} if self.uses_masks else {}
+        return self.base.explain(self.randomised(model), x, target, seeds=base_seeds(seeds), **kwargs)

@@ -76,7 +76,7 @@ class EGSettings(Settings):
 
 @dataclass(frozen=True)
 class NoSettings(Settings):
-    """Methods without settings (FIG, random, oracle)."""
+    """Methods without settings (FIG, random, oracle, background)."""
 
 
 @dataclass(frozen=True)
@@ -146,9 +146,24 @@ class DegradeSettings(Settings):
     mode: Literal["replace", "mix"] = setting("replace")
 
 
+@dataclass(frozen=True)
+class RandomiseModelSettings(Settings):
+    """`base` run on a copy of the model whose last `fraction` of parameterised
+    layers is re-initialised (Adebayo et al. 2018's cascading model-parameter
+    randomisation); base_settings are validated as the base's own settings."""
+
+    base: str = setting(description="a registered explainer method (not randomise_model itself)")
+    fraction: float = setting(minimum=0, maximum=1,
+                              description="fraction of the model's parameterised layers re-initialised, counted "
+                                          "from the output end (rounded half up): 0 = the trained model, "
+                                          "1 = every layer")
+    base_settings: dict = setting(default_factory=dict, description="the base explainer's own settings")
+    seed: int = setting(0, description="seed of the re-initialised parameters (the same for every image)")
+
+
 SETTINGS = {
     "agi": AGISettings, "attexplore": AttExploreSettings, "big": BIGSettings, "eg": EGSettings,
     "fig": NoSettings, "gig": GIGSettings, "ig": IGSettings, "isa": ISASettings, "la": LASettings,
     "mfaba": MFABASettings, "sm": SaliencySettings, "random": NoSettings, "oracle": NoSettings,
-    "degrade": DegradeSettings,
+    "background": NoSettings, "degrade": DegradeSettings, "randomise_model": RandomiseModelSettings,
 }
