@@ -78,10 +78,71 @@ rule plot_qualitative:
         "../scripts/plot_qualitative.py"
 
 
+# Feature-based OOD detectors of Table 2 (Mahalanobis, k-NN; fudbench.analysis.feature_ood):
+# one reference per classifier, fitted on a seeded subset of reference images
+# (synthetic: the training split; ImageNet: validation images outside the
+# evaluated sample; folder: the listed images after the evaluated ones).
+# Settings: analysis.ood_reference, feature_ood's constants where it is silent.
+from fudbench.analysis.feature_ood import KNN_K, REFERENCE_IMAGES, RIDGE
+
+_OOD = config["analysis"].get("ood_reference") or {}
+OOD_REFERENCE = {"n_images": _OOD.get("images", REFERENCE_IMAGES), "ridge": _OOD.get("ridge", RIDGE),
+                 "knn_k": _OOD.get("knn_k", KNN_K), "batch_size": 256}
+OOD_SOURCE = config["data"]["source"]
+# the data source's part of the reference spec (feature_ood.reference_images) and the files it reads
+OOD_REFERENCE_SOURCE = (
+    {"source": OOD_SOURCE, "imagenet": IMAGENET}
+    if OOD_SOURCE == "imagenet"
+    else (
+        {"source": OOD_SOURCE, "folder": FOLDER, "n_eval": config["data"]["n_eval"]}
+        if OOD_SOURCE == "folder"
+        else {"source": OOD_SOURCE}
+    )
+)
+OOD_REFERENCE_INPUTS = (
+    {
+        "manifest": rules.make_dataset.output.manifest,
+        "imagenet": present(IMAGENET["root"], IMAGENET.get("labels"), IMAGENET.get("synsets")),
+    }
+    if OOD_SOURCE == "imagenet"
+    else (
+        {"manifest": rules.make_dataset.output.manifest, "labels": FOLDER["labels"]}
+        if OOD_SOURCE == "folder"
+        else {"train": rules.make_dataset.output.train}
+    )
+)
+
+
+rule ood_reference:
+    input:
+        unpack(lambda w: OOD_REFERENCE_INPUTS),
+        model=f"{RESULTS}/models/{{model}}.pt",
+    output:
+        f"{RESULTS}/ood_reference/{{model}}.npz",
+    params:
+        reference={**OOD_REFERENCE, "images": OOD_REFERENCE_SOURCE},
+        job=job_params(),
+    threads: 1
+    resources:
+        gpu=GPU,
+        mem_mb=6000,
+        runtime=60,
+    log:
+        f"{RESULTS}/logs/ood_reference/{{model}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/ood_reference/{{model}}.tsv"
+    conda:
+        ENV_TORCH
+    script:
+        "../scripts/ood_reference.py"
+
+
 rule clean_energy:
+    # energy, mahalanobis, knn of the clean images and of their 10%-zeroed copies (sanity_*)
     input:
         images=rules.make_dataset.output.eval,
         classifiers=expand(f"{RESULTS}/models/{{model}}.pt", model=MODELS),
+        references=expand(rules.ood_reference.output[0], model=MODELS),
     output:
         f"{RESULTS}/analysis/clean_energy.parquet",
     params:

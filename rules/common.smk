@@ -185,6 +185,8 @@ def meta_targets():
         *table_paths("meta_ground_truth"),
         f"{RESULTS}/tables/metric_agreement.csv",
         *figure_paths("metric_agreement"),
+        *table_paths("report_card"),
+        *figure_paths("report_card"),
     ]
 
 

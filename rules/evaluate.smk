@@ -17,6 +17,8 @@ rule evaluate:
         attributions=expand(
             f"{RESULTS}/attributions/{{{{model}}}}/{{explainer}}/shard{{{{shard}}}}.npz", explainer=EXPLAINERS
         ),
+        # feature-OOD reference (rule ood_reference): the records' mahalanobis and knn columns
+        ood_reference=f"{RESULTS}/ood_reference/{{model}}.npz",
     output:
         records=evaluate_outputs("records", "parquet"),
         samples=evaluate_outputs("samples", "npz"),

@@ -49,3 +49,43 @@ rule plot_agreement:
         ENV_REPORT
     script:
         "../scripts/plot_agreement.py"
+
+
+# The metric report card: every configured evaluator's curves (FUD variants
+# included) against every ground-truth family, the anchors' ranks, agreement
+# and cost (fudbench.analysis.report_card).
+rule report_card:
+    input:
+        per_image=rules.aggregate_records.output.per_image,
+        records=rules.aggregate_records.output.records,
+    output:
+        tex=f"{RESULTS}/tables/report_card.tex",
+        csv=reported_table(f"{RESULTS}/tables/report_card.csv", "report_card"),
+    params:
+        explainers=config["explainers"],
+        evaluators=config["evaluators"],
+        classifiers=config["models"]["classifiers"],
+        analysis={k: config["analysis"][k] for k in ("bootstrap", "ci")},
+        target_half_width=config["analysis"].get("meta_target_half_width", 0.2),
+        seed=config["seed"],
+    log:
+        f"{RESULTS}/logs/report_card.log",
+    conda:
+        ENV_ANALYSIS
+    script:
+        "../scripts/report_card.py"
+
+
+rule plot_report_card:
+    input:
+        csv=rules.report_card.output.csv,
+    output:
+        figures=reported_figure("report_card"),
+    params:
+        plots=config["plots"],
+    log:
+        f"{RESULTS}/logs/plot_report_card.log",
+    conda:
+        ENV_REPORT
+    script:
+        "../scripts/plot_report_card.py"

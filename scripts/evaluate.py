@@ -15,8 +15,8 @@ done = evaluate_explainers(
     model_path=snakemake.input.model, images_path=snakemake.input.images, shard=int(w.shard),
     shard_size=p.shard_size, settings=p.evaluator, evaluation=p.evaluation,
     assets={k: v for k, v in snakemake.input.items()
-            if k not in ("model", "images", "attributions") and not k.startswith("plugin")},
+            if k not in ("model", "images", "attributions", "ood_reference") and not k.startswith("plugin")},
     seed=p.job["seed"], device=resolve_device(p.job["device"]), kept_images=p.kept_images,
-    cache=WorkCache(p.cache),
+    cache=WorkCache(p.cache), ood_reference=getattr(snakemake.input, "ood_reference", None),
 )
 log.info("%d explainer(s) computed, %d copied from the work cache", len(done["computed"]), len(done["cached"]))

@@ -1,4 +1,5 @@
-"""Tables 2 and 11: Energy OOD detection of intermediate samples vs clean images
+"""Tables 2 and 11: OOD detection of intermediate samples vs clean images by
+Energy, Mahalanobis and k-NN, with the sanity row (10%-zeroed clean images)
 (Table 8 is rendered from Table 2's summary: scripts/table8_ood.py)."""
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
@@ -12,10 +13,9 @@ setup_job(snakemake)
 p, table = snakemake.params, snakemake.wildcards.table
 records = pd.read_parquet(snakemake.input.records)
 records = records[records["explainer"].isin(p.explainers)]
-clean = pd.read_parquet(snakemake.input.clean_energy)
-clean_energy = {m: g.set_index("image")["energy"] for m, g in clean.groupby("model")}
+clean = pd.read_parquet(snakemake.input.clean_energy)  # model, image, energy, mahalanobis, knn, sanity_*
 present = {c: label for c, label in intermediate_curves(table).items() if c in set(records["curve"])}
-summary, tex = table2_ood(records, clean_energy, present, p.models, p.analysis["bootstrap"], p.analysis["ci"],
+summary, tex = table2_ood(records, clean, present, p.models, p.analysis["bootstrap"], p.analysis["ci"],
                           p.seed, pooling=p.analysis["ood_pooling"], **OOD_TABLES[table])
 write_csv(snakemake.output.csv, summary, index=False, float_format="%.6g")
 write_text(snakemake.output.tex, tex)

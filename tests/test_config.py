@@ -14,9 +14,32 @@ def _check(cfg, repo):
     return validate_config(cfg, repo / "config/schema.yaml")
 
 
-@pytest.mark.parametrize("name", ["config.yaml", "smoke.yaml"])
+@pytest.mark.parametrize("name", ["config.yaml", "smoke.yaml", "meta.yaml"])
 def test_shipped_configs_are_valid(repo, name):
     load_config(repo / "config" / name)
+
+
+def test_meta_profile_variants_differ_from_fud_in_their_option_only(repo):
+    """config/meta.yaml's FUD variants take `fud`'s settings by a YAML merge key:
+    each must differ from it in the option it names (and symmetric) only."""
+    evaluators = load_yaml(repo / "config/meta.yaml")["evaluators"]
+    paper = evaluators["fud"]
+    variants = {n: s for n, s in evaluators.items() if (s or {}).get("method") == "fud"}
+    assert len(variants) >= 3
+    for name, settings in variants.items():
+        changed = {k for k in set(paper) | set(settings) if settings.get(k) != paper.get(k)}
+        assert changed - {"method", "symmetric"} and len(changed - {"method", "symmetric", "patch_size"}) == 1, name
+
+
+@pytest.mark.parametrize("key,value,match", [
+    ("meta_target_half_width", 0, r"analysis\.meta_target_half_width"),
+    ("ood_reference", {"knn_k": 0}, r"analysis\.ood_reference\.knn_k.*minimum of 1"),
+    ("ood_reference", {"imagez": 10}, r"analysis\.ood_reference.*imagez"),
+])
+def test_bad_meta_and_ood_settings(default, repo, key, value, match):
+    default["analysis"][key] = value
+    with pytest.raises(ConfigError, match=match):
+        _check(default, repo)
 
 
 def test_enum_error_names_key_and_allowed_values(default, repo):
@@ -33,7 +56,7 @@ def test_unknown_key_is_an_error(default, repo):
 
 def test_unknown_explainer_lists_registered(default, repo):
     default["explainers"]["gradcam"] = {}
-    with pytest.raises(ConfigError, match=r"explainers\.gradcam.*unknown explainer.*registered: agi, attexplore, big, degrade, eg, fig, gig, ig, isa, la, mfaba, oracle, random, sm"):
+    with pytest.raises(ConfigError, match=r"explainers\.gradcam.*unknown explainer.*registered: agi, attexplore, background, big, degrade, eg, fig, gig, ig, isa, la, mfaba, oracle, random, randomise_model, sm"):
         _check(default, repo)
 
 

@@ -127,6 +127,14 @@ def test_out_of_range_values_are_reported(tmp_path):
     assert len(problems) == 1 and "ci_high = 1.2" in problems[0]
 
 
+@pytest.mark.parametrize("label,inside,outside", [
+    ("FUD", 0.5, -0.1), ("FUD symmetric", -0.4, 1.1), ("FUD [fud_patch]", 1.0, 1.2), ("INFID", 3.0, -0.1),
+    ("Sen-N", -0.9, -1.1)])
+def test_score_ranges(label, inside, outside):
+    lo, hi = sanity._range("score", label)
+    assert lo <= inside <= hi and not lo <= outside <= hi
+
+
 @pytest.mark.parametrize("text,mean,half,decimals,bold", [
     ("0.1234\\,{\\scriptsize$\\pm$0.0100}", 0.1234, 0.01, 4, False),
     ("\\textbf{24.00\\,{\\scriptsize$\\pm$4.50}}", 24.0, 4.5, 2, True),

@@ -40,9 +40,10 @@ def test_default_dag_has_per_shard_jobs(repo, tmp_path):
 # evaluators (+ 6 appendix ones), 7 quality metrics, 4 OOD metrics, 2 timed step counts.
 # table -> expected rows (None: not fixed), all entries finite?
 SMOKE_TABLES = {
-    "table2_ood": (4 * 2 * 4, True),          # evaluators x models x OOD metrics (CSV keeps all four)
-    "table8_ood": (4 * 2 * 4, True),
-    "table11_ood": (5 * 2 * 4, True),         # IDSDS, ROAD, Distill, Gevaert, FUD
+    # (evaluators + the sanity row) x detectors (energy, mahalanobis, knn) x models x OOD metrics (CSV keeps all four)
+    "table2_ood": ((4 + 1) * 3 * 2 * 4, True),
+    "table8_ood": ((4 + 1) * 3 * 2 * 4, True),
+    "table11_ood": ((5 + 1) * 3 * 2 * 4, True),  # IDSDS, ROAD, Distill, Gevaert, FUD + sanity
     "table3_quality": (4 * 7, True),          # evaluators x quality metrics
     "table9_quality": (5 * 7, True),
     "table4_kendall": (2 * 2 * 3, True),      # models x evaluators x explainers
@@ -55,6 +56,7 @@ SMOKE_TABLES = {
     "appendix_scores": (None, False),
     "meta_ground_truth": (None, False),       # Spearman is undefined when a 1-epoch model ties everything
     "metric_agreement": (None, False),
+    "report_card": (2 * 32, False),           # models x scored curves of the configured evaluators
 }
 
 
@@ -81,7 +83,7 @@ def test_smoke_outputs_and_kept_samples(smoke_run):
     results, res = smoke_run
     for fig in ("confidence_vs_ratio", "dataset_examples", "score_model_samples", "qualitative_samples",
                 "fig2_quality_radar", "fig3_auroc_by_step", "fig4_qualitative", "fig5_l2_by_step", "fig6_final_l2",
-                "metric_agreement"):
+                "metric_agreement", "report_card"):
         assert (results / "figures" / f"{fig}.png").stat().st_size > 1000
     # evaluate jobs keep the intermediate images of the first images only (quality: 3, gallery: 2)
     fud = np.load(results / "samples" / "cnn" / "ig" / "fud" / "shard0.npz")
@@ -106,5 +108,5 @@ def test_smoke_report_has_every_table_and_figure(repo, smoke_run, tmp_path):
     html = report.read_text(errors="replace")
     assert len(html) > 100_000
     for name in ("table2_ood.csv", "table5_constraint.csv", "table10_timing.csv", "fig3_auroc_by_step.png",
-                 "fig4_qualitative.png", "meta_ground_truth.csv"):
+                 "fig4_qualitative.png", "meta_ground_truth.csv", "report_card.csv"):
         assert name in html, name

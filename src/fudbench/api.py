@@ -64,7 +64,9 @@ def evaluate(model, images, targets, attributions, metrics: Union[str, Sequence,
     evaluation: kept fractions `ratios` and attribution `reduction` (defaults:
     the paper's 0.1 ... 0.9, abs_sum). assets: files some metrics read
     (`score_model` for fud and diffusion_plain fills, `surrogate` for ffid,
-    `reference_images` for train-set fills). image_ids / seed / model_name key
+    `reference_images` for train-set fills; `ood_reference` for the feature-based
+    OOD columns mahalanobis and knn, NaN without it: the workflow's
+    results/<run>/ood_reference/<model>.npz). image_ids / seed / model_name key
     the paired noise as in the workflow (pass the workflow's to reproduce its numbers).
     """
     import pandas as pd
@@ -72,20 +74,27 @@ def evaluate(model, images, targets, attributions, metrics: Union[str, Sequence,
 
     from fudbench.analysis.curves import derived_scores, per_image_scores
     from fudbench.evaluators import build_evaluator
-    from fudbench.pipeline import evaluate_maps, name_records, paired_seed_key
+    from fudbench.pipeline import attach_ood_reference, evaluate_maps, name_records, paired_seed_key
 
     model.eval()
+    assets = dict(assets or {})
+    reference = assets.pop("ood_reference", None)
+    tap = attach_ood_reference(model, reference, model_name) if reference is not None else None
     device = torch.device(device) if device is not None else images.device
     images, attributions = images.to(device), torch.as_tensor(attributions).to(device)
     targets = torch.as_tensor(targets).to(device)
     ids = list(range(len(images))) if image_ids is None else [int(i) for i in image_ids]
     evaluation = {**EVALUATION_DEFAULTS, **(evaluation or {})}
     frames = []
-    for name, settings in _metric_entries(metrics).items():
-        evaluator = build_evaluator(name, settings, evaluation, assets, device)
-        records, _ = evaluate_maps(evaluator, model, images, targets, attributions.detach(), ids,
-                                   paired_seed_key(seed, model_name, name))
-        frames.append(name_records(records, model_name, explainer, name))
+    try:
+        for name, settings in _metric_entries(metrics).items():
+            evaluator = build_evaluator(name, settings, evaluation, assets, device)
+            records, _ = evaluate_maps(evaluator, model, images, targets, attributions.detach(), ids,
+                                       paired_seed_key(seed, model_name, name))
+            frames.append(name_records(records, model_name, explainer, name))
+    finally:
+        if tap is not None:
+            tap.close()  # the caller's model is left without our hooks
     records = pd.concat(frames, ignore_index=True)
     per_image = per_image_scores(records)
     derived = derived_scores(records, per_image)

@@ -61,8 +61,13 @@ def explain_shard(model_path, images_path, shard: int, shard_size: int, explaine
 def evaluate_maps(evaluator, model, x, y, attributions, ids, seed_key: tuple, labels=None):
     """An evaluator run on in-memory maps, as the evaluate job and fudbench.evaluate
     both record it: the records get each image's label (if given) and what is
-    degenerate about its map (masks.degenerate_maps). Returns (records, samples)."""
+    degenerate about its map (masks.degenerate_maps), and the feature-based OOD
+    columns (feature_ood.DETECTORS, NaN without a reference: attach_ood_reference).
+    Returns (records, samples)."""
+    from fudbench.analysis.feature_ood import with_detector_columns
+
     records, samples = evaluator.run(model, x, y, attributions, ids, seed_key)
+    with_detector_columns(records)  # NaN where the model had no OOD reference attached (or the protocol none)
     ids = [int(i) for i in ids]
     if labels is not None:
         records["label"] = records["image"].map(dict(zip(ids, [int(v) for v in labels])))
@@ -78,17 +83,39 @@ def name_records(records, model: str, explainer: str, evaluator: str):
     return records
 
 
+def attach_ood_reference(model, reference_path, name: str = "model"):
+    """Hook the model so that every forward's logits carry its penultimate features
+    and the detector fitted in `reference_path` (rule ood_reference): the records
+    of the protocols then get the mahalanobis and knn columns (protocols.base).
+    The hooks do not change the logits. Returns the FeatureTap, or None when the
+    reference is unavailable or the model has no nn.Linear (logged; columns NaN)."""
+    from fudbench.analysis.feature_ood import FeatureDetector
+    from fudbench.models.features import FeatureTap
+
+    detector = FeatureDetector.load(reference_path)
+    if not detector.available:
+        return None
+    try:
+        return FeatureTap(model, name, detector)
+    except ValueError as exc:
+        log.warning("%s; the mahalanobis and knn columns are NaN", exc)
+        return None
+
+
 class ShardEvaluation:
     """One evaluator on one model x shard, built once (model, images, score
-    model ...) and run for any number of explainers' attributions."""
+    model ...) and run for any number of explainers' attributions.
+    ood_reference: the model's feature-OOD reference (rule ood_reference), or None."""
 
     def __init__(self, model_path, images_path, shard: int, shard_size: int, evaluator: str, settings: dict,
-                 evaluation: dict, assets: dict, device):
+                 evaluation: dict, assets: dict, device, ood_reference=None):
         from fudbench.evaluators import build_evaluator
         from fudbench.models.classifiers import load_classifier
 
         self.shard = shard
         self.model = load_classifier(model_path, device)
+        if ood_reference is not None:
+            attach_ood_reference(self.model, ood_reference, str(model_path))
         self.data = load_eval_shard(images_path, shard, shard_size)
         self.x = torch.from_numpy(self.data["images"]).to(device)
         self.device = device
@@ -110,11 +137,11 @@ class ShardEvaluation:
 
 
 def evaluate_shard(model_path, images_path, attributions_path, shard: int, shard_size: int, evaluator: str,
-                   settings: dict, evaluation: dict, assets: dict, seed_key: tuple, device):
+                   settings: dict, evaluation: dict, assets: dict, seed_key: tuple, device, ood_reference=None):
     """One evaluator on one model x explainer x shard.
     Returns (records DataFrame, {curve: samples (N, steps, C, H, W) float16})."""
     job = ShardEvaluation(model_path, images_path, shard, shard_size, evaluator, settings, evaluation, assets,
-                          device)
+                          device, ood_reference)
     return job.run(attributions_path, seed_key)
 
 
@@ -126,10 +153,12 @@ def paired_seed_key(seed: int, model: str, evaluator: str) -> tuple:
 
 def evaluate_explainers(model: str, evaluator: str, explainers: dict, *, model_path, images_path, shard: int,
                         shard_size: int, settings: dict, evaluation: dict, assets: dict, seed: int, device,
-                        kept_images=None, cache=None) -> dict:
+                        kept_images=None, cache=None, ood_reference=None) -> dict:
     """The evaluate job: one evaluator on one model x shard for every explainer.
 
     explainers: {name: (attributions path, records output path, samples output path)}.
+    ood_reference: the model's feature-OOD reference (rule ood_reference): the
+    records get its mahalanobis and knn scores (NaN without one).
     Each explainer's records and samples are written as soon as they are done
     (a killed job keeps them in the cache). With a WorkCache, an explainer
     whose inputs and settings are unchanged is copied from it instead of
@@ -148,6 +177,8 @@ def evaluate_explainers(model: str, evaluator: str, explainers: dict, *, model_p
 
     job, done = None, {"computed": [], "cached": []}
     files = {"model": model_path, "images": images_path, **assets}
+    if ood_reference is not None:
+        files["ood_reference"] = ood_reference
     seed_key = paired_seed_key(seed, model, evaluator)
     for explainer, (attributions, records_out, samples_out) in explainers.items():
         outputs = {".parquet": records_out, ".npz": samples_out}
@@ -163,7 +194,7 @@ def evaluate_explainers(model: str, evaluator: str, explainers: dict, *, model_p
             continue
         if job is None:
             job = ShardEvaluation(model_path, images_path, shard, shard_size, evaluator, settings, evaluation,
-                                  assets, device)
+                                  assets, device, ood_reference)
         t0 = time.perf_counter()
         records, samples = job.run(attributions, seed_key)
         name_records(records, model, explainer, evaluator)

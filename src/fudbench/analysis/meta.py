@@ -75,18 +75,40 @@ def default_step_values() -> dict:
     return dict(STEP_VALUES)
 
 
+# Config methods whose entries form a family with a known order: method ->
+# the family's name given the entry's `base` (fraction 0 is the best member).
+KNOWN_ORDER_METHODS = {
+    "degrade": "{base}",                     # a fraction p of the base map's pixels replaced by noise
+    "randomise_model": "{base}_randomised",  # the base map of a model with a fraction of its layers re-initialised
+}
+# Sanity anchors: methods a faithful metric must rank last.
+ANCHOR_METHODS = ("random", "background")
+
+
 def degraded_explainers(explainers: dict) -> dict[str, tuple[str, float]]:
-    """{explainer name: (family, noise fraction p)} for the config entries with
-    `method: degrade`; the family is the entry's `base` explainer."""
+    """{explainer name: (family, fraction p)} for the config entries with a
+    known order (KNOWN_ORDER_METHODS: `method: degrade` and `method:
+    randomise_model`); less is better within a family."""
     out = {}
     for name, settings in explainers.items():
-        if (settings or {}).get("method") != "degrade":
+        method = (settings or {}).get("method")
+        if method not in KNOWN_ORDER_METHODS:
             continue
         for key in ("base", "fraction"):
             if key not in settings:
-                raise ValueError(f"config key 'explainers.{name}.{key}': required for method: degrade "
-                                 f"(e.g. {{method: degrade, base: ig, fraction: 0.1}})")
-        out[name] = (str(settings["base"]), float(settings["fraction"]))
+                raise ValueError(f"config key 'explainers.{name}.{key}': required for method: {method} "
+                                 f"(e.g. {{method: {method}, base: ig, fraction: 0.2}})")
+        out[name] = (KNOWN_ORDER_METHODS[method].format(base=settings["base"]), float(settings["fraction"]))
+    return out
+
+
+def anchor_explainers(explainers: dict) -> dict[str, str]:
+    """{explainer name: anchor method} of the entries running `random` or `background`."""
+    out = {}
+    for name, settings in explainers.items():
+        method = (settings or {}).get("method", name)
+        if method in ANCHOR_METHODS:
+            out[name] = method
     return out
 
 

@@ -103,6 +103,11 @@ def tex_rows(tex: str) -> tuple[list[list[str]], list[list[str]]]:
     return [_row(lines[i]) for i in keep if i < mid], [_row(lines[i]) for i in keep if i > mid]
 
 
+def detector_key(label) -> str:
+    """An OOD table's detector as the CSV and the .tex both name it: 'k-NN' and 'knn' -> 'knn'."""
+    return re.sub(r"[^a-z0-9]", "", unescape(str(label)).lower())
+
+
 def _model_groups(header_line: list[str]) -> list[tuple[str, int]]:
     """[(model label, number of columns)] of a '& \\multicolumn{4}{c}{cnn} & ...' header row."""
     found = [re.match(r"\\multicolumn\{(\d+)\}\{c\}\{(.*)\}$", c) for c in header_line[1:]]
@@ -113,16 +118,20 @@ def tex_cells(kind: str, tex: str) -> dict[tuple, tuple[Cell, bool | None]]:
     """{CSV key of the cell: (cell, arrow of its column or row)} for a table of `kind`.
 
     Keys: score (model, EXPLAINER, metric); kendall (model, evaluator,
-    EXPLAINER); ood (evaluator, model label, metric); quality (evaluator,
+    EXPLAINER); ood (evaluator, model label, metric), with a Detector column
+    (evaluator, detector_key, model label, metric); quality (evaluator,
     metric); meta (model, family, metric, kind)."""
     header, body = tex_rows(tex)
     out = {}
     if kind == "ood":
-        groups, cols = _model_groups(header[0]), [split_arrow(c) for c in header[-1][1:]]
+        # a Detector column (Energy, Mahalanobis, k-NN) makes the key (evaluator, detector, model, metric)
+        n_labels = 2 if len(header[-1]) > 1 and unescape(header[-1][1]) == "Detector" else 1
+        groups, cols = _model_groups(header[0]), [split_arrow(c) for c in header[-1][n_labels:]]
         models = [m for m, n in groups for _ in range(n)]
         for row in body:
-            for model, (metric, up), text in zip(models, cols, row[1:]):
-                out[(unescape(row[0]), model, metric)] = (parse_cell(text), up)
+            labels = (unescape(row[0]),) + ((detector_key(row[1]),) if n_labels == 2 else ())
+            for model, (metric, up), text in zip(models, cols, row[n_labels:]):
+                out[labels + (model, metric)] = (parse_cell(text), up)
     elif kind == "meta":
         cols = [unescape(c).rsplit(" ", 2) for c in header[-1][1:]]
         for row in body:
@@ -147,7 +156,8 @@ def csv_cells(kind: str, csv: pd.DataFrame) -> dict[tuple, pd.Series]:
         if kind == "kendall":
             return (str(r["model"]), str(r["evaluator"]), str(r["explainer"]).upper())
         if kind == "ood":
-            return (str(r["evaluator"]), str(r["model"]), str(r["metric"]))
+            detector = (detector_key(r["detector"]),) if "detector" in r.index else ()
+            return (str(r["evaluator"]), *detector, str(r["model"]), str(r["metric"]))
         if kind == "quality":
             return (str(r["evaluator"]), str(r["metric"]))
         return (str(r["model"]), str(r["family"]), str(r["metric"]), str(r["kind"]))
@@ -218,7 +228,7 @@ def tex_matches_csv(tables_dir, names=None) -> list[str]:
             problems += _cell_problems(name, key, cell, row, VALUE_COLUMN[kind])
             problems += _arrow_problems(name, key, up, row)
         # every CSV row is in the .tex, unless the .tex leaves out its whole column (Table 2: AUPR-In)
-        column = (lambda k: k[1:]) if kind == "ood" else (lambda k: k[-1])  # ood: (model group, metric)
+        column = (lambda k: k[-2:]) if kind == "ood" else (lambda k: k[-1])  # ood: (model group, metric)
         shown_cols = {column(k) for k in shown}
         for key in rows:
             if column(key) in shown_cols and key not in shown:
@@ -256,6 +266,7 @@ def bold_marks_best(tables_dir, names=("table3_quality", "table9_quality", "tabl
 # label pattern -> (low, high) of the values a score table may hold
 _SCORE_RANGES = [
     (r"^INFID", (0.0, math.inf)),
+    (r"^FUD symmetric", (-1.0, 1.0)),  # AUC(top) - AUC(bottom)
     (r"^(FUD|Insertion|Deletion|ROAD|Distill|Gevaert|MIF|LIF|R-OMS)", (0.0, 1.0)),
     (r".", (-1.0, 1.0)),  # correlations (Sen-N, IDSDS), gains (MRG, LRG, SRG), fidelities
 ]

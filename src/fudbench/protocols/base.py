@@ -19,7 +19,10 @@ and reduces what comes back; the base
   batches are cut changes no number;
 - records per (image, step) the response and the sample of the point's first
   draw and the time per point (`Points`), and writes the records frame
-  (`records_frame`, the columns every protocol shares);
+  (`records_frame`, the columns every protocol shares); when the model has a
+  feature-based OOD detector attached (fudbench.models.features.FeatureTap,
+  set up by pipeline.ShardEvaluation), the response's `ood` scores become
+  columns next to `energy`;
 - shows the progress.
 """
 from __future__ import annotations
@@ -38,26 +41,62 @@ from tqdm import tqdm
 from fudbench.analysis.energy import energy
 from fudbench.batching import AdaptiveBatchSize, fit_batch_size, run_batched
 from fudbench.imputers.base import ImputeContext, Imputer
+from fudbench.models.features import DETECTOR_ATTR, FEATURES_ATTR
 from fudbench.seeding import derive_seed
 
 log = logging.getLogger(__name__)
 
 
+class Response(tuple):
+    """sample_response's (confidence, prediction, energy, l2) (unpacks as those
+    four), plus `ood`: {detector column: (N,) scores} of the feature-based OOD
+    detectors (fudbench.analysis.feature_ood), {} when the model that gave the
+    logits has no detector attached. Computed on first access: a protocol that
+    does not record them (SRG) does not pay for them."""
+
+    def __new__(cls, values, features: Optional[torch.Tensor] = None, detector=None,
+                ood: Optional[dict] = None):
+        self = super().__new__(cls, values)
+        self._features, self._detector, self._ood = features, detector, ood
+        return self
+
+    @property
+    def ood(self) -> dict:
+        if self._ood is None:
+            self._ood = ({} if self._features is None or self._detector is None
+                         else self._detector.score(self._features.double().cpu().numpy()))
+            self._features = None
+        return self._ood
+
+    def take(self, index) -> "Response":
+        """The rows `index` (a boolean or integer numpy array) of every column;
+        features not scored yet are sliced first (only the rows kept are scored)."""
+        values = [v[index] for v in self]
+        if self._ood is None and self._features is not None:
+            rows = torch.as_tensor(np.asarray(index), device=self._features.device)
+            return Response(values, self._features[rows], self._detector)
+        return Response(values, ood={k: v[index] for k, v in self.ood.items()})
+
+
 def sample_response(logits: torch.Tensor, target: torch.Tensor, filled: torch.Tensor, original: torch.Tensor):
     """What every protocol records of an intermediate sample: softmax p(target),
     the predicted class, the energy -logsumexp(logits) and the L2 distance to
-    the original in [0, 1] space. Returns numpy arrays (confidence, prediction, energy, l2)."""
+    the original in [0, 1] space. Returns a Response: numpy arrays (confidence,
+    prediction, energy, l2), and in `.ood` the feature-based OOD scores when the
+    model that gave the logits has a reference attached (pipeline.ShardEvaluation)."""
+    features, detector = getattr(logits, FEATURES_ATTR, None), getattr(logits, DETECTOR_ATTR, None)
     logits = logits.float()
-    return (torch.softmax(logits, 1).gather(1, target.view(-1, 1)).squeeze(1).cpu().numpy(),
-            logits.argmax(1).cpu().numpy(),
-            energy(logits).cpu().numpy(),
-            (filled - original).float().flatten(1).norm(dim=1).cpu().numpy())
+    return Response((torch.softmax(logits, 1).gather(1, target.view(-1, 1)).squeeze(1).cpu().numpy(),
+                     logits.argmax(1).cpu().numpy(),
+                     energy(logits).cpu().numpy(),
+                     (filled - original).float().flatten(1).norm(dim=1).cpu().numpy()), features, detector)
 
 
 def fill_and_score(model, imputer, x: torch.Tensor, masks: torch.Tensor, context: ImputeContext,
                    target: torch.Tensor):
     """Fill one batch, classify it and time both (per sample, CUDA synchronised).
-    Returns (filled, logits, seconds per sample, sample_response(...))."""
+    Returns (filled, logits, seconds per sample, sample_response(...)). The
+    feature-based OOD scores (if any) are computed after the timing."""
     t0 = time.perf_counter()
     filled = imputer.fill(x, masks, context)
     with torch.no_grad():
@@ -69,12 +108,14 @@ def fill_and_score(model, imputer, x: torch.Tensor, masks: torch.Tensor, context
 
 
 def records_frame(curve: str, image, step, kept, removed, target, confidence, prediction, energy, l2, seconds,
-                  **extra) -> pd.DataFrame:
+                  ood: Optional[dict] = None, **extra) -> pd.DataFrame:
     """Every protocol's records share these columns, in this order; protocol-
-    specific values (e.g. correlation, infidelity) follow the target column."""
+    specific values (e.g. correlation, infidelity) follow the target column.
+    ood: {detector column: values} of the feature-based OOD detectors, placed
+    right after energy (no columns without them)."""
     return pd.DataFrame({"curve": curve, "image": image, "step": step, "kept": kept, "removed": removed,
                          "target": target, **extra, "confidence": confidence, "prediction": prediction,
-                         "energy": energy, "l2": l2, "seconds": seconds})
+                         "energy": energy, **(ood or {}), "l2": l2, "seconds": seconds})
 
 
 @dataclass
@@ -130,7 +171,7 @@ class Batch:
     filled: torch.Tensor
     logits: torch.Tensor    # float32
     seconds: float          # imputer + model time per sample
-    response: tuple         # sample_response(...): (confidence, prediction, energy, l2)
+    response: tuple         # sample_response(...): Response (confidence, prediction, energy, l2; .ood)
 
     @property
     def ij(self) -> tuple[np.ndarray, np.ndarray]:
@@ -150,6 +191,8 @@ class Points:
     seconds: np.ndarray
     samples: Optional[np.ndarray]   # (N, steps, C, H, W) float16, if kept
     draws: int = 1
+    ood: dict = field(default_factory=dict)  # detector column -> (N, steps), NaN where not scored
+
 
     @classmethod
     def empty(cls, x: torch.Tensor, steps: int, keep_samples: bool, draws: int = 1) -> "Points":
@@ -162,6 +205,8 @@ class Points:
         """Store the responses (and, if kept, the samples) of the points (i, j) (index arrays or slices)."""
         for column, values in zip((self.confidence, self.prediction, self.energy, self.l2), response):
             column[i, j] = values
+        for name, values in getattr(response, "ood", {}).items():
+            self.ood.setdefault(name, np.full(self.energy.shape, np.nan))[i, j] = values
         if self.samples is not None:
             self.samples[i, j] = filled.float().cpu().numpy()
 
@@ -170,7 +215,9 @@ class Points:
         i, j = batch.ij
         first = np.array([it.draw in (None, 0) for it in batch.items], bool)
         kept = batch.filled[torch.from_numpy(first).to(batch.filled.device)] if self.samples is not None else None
-        self.put(i[first], j[first], [v[first] for v in batch.response], kept)
+        response = batch.response
+        response = response.take(first) if isinstance(response, Response) else [v[first] for v in response]
+        self.put(i[first], j[first], response, kept)
         np.add.at(self.seconds, (i, j), batch.seconds / self.draws)  # last: an OOM above retries the batch
 
     def frame(self, curve: str, shard: Shard, kept, removed, target=None, **extra) -> pd.DataFrame:
@@ -188,7 +235,7 @@ class Points:
             kept=flat(kept), removed=flat(removed), target=flat(target[:, None]),
             **{k: flat(v) for k, v in extra.items()}, confidence=self.confidence.ravel(),
             prediction=self.prediction.ravel(), energy=self.energy.ravel(), l2=self.l2.ravel(),
-            seconds=self.seconds.ravel())
+            seconds=self.seconds.ravel(), ood={k: v.ravel() for k, v in self.ood.items()})
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""Table 2 (energy OOD of intermediate samples), Table 3 (their image quality), Fig. 2 (radar).
+"""Table 2 (OOD detection of intermediate samples: Energy, Mahalanobis, k-NN, and a
+sanity row), Table 3 (their image quality), Fig. 2 (radar).
 
 Table builders return (long-format summary DataFrame for the CSV, LaTeX string),
 like fudbench.report.tables. Confidence intervals are percentile bootstrap
@@ -20,6 +21,7 @@ import pandas as pd  # noqa: E402
 
 from fudbench.analysis.bootstrap import percentile_interval  # noqa: E402
 from fudbench.analysis.energy import ood_metrics  # noqa: E402
+from fudbench.analysis.feature_ood import SANITY_LABEL  # noqa: E402
 from fudbench.analysis.quality import HIGHER_IS_BETTER, QUALITY_METRICS  # noqa: E402
 from fudbench.report.latex import booktabs, escape, fmt_ci  # noqa: E402
 from fudbench.seeding import derive_seed  # noqa: E402
@@ -166,24 +168,65 @@ def _ood_cell(e_in, img_in, outs, counts):
                 {k: np.nanmean(v, axis=0) if len(v) else np.zeros(0) for k, v in boot.items()})
 
 
-def table2_ood(records: pd.DataFrame, clean_energy: Mapping, evaluators: Mapping[str, str], models,
+# OOD detectors of Table 2: the records' / clean-score frame's column -> label in the .tex
+DETECTOR_LABELS = {"energy": "Energy", "mahalanobis": "Mahalanobis", "knn": "k-NN"}
+DETECTOR_CAPTION = (" Detectors (larger score = more OOD for each): Energy, $-\\log\\sum\\exp$ of the logits; "
+                    "Mahalanobis, the smallest squared Mahalanobis distance of the penultimate features to a class "
+                    "mean (tied covariance with a small ridge, fitted on reference training images); k-NN, the "
+                    "distance of the normalised features to their $k$-th nearest reference feature. Sanity row: "
+                    "the clean images with 10\\% of their pixels zeroed, a mild but plainly OOD corruption; a "
+                    "detector that gives it an AUROC at or below 0.5 cannot see such samples.")
+
+
+def _clean_scores(clean_energy) -> tuple[dict, dict, list[str], bool]:
+    """({detector: {model: clean scores}}, {detector: {model: sanity scores}}, detectors, by_detector).
+
+    clean_energy: {model: energies} (energy only, the layout without a detector
+    column) or the clean_energy job's frame (model, image, one column per detector
+    and sanity_<detector> for the 10%-zeroed copies): its detectors with a finite
+    clean score are used, in DETECTOR_LABELS order."""
+    if not isinstance(clean_energy, pd.DataFrame):
+        return {"energy": dict(clean_energy)}, {}, ["energy"], False
+    frame = clean_energy
+    detectors = [d for d in DETECTOR_LABELS if d in frame.columns and np.isfinite(frame[d].to_numpy(float)).any()]
+    clean, sanity = {}, {}
+    for d in detectors:
+        clean[d] = {m: g.set_index("image")[d] for m, g in frame.groupby("model")}
+        col = f"sanity_{d}"
+        if col in frame.columns and np.isfinite(frame[col].to_numpy(float)).any():
+            sanity[d] = {m: g.set_index("image")[col] for m, g in frame.groupby("model")}
+    return clean, sanity, detectors, True
+
+
+def table2_ood(records: pd.DataFrame, clean_energy, evaluators: Mapping[str, str], models,
                n_boot: int = 1000, ci: float = 0.95, seed: int = 0, digits: int = 4,
                model_labels: Mapping[str, str] | None = None, pooling: str = "all", columns=None,
-               caption: str | None = None, tex_label: str = "tab:ood"):
-    """Energy OOD detection of intermediate samples vs clean images (Table 2 / 8 / 11 of FUD).
+               caption: str | None = None, tex_label: str = "tab:ood", sanity_label: str = SANITY_LABEL):
+    """OOD detection of intermediate samples vs clean images (Table 2 / 8 / 11 of FUD),
+    by the Energy score and, given the clean-score frame, the feature-based
+    detectors (Mahalanobis, k-NN: fudbench.analysis.feature_ood), plus a sanity row.
 
-    records: rows with model, curve, image, energy (one per intermediate sample).
-    clean_energy: {model: energies of the clean images}, an array indexed by image
-    id (position i = image i) or a Series indexed by image id; these images are
-    the universe that is resampled. evaluators: {curve: label}; several curves
-    may share a label (rows keep first-appearance order).
-    Per (label, model): ID = all clean energies, OOD = energies of all rows whose
+    records: rows with model, curve, image and one score column per detector
+    (energy, mahalanobis, knn; one row per intermediate sample; a missing column
+    counts as non-finite). For every detector, larger = more OOD.
+    clean_energy: {model: energies of the clean images} (an array indexed by image
+    id (position i = image i) or a Series indexed by image id): Energy only, no
+    `detector` column; or the clean_energy job's DataFrame (model, image, energy,
+    mahalanobis, knn, sanity_energy, ...): one block of rows per detector that has
+    finite clean scores, a `detector` column, and per detector a row
+    `sanity_label` whose OOD set is the clean images with 10% of their pixels
+    zeroed (sanity_<detector>; one sample per image), i.e. what a mild, plainly
+    OOD corruption gets from that detector. The clean images are the universe
+    that is resampled. evaluators: {curve: label}; several curves may share a
+    label (rows keep first-appearance order).
+    Per (label, model, detector): ID = all clean scores, OOD = scores of all rows whose
     curve maps to the label, pooled over explainers and steps (pooling="all");
     AUROC, FPR95, AUPR-In, AUPR-Out from fudbench.analysis.energy.ood_metrics
-    (ID = positive, score = -energy). Non-finite energies are dropped (counted in n_nonfinite).
-    CI: resample images with replacement; each drawn image adds its clean energy
+    (ID = positive, score = -energy or -distance). Non-finite scores are dropped (counted in n_nonfinite).
+    CI: resample images with replacement; each drawn image adds its clean score
     to ID and all its rows to OOD. Seed derive_seed(seed, "bootstrap", "table2",
-    model, label). Summary columns: evaluator, model, metric, value, ci_low,
+    model, label): every detector of a (model, label) uses the same image draws.
+    Summary columns: evaluator, [detector,] model, metric, value, ci_low,
     ci_high, n_images, n_id, n_ood, n_runs, n_nonfinite.
 
     pooling="all" (default) pools every sample into one OOD set, which is ~99x
@@ -193,6 +236,7 @@ def table2_ood(records: pd.DataFrame, clean_energy: Mapping, evaluators: Mapping
     curve x step: ID = all clean images, OOD = that run's samples, balanced)
     and averages them over runs, the bootstrap using the same image draws for
     every run. The paper's AUPR-In ~ AUPR-Out ~ AUROC points to balanced sets.
+    The sanity row is one run (one sample per image) under either pooling.
 
     columns: the metric names shown in the LaTeX table (default: all four; the
     paper's Table 2 leaves out AUPR-In, its extended Table 8 has it); the CSV
@@ -200,19 +244,33 @@ def table2_ood(records: pd.DataFrame, clean_energy: Mapping, evaluators: Mapping
     """
     if pooling not in ("all", "run"):
         raise ValueError(f"pooling must be 'all' or 'run', got {pooling!r}")
+    clean_by, sanity_by, detectors, by_detector = _clean_scores(clean_energy)
     labels = list(dict.fromkeys(evaluators.values()))
     model_labels = dict(model_labels or {})
     d = records[records["curve"].isin(list(evaluators)) & records["model"].isin(list(models))]
     d = d.assign(evaluator=d["curve"].map(evaluators))
     rows = []
+
+    def add_rows(label, detector, model, point, boot, n_images, n_id, n_ood, n_runs, n_bad):
+        for key, name in OOD_METRICS.items():
+            lo, hi = percentile_interval(boot[key], ci) if n_boot else (float("nan"),) * 2
+            rows.append({"evaluator": label, "detector": detector, "model": model, "metric": name,
+                         "value": point[key], "ci_low": lo, "ci_high": hi, "n_images": n_images, "n_id": n_id,
+                         "n_ood": n_ood, "n_runs": n_runs, "n_nonfinite": n_bad})
+
     for model in models:
-        if model not in clean_energy:
-            raise KeyError(f"no clean energies for model {model!r}")
-        clean = _clean_series(clean_energy[model])
-        if not clean.index.is_unique:
-            raise ValueError(f"clean energies of {model!r} list an image id twice")
-        ids = clean.index.to_numpy()
-        pos = pd.Series(np.arange(len(ids)), index=clean.index)
+        cleans = {}
+        for det in detectors:
+            if model not in clean_by[det]:
+                raise KeyError(f"no clean {det} scores for model {model!r}")
+            clean = _clean_series(clean_by[det][model])
+            if not clean.index.is_unique:
+                raise ValueError(f"clean {det} scores of {model!r} list an image id twice")
+            cleans[det] = clean
+        ids = cleans[detectors[0]].index.to_numpy()
+        if any(not np.array_equal(c.index.to_numpy(), ids) for c in cleans.values()):
+            raise ValueError(f"the detectors' clean scores of {model!r} are not of the same images")
+        pos = pd.Series(np.arange(len(ids)), index=ids)
         for label in labels:
             g = d[(d["model"] == model) & (d["evaluator"] == label)]
             if not len(g):
@@ -220,28 +278,45 @@ def table2_ood(records: pd.DataFrame, clean_energy: Mapping, evaluators: Mapping
             missing = set(g["image"].unique()) - set(ids.tolist())
             if missing:
                 raise ValueError(f"{label}/{model}: images {sorted(missing)[:5]} have no clean energy")
-            e_in, img_in = clean.to_numpy(), np.arange(len(ids))
-            fin_in = np.isfinite(e_in)
-            e_in, img_in = e_in[fin_in], img_in[fin_in]
             keys = [c for c in RUN_KEYS if c in g.columns] if pooling == "run" else []
             groups = [h for _, h in g.groupby(keys, sort=True)] if keys else [g]
-            outs, n_bad, n_ood = [], int((~fin_in).sum()), 0
-            for h in groups:
-                e_out, img_out = h["energy"].to_numpy(float), pos[h["image"].to_numpy()].to_numpy()
-                fin = np.isfinite(e_out)
-                n_bad += int((~fin).sum())
-                n_ood += int(fin.sum())
-                if fin.any():
-                    outs.append((e_out[fin], img_out[fin]))
             counts = _resample_counts(len(ids), n_boot, derive_seed(seed, "bootstrap", "table2", model, label))
-            point, boot = _ood_cell(e_in, img_in, outs, counts)
-            for key, name in OOD_METRICS.items():
-                lo, hi = percentile_interval(boot[key], ci) if n_boot else (float("nan"),) * 2
-                rows.append({"evaluator": label, "model": model, "metric": name, "value": point[key],
-                             "ci_low": lo, "ci_high": hi, "n_images": len(ids), "n_id": len(e_in),
-                             "n_ood": n_ood, "n_runs": len(outs), "n_nonfinite": n_bad})
-    summary = pd.DataFrame(rows, columns=["evaluator", "model", "metric", "value", "ci_low", "ci_high",
-                                          "n_images", "n_id", "n_ood", "n_runs", "n_nonfinite"])
+            for det in detectors:
+                e_in, img_in = cleans[det].to_numpy(float), np.arange(len(ids))
+                fin_in = np.isfinite(e_in)
+                e_in, img_in = e_in[fin_in], img_in[fin_in]
+                outs, n_bad, n_ood = [], int((~fin_in).sum()), 0
+                for h in groups:
+                    e_out = h[det].to_numpy(float) if det in h.columns else np.full(len(h), np.nan)
+                    img_out = pos[h["image"].to_numpy()].to_numpy()
+                    fin = np.isfinite(e_out)
+                    n_bad += int((~fin).sum())
+                    n_ood += int(fin.sum())
+                    if fin.any():
+                        outs.append((e_out[fin], img_out[fin]))
+                point, boot = _ood_cell(e_in, img_in, outs if len(e_in) else [], counts)
+                add_rows(label, det, model, point, boot, len(ids), len(e_in), n_ood, len(outs), n_bad)
+        if sanity_by:
+            counts = _resample_counts(len(ids), n_boot, derive_seed(seed, "bootstrap", "table2", model,
+                                                                    sanity_label))
+            for det in detectors:
+                if det not in sanity_by:
+                    continue
+                e_in, e_out = cleans[det].to_numpy(float), _clean_series(sanity_by[det][model]).reindex(ids)
+                e_out = e_out.to_numpy(float)
+                img = np.arange(len(ids))
+                fin_in, fin = np.isfinite(e_in), np.isfinite(e_out)
+                outs = [(e_out[fin], img[fin])] if fin.any() and fin_in.any() else []
+                point, boot = _ood_cell(e_in[fin_in], img[fin_in], outs, counts)
+                add_rows(sanity_label, det, model, point, boot, len(ids), int(fin_in.sum()), int(fin.sum()),
+                         len(outs), int((~fin_in).sum() + (~fin).sum()))
+    columns_out = ["evaluator", "detector", "model", "metric", "value", "ci_low", "ci_high", "n_images", "n_id",
+                   "n_ood", "n_runs", "n_nonfinite"]
+    summary = pd.DataFrame(rows, columns=columns_out)
+    if not by_detector:
+        summary = summary.drop(columns="detector")
+    elif sanity_by:
+        labels = labels + [sanity_label]
     return summary, ood_table_tex(summary, labels, models, digits=digits, model_labels=model_labels,
                                   columns=columns, caption=caption, tex_label=tex_label)
 
@@ -249,27 +324,43 @@ def table2_ood(records: pd.DataFrame, clean_energy: Mapping, evaluators: Mapping
 def ood_table_tex(summary: pd.DataFrame, labels, models, digits: int = 4, model_labels: Mapping | None = None,
                   columns=None, caption: str | None = None, tex_label: str = "tab:ood") -> str:
     """The LaTeX of an OOD table from table2_ood's summary: Tables 2 and 8 show
-    different columns of the same summary, so one bootstrap serves both."""
+    different columns of the same summary, so one bootstrap serves both. A
+    summary with a `detector` column gets a Detector column and one block of
+    rows per detector (Energy, Mahalanobis, k-NN), separated by rules."""
     model_labels = model_labels or {}
     metric_names = list(columns or OOD_METRICS.values())
-    body = []
-    for label in labels:
-        cells = []
-        for model in models:
-            for m in metric_names:
-                r = summary[(summary.evaluator == label) & (summary.model == model) & (summary.metric == m)]
-                cells.append(fmt_ci(*r[["value", "ci_low", "ci_high"]].iloc[0], digits=digits) if len(r) else "--")
-        body.append([escape(label), *cells])
+    by_detector = "detector" in summary.columns
+    detectors = [d for d in DETECTOR_LABELS if d in set(summary["detector"])] if by_detector else [None]
+    detectors += [d for d in dict.fromkeys(summary["detector"]) if d not in detectors] if by_detector else []
+    body, block_ends = [], []
+    for det in detectors:
+        s = summary[summary["detector"] == det] if by_detector else summary
+        for label in labels:
+            if by_detector and not (s.evaluator == label).any():
+                continue
+            cells = []
+            for model in models:
+                for m in metric_names:
+                    r = s[(s.evaluator == label) & (s.model == model) & (s.metric == m)]
+                    cells.append(fmt_ci(*r[["value", "ci_low", "ci_high"]].iloc[0], digits=digits) if len(r) else "--")
+            first = [escape(label), escape(DETECTOR_LABELS.get(det, det))] if by_detector else [escape(label)]
+            body.append([*first, *cells])
+        block_ends.append(len(body) - 1)
     ncol = len(metric_names)
+    n_lab = 2 if by_detector else 1
     caption = caption or ("Energy-score OOD detection of the intermediate samples (OOD) against the clean "
                           "images (ID), pooled over explainers and steps ($\\pm$ half-width of the bootstrap "
                           "95\\% CI over images). Arrows: the direction in which the intermediate samples "
                           "are harder to tell from clean data (Table 2 of FUD).")
-    tex = booktabs(["Eval", *metric_names * len(models)], body, caption=caption, label=tex_label,
-                   align="l" + ("r" * ncol) * len(models))
-    group = " & ".join([""] + [f"\\multicolumn{{{ncol}}}{{c}}{{{escape(model_labels.get(m, m))}}}" for m in models])
-    rules = " ".join(f"\\cmidrule(lr){{{2 + k * ncol}-{1 + (k + 1) * ncol}}}" for k in range(len(models)))
-    sub = " & ".join(["Eval"] + [f"{m} {_ARROW[OOD_CLOSER_TO_DATA[m]]}" for m in metric_names] * len(models))
+    if by_detector:
+        caption += DETECTOR_CAPTION
+    first_cols = ["Eval", "Detector"] if by_detector else ["Eval"]
+    tex = booktabs([*first_cols, *metric_names * len(models)], body, caption=caption, label=tex_label,
+                   align="l" * n_lab + ("r" * ncol) * len(models), midrules_after=block_ends[:-1])
+    group = " & ".join([""] * n_lab + [f"\\multicolumn{{{ncol}}}{{c}}{{{escape(model_labels.get(m, m))}}}"
+                                       for m in models])
+    rules = " ".join(f"\\cmidrule(lr){{{1 + n_lab + k * ncol}-{n_lab + (k + 1) * ncol}}}" for k in range(len(models)))
+    sub = " & ".join(first_cols + [f"{m} {_ARROW[OOD_CLOSER_TO_DATA[m]]}" for m in metric_names] * len(models))
     return _header_lines(tex, [group + r" \\", rules, sub + r" \\"])
 
 
