@@ -4,8 +4,8 @@
 
 Records (records/**/*.parquet) must be equal in every column but the
 wall-clock `seconds`, exactly (no tolerance); intermediate samples
-(samples/**/*.npz) bit for bit. With --tables, the tables' CSVs too, except
-Table 10 (timings), as sets of rows (a table whose rows come in another
+(samples/**/*.npz) bit for bit. With --tables, the tables' CSVs too, but for
+their wall-time columns (fudbench.report.TIMING_COLUMNS), as sets of rows (a table whose rows come in another
 order is reported as reordered, not as different). Prints one line per kind and every differing file; exits 1
 if anything differs or a file exists in one run only. Used to check that a
 refactoring changed no number (issue 16).
@@ -19,8 +19,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from fudbench.report import TIMING_COLUMNS  # noqa: E402
+
 WALL_CLOCK = ("seconds",)
-TIMING_TABLES = ("table10_timing.csv",)
 
 
 def _files(root: Path, pattern: str) -> dict[str, Path]:
@@ -60,17 +62,20 @@ def compare_npz(a: Path, b: Path) -> str | None:
         return f"arrays {bad} differ" if bad else None
 
 
+def _untimed(path: Path) -> pd.DataFrame:
+    """A table's CSV without its wall-time columns."""
+    t = pd.read_csv(path)
+    return t.drop(columns=[c for c in TIMING_COLUMNS.get(path.name, ()) if c in t.columns])
+
+
 def compare(root_a: Path, root_b: Path, tables: bool) -> int:
     kinds = [("records", "records/**/*.parquet", lambda p, q: compare_frames(pd.read_parquet(p), pd.read_parquet(q))),
              ("samples", "samples/**/*.npz", compare_npz)]
     if tables:
-        kinds.append(("tables", "tables/*.csv", lambda p, q: compare_tables(pd.read_csv(p), pd.read_csv(q))))
+        kinds.append(("tables", "tables/*.csv", lambda p, q: compare_tables(_untimed(p), _untimed(q))))
     problems = 0
     for kind, pattern, same in kinds:
         a, b = _files(root_a, pattern), _files(root_b, pattern)
-        if kind == "tables":
-            a = {k: v for k, v in a.items() if Path(k).name not in TIMING_TABLES}
-            b = {k: v for k, v in b.items() if Path(k).name not in TIMING_TABLES}
         only = sorted(set(a) ^ set(b))
         found = {k: d for k in sorted(set(a) & set(b)) if (d := same(a[k], b[k])) is not None}
         reordered = sorted(k for k, d in found.items() if d == "reordered")
@@ -92,7 +97,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("a", type=Path)
     ap.add_argument("b", type=Path)
-    ap.add_argument("--tables", action="store_true", help="also the tables' CSVs (not Table 10's timings)")
+    ap.add_argument("--tables", action="store_true", help="also the tables' CSVs (not their wall-time columns)")
     args = ap.parse_args(argv)
     for root in (args.a, args.b):
         if not (root / "records").is_dir():
