@@ -1,6 +1,8 @@
-# Meta-evaluation: how well each metric recovers the known ranking of degraded
-# explainers (`method: degrade` entries of config["explainers"]), and how much
-# the metrics agree on the ranking of the other explainers.
+# Meta-evaluation: how well each metric recovers the known ranking of the
+# families of known order (`method: degrade` and `method: randomise_model`
+# entries of config["explainers"]; fudbench.analysis.meta), how much the
+# metrics agree, and the report card that gathers both with the anchors' ranks,
+# the power target, the seed spread and the cost.
 from fudbench.analysis.meta import degraded_explainers
 
 DEGRADED = degraded_explainers(config["explainers"])
