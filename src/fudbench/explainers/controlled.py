@@ -92,21 +92,19 @@ def _minmax(a: torch.Tensor) -> torch.Tensor:
     return ((flat - lo) / (hi - lo).clamp_min(1e-12)).view_as(a)
 
 
-class Degrade(Explainer):
-    """`base` explainer (a registered name) with a fraction of noise mixed in."""
+class Wrapper(Explainer):
+    """An explainer that runs another registered method, its `base` (with its
+    `base_settings`), and changes a `fraction` of something: the map (degrade)
+    or the model (randomise_model). The base gets base_seeds(seeds) and the
+    masks when it uses them."""
 
-    name = "degrade"
-
-    def __init__(self, base: str, fraction: float, base_settings: dict | None = None, mode: str = "replace"):
+    def __init__(self, base: str, fraction: float, base_settings: dict | None = None):
         from fudbench.explainers import build_explainer
 
         if not 0.0 <= fraction <= 1.0:
-            raise ValueError(f"degrade fraction must be in [0, 1], got {fraction}")
-        if mode not in ("replace", "mix"):
-            raise ValueError(f"degrade mode must be 'replace' or 'mix', got {mode!r}")
-        self.mode = mode
-        if base == "degrade":
-            raise ValueError("degrade cannot wrap itself")
+            raise ValueError(f"{self.name} fraction must be in [0, 1], got {fraction}")
+        if base == self.name:
+            raise ValueError(f"{self.name} cannot wrap itself")
         self.fraction = fraction
         self.base = build_explainer(base, base_settings or {})
         self.uses_masks = self.base.uses_masks
@@ -114,9 +112,25 @@ class Degrade(Explainer):
     def prepare(self, references):
         self.base.prepare(references)
 
-    def explain(self, model, x, target, seeds=None, masks=None):
+    def base_map(self, model, x, target, seeds=None, masks=None) -> torch.Tensor:
+        """The base explainer's map of x under `model`."""
         kwargs = {"masks": masks} if self.uses_masks else {}
-        a = self.base.explain(model, x, target, seeds=base_seeds(seeds), **kwargs).abs().sum(1)
+        return self.base.explain(model, x, target, seeds=base_seeds(seeds), **kwargs)
+
+
+class Degrade(Wrapper):
+    """`base` explainer (a registered name) with a fraction of noise mixed in."""
+
+    name = "degrade"
+
+    def __init__(self, base: str, fraction: float, base_settings: dict | None = None, mode: str = "replace"):
+        if mode not in ("replace", "mix"):
+            raise ValueError(f"degrade mode must be 'replace' or 'mix', got {mode!r}")
+        super().__init__(base, fraction, base_settings)
+        self.mode = mode
+
+    def explain(self, model, x, target, seeds=None, masks=None):
+        a = self.base_map(model, x, target, seeds, masks).abs().sum(1)
         noise = seeded_uniform(x.shape[-2:], seeds, x.device)
         if self.mode == "mix":
             out = (1 - self.fraction) * _minmax(a) + self.fraction * noise
@@ -190,7 +204,7 @@ def randomise_layers(model: torch.nn.Module, fraction: float, seed: int = 0) -> 
     return randomised.to(device).eval()
 
 
-class RandomiseModel(Explainer):
+class RandomiseModel(Wrapper):
     """`base` explainer (a registered name) run on a copy of the model whose last
     `fraction` of parameterised layers is re-initialised (Adebayo et al. 2018,
     "Sanity checks for saliency maps", cascading model-parameter randomisation).
@@ -207,19 +221,9 @@ class RandomiseModel(Explainer):
     name = "randomise_model"
 
     def __init__(self, base: str, fraction: float, base_settings: dict | None = None, seed: int = 0):
-        from fudbench.explainers import build_explainer
-
-        if not 0.0 <= fraction <= 1.0:
-            raise ValueError(f"randomise_model fraction must be in [0, 1], got {fraction}")
-        if base == "randomise_model":
-            raise ValueError("randomise_model cannot wrap itself")
-        self.fraction, self.seed = float(fraction), int(seed)
-        self.base = build_explainer(base, base_settings or {})
-        self.uses_masks = self.base.uses_masks
+        super().__init__(base, float(fraction), base_settings)
+        self.seed = int(seed)
         self._copies: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-    def prepare(self, references):
-        self.base.prepare(references)
 
     def randomised(self, model: torch.nn.Module) -> torch.nn.Module:
         """The model's randomised copy (built on the first call for that model)."""
@@ -229,5 +233,4 @@ class RandomiseModel(Explainer):
         return out
 
     def explain(self, model, x, target, seeds=None, masks=None):
-        kwargs = {"masks": masks} if self.uses_masks else {}
-        return self.base.explain(self.randomised(model), x, target, seeds=base_seeds(seeds), **kwargs)
+        return self.base_map(self.randomised(model), x, target, seeds, masks)
