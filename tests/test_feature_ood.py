@@ -127,6 +127,20 @@ def test_model_without_linear_is_named():
         FeatureTap(net, "convnet")
 
 
+def test_energies_and_features_share_the_forward_passes():
+    from fudbench.analysis.energy import energies, energies_and_features
+
+    model, size, _ = _models()["cnn"]
+    x = torch.rand(5, 3, size, size, generator=torch.Generator().manual_seed(2))
+    e, f = energies_and_features(model, x, batch_size=2, name="cnn")
+    assert np.array_equal(e, energies(model, x, batch_size=2))
+    assert np.array_equal(f, penultimate_features(model, x, batch_size=2)[1])
+    # no nn.Linear: the energies still, no features
+    net = nn.Sequential(nn.Conv2d(3, 4, 3), nn.AdaptiveAvgPool2d(1), nn.Flatten()).eval()
+    e, f = energies_and_features(net, x, name="convnet")
+    assert f is None and np.array_equal(e, energies(net, x))
+
+
 # ------------------------------------------------------------------ records
 
 

@@ -29,32 +29,20 @@ def energies(model, images, batch_size: int = 256, temperature: float = 1.0) -> 
 
 def energies_and_features(model, images, batch_size: int = 256, temperature: float = 1.0, name: str = "model"):
     """(energies as `energies` computes them, penultimate features (N, D) float64
-    from the same forward passes: fudbench.models.features). Features are None,
-    with a logged warning, when the model has no nn.Linear."""
+    from the same forward passes: fudbench.models.features.penultimate_features).
+    Features are None, with a logged warning, when the model has none."""
     import logging
 
     import torch
 
-    from fudbench.models.features import FeatureTap, features_of
+    from fudbench.models.features import NoFeatures, penultimate_features
 
     try:
-        tap = FeatureTap(model, name)
-    except ValueError as exc:
+        logits, features = penultimate_features(model, images, batch_size, name)
+    except NoFeatures as exc:
         logging.getLogger(__name__).warning("%s; its feature-based OOD scores are NaN", exc)
         return energies(model, images, batch_size, temperature), None
-    out, feats = [], []
-    with tap, torch.no_grad():
-        for i in range(0, len(images), batch_size):
-            logits = model(images[i:i + batch_size])
-            f = features_of(logits)
-            out.append(energy(logits.float(), temperature).cpu())
-            feats.append(None if f is None else f.double().cpu())
-    e = torch.cat(out).numpy() if out else np.zeros(0, np.float32)
-    if any(f is None for f in feats):
-        logging.getLogger(__name__).warning("classifier %r: its last Linear did not run once per image; its "
-                                            "feature-based OOD scores are NaN", name)
-        return e, None
-    return e, (torch.cat(feats).numpy() if feats else np.zeros((0, 1)))
+    return energy(torch.from_numpy(logits), temperature).numpy(), features
 
 
 def ood_metrics(energy_in, energy_out) -> dict:

@@ -9,8 +9,8 @@ torchvision's ViT, `head` of the small CNN / ViT, whatever wrapper
 holding the logits holds their features without a second forward pass. The
 hooks return nothing, so the logits are the same tensors as without them.
 
-A model without any nn.Linear has no such features: `last_linear` raises a
-ValueError naming the model (the reference job then writes an unavailable
+A model without any nn.Linear has no such features: `last_linear` raises
+NoFeatures (a ValueError) naming the model (the reference job then writes an unavailable
 reference and the detector columns are NaN; fudbench.analysis.feature_ood).
 """
 from __future__ import annotations
@@ -25,11 +25,16 @@ FEATURES_ATTR = "_fud_features"   # attribute of a logits tensor: its (N, D) pen
 DETECTOR_ATTR = "_fud_detector"   # attribute of a logits tensor: the detector attached to its model
 
 
+class NoFeatures(ValueError):
+    """The classifier has no penultimate features to take (no nn.Linear, or its
+    last Linear does not run once per image)."""
+
+
 def last_linear(model: nn.Module, name: str = "model") -> tuple[str, nn.Linear]:
     """(qualified name, module) of the last nn.Linear in model.modules() order."""
     found = [(n, m) for n, m in model.named_modules() if isinstance(m, nn.Linear)]
     if not found:
-        raise ValueError(f"classifier {name!r} ({type(model).__name__}) has no torch.nn.Linear module: the "
+        raise NoFeatures(f"classifier {name!r} ({type(model).__name__}) has no torch.nn.Linear module: the "
                          f"feature-based OOD detectors read the input of its last Linear layer (the penultimate "
                          f"features) and cannot score it")
     return found[-1]
@@ -102,7 +107,7 @@ def penultimate_features(model: nn.Module, images, batch_size: int = 256, name: 
             out = model(batch)
             f = features_of(out)
             if f is None:
-                raise RuntimeError(f"classifier {name!r}: its last Linear layer did not run once per image in "
+                raise NoFeatures(f"classifier {name!r}: its last Linear layer did not run once per image in "
                                    f"the forward pass; no penultimate features")
             logits.append(out.float().cpu().numpy())
             features.append(f.double().cpu().numpy())
