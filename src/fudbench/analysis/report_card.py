@@ -23,11 +23,12 @@ Pure numpy / pandas: the table job runs in the analysis env.
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
 
-from fudbench.analysis.meta import _image_matrix, average_ranks, ground_truth_correlations, kendall_rows
+from fudbench.analysis.meta import _image_matrix, average_ranks, ground_truth_correlations, metric_agreement
 
 TARGET_HALF_WIDTH = 0.2
 
@@ -114,23 +115,20 @@ def anchor_ranks(per_image: pd.DataFrame, anchors: dict, curve_scores: dict) -> 
 
 def mean_agreement(per_image: pd.DataFrame, curve_scores: dict) -> pd.DataFrame:
     """(model, curve) -> mean Kendall tau-b of the curve's explainer ranking with
-    each other curve's, over all explainers, on the images every curve scored."""
+    each other curve's, over all explainers, on the images every curve scored
+    (the off-diagonal mean of analysis.meta.metric_agreement's matrix)."""
+    matrices, _ = metric_agreement(per_image, sorted(per_image["explainer"].unique()), n_boot=0,
+                                   curve_scores=curve_scores)
+    curve_of = {label: curve for curve, (label, *_rest) in curve_scores.items()}
     rows = []
-    for model, d in per_image.groupby("model", sort=False):
-        explainers = sorted(d["explainer"].unique())
-        mats = {}
-        for curve in curve_scores:
-            m = _image_matrix(d[d["curve"] == curve], "score", explainers, "image")
-            if not m.empty:
-                mats[curve] = (1.0 if curve_scores[curve][1] else -1.0) * m
-        if len(mats) < 2:
-            continue
-        images = sorted(set.intersection(*[set(m.index) for m in mats.values()]))
-        means = {c: m.loc[images].to_numpy().mean(0) for c, m in mats.items()}
-        for c, v in means.items():
-            taus = [float(kendall_rows(v, w)) for o, w in means.items() if o != c]
-            rows.append({"model": model, "curve": c, "agreement_tau": float(np.nanmean(taus))
-                         if np.isfinite(taus).any() else math.nan})
+    for model, tau in matrices.items():
+        off = tau.to_numpy(dtype=float).copy()
+        np.fill_diagonal(off, np.nan)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows (R-OMS ties every explainer)
+            means = np.nanmean(off, axis=1)
+        rows += [{"model": model, "curve": curve_of[label], "agreement_tau": float(m)}
+                 for label, m in zip(tau.index, means)]
     return pd.DataFrame(rows, columns=["model", "curve", "agreement_tau"])
 
 
@@ -203,8 +201,8 @@ def report_card(per_image: pd.DataFrame, seconds: pd.DataFrame | None, explainer
         card["seconds_per_image"] = [cost.get((m, e), np.nan) for m, e in zip(card["model"], card["entry"])]
     else:
         card["seconds_per_image"] = np.nan
-    card["n_images"] = [per_image[(per_image["model"] == m) & (per_image["curve"] == c)]["image"].nunique()
-                        for m, c in zip(card["model"], card["curve"])]
+    n_images = per_image.groupby(["model", "curve"])["image"].nunique()
+    card["n_images"] = n_images.reindex(list(zip(card["model"], card["curve"]))).to_numpy()
     return card
 
 
