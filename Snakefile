@@ -13,12 +13,16 @@ REPO = Path(workflow.basedir)
 sys.path.insert(0, str(REPO / "src"))
 
 from fudbench.config import validate_config
-from fudbench.preflight import check_results_path, check_results_writable
+from fudbench.configfiles import with_default
+from fudbench.preflight import check_free_space, check_results_path, check_results_writable
 
-# A --configfile on the command line replaces the default instead of being
-# merged into it (merging would keep explainers the chosen config leaves out).
-if not workflow.overwrite_configfiles:
-    configfile: str(REPO / "config/config.yaml")
+# `config` holds the --configfile files merged in order (later keys win, mappings
+# merge) and --config. Files that lack a top-level key the schema requires are an
+# overlay of config/config.yaml; a complete config is used as it is (the default's
+# explainers and evaluators merged into config/meta.yaml would change that run).
+_merged = with_default(config, REPO / "config/config.yaml", REPO / "config/schema.yaml")
+config.clear()
+config.update(_merged)
 
 
 validate_config(config, REPO / "config/schema.yaml")
@@ -39,12 +43,14 @@ include: "rules/analyse.smk"
 include: "rules/diagnostics.smk"
 include: "rules/ffidelity.smk"
 include: "rules/meta.smk"
+include: "rules/provenance.smk"
 
 
 # Real runs only (Snakemake skips onstart in dry-runs): a read-only results
 # directory fails here, before any job, instead of in the first job that writes.
 onstart:
     check_results_writable(RESULTS)
+    check_free_space(RESULTS, config)  # FUD_MIN_FREE_MB=N overrides the estimate (0: off)
     # Paper profile: missing or wrong ImageNet / weights / checkpoint, each named
     # with its fetch command (fudbench.assets); checksums cached by size + mtime.
     from fudbench.assets import check_assets
@@ -53,7 +59,15 @@ onstart:
         print(f"note: {note}", file=sys.stderr)
 
 
+# Intermediates a job found corrupt and deleted (results/<run>/.damaged) are
+# requested too, so that Snakemake remakes them and reruns their readers (it
+# does not remake a missing intermediate while the tables above it exist):
+# fudbench.damage explains the choice.
+from fudbench.damage import remake_damaged
+
+
 rule all:
     input:
         all_targets(),
+        remake_damaged(RESULTS, workflow.rules),
     default_target: True

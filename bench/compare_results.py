@@ -102,6 +102,9 @@ def main(argv=None) -> int:
     for root in (args.a, args.b):
         if not (root / "records").is_dir():
             ap.error(f"{root} has no records/ folder: give a run's results directory, e.g. results/smoke")
+    from fudbench.hardware import describe_results
+
+    print(describe_results(args.a), describe_results(args.b), sep="\n")
     return compare(args.a, args.b, args.tables)
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
 CONFIGS = {"default": "config/config.yaml", "smoke": "config/smoke.yaml", "paper": "config/paper.yaml"}
 
 
@@ -64,6 +65,9 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--csv", default=None, help="also write the rows here")
     args = ap.parse_args(argv)
     rows = []
+    from fudbench.hardware import describe_machine
+
+    print(describe_machine())
     print(f"{'config':8s} {'jobs':>6s} {'cpu_s':>7s} {'wall_s':>7s}  (median of {args.repeats})", flush=True)
     for config in args.configs:
         runs = []

@@ -77,6 +77,9 @@ def main():
     else:
         x = torch.rand(args.images, 3, size, size, generator=torch.Generator().manual_seed(0)).to(device)
         masks = (torch.rand(args.images, size, size) > 0.5).to(torch.uint8)
+    from fudbench.hardware import describe_machine
+
+    print(describe_machine(device))
     print(f"device={device} ({torch.cuda.get_device_name(device) if device.type == 'cuda' else 'CPU'}), "
           f"threads={torch.get_num_threads()}, images={args.images}, size={size}")
     print(f"{'model':8s} {'method':12s} {'fwd/img':>9s} {'bwd/img':>9s} {'s/img':>10s}")

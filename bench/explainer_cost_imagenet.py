@@ -85,6 +85,9 @@ def main(argv=None) -> list[dict]:
     g = torch.Generator().manual_seed(0)
     x = torch.rand(args.images, 3, size, size, generator=g).to(device)
     masks = (torch.rand(args.images, size, size, generator=g) > 0.5).to(torch.uint8)
+    from fudbench.hardware import describe_machine
+
+    print(describe_machine(device))
     print(f"device={device} ({name}), peak bf16={peak or 'n/a'} TFLOP/s, threads={torch.get_num_threads()}, "
           f"images={args.images}, size={size}")
     print(f"{'model':9s} {'method':11s} {'fwd/img':>8s} {'bwd/img':>8s} {'s/img':>9s} {'TFLOP/img':>10s} "

@@ -86,6 +86,9 @@ def main(argv=None) -> pd.DataFrame:
     write_csv(dest, table, index=False)
     with pd.option_context("display.width", 250, "display.max_columns", 30, "display.precision", 4):
         print(table.to_string(index=False))
+    from fudbench.hardware import describe_machine
+
+    print(describe_machine(device, configured))
     print(f"configured: amp_dtype={configured.get('amp_dtype')}, channels_last={configured.get('channels_last')}; "
           f"written to {dest}")
     return table

@@ -133,6 +133,9 @@ def main(argv=None) -> pd.DataFrame:
     inp = _inputs(args, cfg)
     paths, device = inp["paths"], torch.device(args.device)
     fud_settings = cfg["evaluators"]["fud"]
+    from fudbench.hardware import describe_machine
+
+    print(describe_machine(device, fud_settings), flush=True)
     ratios = sorted(args.ratios or cfg["evaluation"]["ratios"])
     steps = sorted(set(args.steps))
     reference = steps[-1]

@@ -208,6 +208,9 @@ def main(argv=None) -> list[dict]:
         "amp_dtype": None if args.dtype == "fp32" else args.dtype, "channels_last": args.channels_last,
         "compile": args.compile})
     name, peak = peak_tflops(device)
+    from fudbench.hardware import describe_machine
+
+    print(describe_machine(device))
     print(f"device={device} ({name}), peak bf16={peak or 'n/a'} TFLOP/s, dtype={args.dtype}, "
           f"compile={args.compile}, channels_last={args.channels_last}, threads={torch.get_num_threads()}")
     n_params = sum(p.numel() for p in unet.parameters()) / 1e6

@@ -86,6 +86,9 @@ def main(argv=None) -> int:
     config = load_yaml(args.configfile)
     n_eval = int(config["data"]["n_eval"])
     times = benchmark_times(args.results)
+    from fudbench.hardware import describe_results
+
+    print(describe_results(args.results))
     print(times.round(1).to_string())
     wall, cpu = times["wall_s"].sum(), times["cpu_s"].sum()
     scaled = times.loc[[r for r in SCALED_RULES if r in times.index], "cpu_s"].sum()

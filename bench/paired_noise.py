@@ -67,6 +67,9 @@ def main(argv=None) -> int:
     ap.add_argument("--boot", type=int, default=1000)
     args = ap.parse_args(argv)
     config = yaml.safe_load(args.config.read_text())
+    from fudbench.hardware import describe_machine
+
+    print(describe_machine("cpu", config["evaluators"].get("fud")))
     degraded = degraded_explainers(config["explainers"])
     if not degraded:
         ap.error(f"{args.config} has no degraded explainers (method: degrade)")

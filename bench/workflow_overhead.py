@@ -121,6 +121,10 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     jobs = job_timings(args.results)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+    from fudbench.hardware import describe_results
+
+    print(describe_results(args.results))
     if not jobs:
         sys.exit(f"no fudbench-timing lines under {args.results}/logs: is this a results folder of a run?")
     rows = summarise(jobs)

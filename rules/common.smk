@@ -1,12 +1,17 @@
 # Shared constants, wildcard constraints, resource helpers and targets.
+from fudbench.config import fud_diagnostics_on
 from fudbench.data.shards import n_shards
 from fudbench.evaluators import entries_of, method_of, spec_of
 from fudbench.fingerprint import score_model_training_inputs
-from fudbench.plugins import absolute, is_import_path, plugin_file
+from fudbench.plugins import absolute, entry_sources, is_import_path
 from fudbench.report.paper_tables import tables_of
+from fudbench.seeding import seed_groups
 
 RESULTS = f"results/{config['run_name']}"
 MODELS = list(config["models"]["classifiers"])
+# Identical classifier entries are training seeds of one model: their explain and
+# evaluate noise is keyed by the group (the first of them), training by the name.
+SEED_GROUPS = seed_groups(config["models"]["classifiers"])
 EXPLAINERS = list(config["explainers"])
 EVALUATORS = list(config["evaluators"])
 SHARDS = list(range(n_shards(config["data"]["n_eval"], config["data"]["shard_size"])))
@@ -17,16 +22,12 @@ ENV_ANALYSIS = "../envs/analysis.yaml"
 ENV_REPORT = "../envs/report.yaml"
 # Explainers whose samples the pooled tables (2, 3, 8, 9, 11) use.
 POOLED_EXPLAINERS = config["analysis"].get("pooled_explainers") or EXPLAINERS
-# FUD diagnostics (rules/diagnostics.smk) run when the config has
-# analysis.diagnostics and analysis.timing, the fud evaluator, the diagnostics
-# explainer and the timing model.
+# FUD diagnostics (rules/diagnostics.smk: Figs. 3, 5, 6, Tables 5 and 10) run when
+# the config has the evaluator `fud`, analysis.diagnostics and analysis.timing;
+# without `fud` they are left out of the DAG (fudbench.config.fud_diagnostics_on).
 DIAG = config["analysis"].get("diagnostics", {"explainer": None})
 TIMING = config["analysis"].get("timing", {"model": None, "steps": []})
-FUD_ON = (
-    method_of("fud", config["evaluators"].get("fud")) == "fud"
-    and DIAG["explainer"] in config["explainers"]
-    and TIMING["model"] in MODELS
-)
+FUD_ON = fud_diagnostics_on(config)
 
 
 wildcard_constraints:
@@ -64,12 +65,10 @@ def evaluator_settings(name):
 
 
 def plugin_inputs(settings):
-    """The source files of an entry's plug-ins (its method, its imputers'), inputs
-    of its jobs: editing one reruns them."""
-    options = (settings.get("imputer_options") or {}).values()
-    methods = [settings.get("method", ""), *(o.get("method", "") for o in options)]
-    sources = [plugin_file(m, REPO) for m in methods if is_import_path(m)]
-    return {f"plugin{i}": s for i, s in enumerate(s for s in sources if s)}
+    """The source files of an entry's plug-ins (its method, its imputers'), with the
+    local modules they import (fudbench.plugins.plugin_sources: static, cached),
+    inputs of its jobs: editing any of them reruns exactly these jobs."""
+    return {f"plugin{i}": s for i, s in enumerate(entry_sources(settings, REPO))}
 
 
 def job_params():
@@ -86,6 +85,11 @@ def resolved_settings(evaluator):
 def entry_assets(evaluator):
     """Asset keys a configured evaluator entry reads (its spec says which)."""
     return spec_of(evaluator, config["evaluators"][evaluator]).assets(resolved_settings(evaluator))
+
+
+# The score model's own rules (train or verify, check, samples figure) run only
+# when an evaluator reads it (FUD, diffusion fills): a run without FUD skips them.
+SCORE_MODEL_USED = FUD_ON or any("score_model" in entry_assets(e) for e in EVALUATORS)
 
 
 def asset_path(key, wildcards):
@@ -193,6 +197,8 @@ def meta_targets():
 def all_targets():
     return [
         f"{RESULTS}/models/quality.json",
+        f"{RESULTS}/run_info.json",
+        f"{RESULTS}/tables/run_info.csv",
         f"{RESULTS}/tables/table4_kendall.tex",
         f"{RESULTS}/tables/table4_kendall.csv",
         f"{RESULTS}/tables/table7_scores.tex",
@@ -203,7 +209,7 @@ def all_targets():
         *figure_paths("fig2_quality_radar"),
         *figure_paths("confidence_vs_ratio"),
         *figure_paths("dataset_examples"),
-        *figure_paths("score_model_samples"),
+        *(figure_paths("score_model_samples") if SCORE_MODEL_USED else []),
         *figure_paths("qualitative_samples"),
         *figure_paths("fig4_qualitative"),
         *diagnostics_targets(),

@@ -28,6 +28,7 @@ rule evaluate:
         explainers=EXPLAINERS,
         shard_size=config["data"]["shard_size"],
         kept_images=samples_kept_per_shard(),
+        seed_group=lambda w: SEED_GROUPS[w.model],   # explain / evaluate noise: fudbench.seeding
         cache=lambda w: f"{RESULTS}/cache/evaluate/{w.model}/{w.evaluator}/shard{w.shard}",
         job=job_params(),
     threads: 1

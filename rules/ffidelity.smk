@@ -7,7 +7,39 @@
 # (config checks require its aliases to share beta and finetune).
 FFID_ENTRIES = entries_of(config["evaluators"], "ffid")
 
-if FFID_ENTRIES:
+# A shipped classifier may ship its surrogate too (models.classifiers.<m>.shipped_surrogate).
+SHIPPED_SURROGATES = {m: CLASSIFIERS[m]["shipped_surrogate"] for m in SHIPPED
+                      if CLASSIFIERS[m].get("shipped_surrogate")}
+SURROGATES_TRAINED = [m for m in MODELS if m not in SHIPPED_SURROGATES]
+
+# What the surrogate's weights depend on: beta and the fine-tuning settings of the first ffid entry.
+FFID_FINETUNING = (
+    {k: v for k, v in resolved_settings(FFID_ENTRIES[0]).items() if k in ("beta", "finetune")} if FFID_ENTRIES else None
+)
+
+
+if FFID_ENTRIES and SHIPPED_SURROGATES:
+
+    rule verify_surrogate:
+        input:
+            shipped=lambda w: repo_path(SHIPPED_SURROGATES[w.model]),
+            classifier=f"{RESULTS}/models/{{model}}.pt",
+        output:
+            model=f"{RESULTS}/models/{{model}}_surrogate.pt",
+            metrics=f"{RESULTS}/models/{{model}}_surrogate_metrics.json",
+        params:
+            training_inputs=lambda w: surrogate_training_inputs(config, w.model, FFID_FINETUNING),
+        wildcard_constraints:
+            model="|".join(SHIPPED_SURROGATES),
+        log:
+            f"{RESULTS}/logs/verify_surrogate/{{model}}.log",
+        conda:
+            ENV_TORCH
+        script:
+            "../scripts/verify_surrogate.py"
+
+
+if FFID_ENTRIES and SURROGATES_TRAINED:
 
     rule train_surrogate:
         input:
@@ -18,8 +50,10 @@ if FFID_ENTRIES:
             model=f"{RESULTS}/models/{{model}}_surrogate.pt",
             metrics=f"{RESULTS}/models/{{model}}_surrogate_metrics.json",
         params:
-            ffid=lambda w: {k: v for k, v in resolved_settings(FFID_ENTRIES[0]).items() if k in ("beta", "finetune")},
+            ffid=FFID_FINETUNING,
             job=job_params(),
+        wildcard_constraints:
+            model="|".join(SURROGATES_TRAINED),
         threads: 1  # see train_classifier
         resources:
             gpu=GPU,

@@ -6,7 +6,6 @@
 from fudbench.analysis.meta import degraded_explainers
 
 DEGRADED = degraded_explainers(config["explainers"])
-PAPER_EXPLAINERS = [e for e in EXPLAINERS if e not in DEGRADED]
 # metrics in the meta-evaluation (curve or table names); None = every scored curve
 META_METRICS = config["analysis"].get("meta_metrics")
 
@@ -39,7 +38,8 @@ rule plot_agreement:
         figures=reported_figure("metric_agreement"),
         csv=f"{RESULTS}/tables/metric_agreement.csv",
     params:
-        explainers=PAPER_EXPLAINERS,
+        # all of them: without the families a meta profile keeps only its two anchors (tau = +-1)
+        explainers=EXPLAINERS,
         analysis={k: config["analysis"][k] for k in ("bootstrap", "ci")},
         seed=config["seed"],
         models=MODELS,

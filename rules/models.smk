@@ -5,12 +5,16 @@
 # checksum-verified and written in the same checkpoint format, as is your own
 # classifier (arch: import), built by its factory.
 from fudbench.assets import classifier_weights, present, resolve_path, resolved_classifier
-from fudbench.models.imported import factory_source, is_imported
+from fudbench.fingerprint import classifier_training_inputs, surrogate_training_inputs
+from fudbench.models.imported import factory_sources, is_imported
 from fudbench.models.torchvision_models import is_torchvision
 
 CLASSIFIERS = config["models"]["classifiers"]
 PRETRAINED = [m for m in MODELS if is_torchvision(CLASSIFIERS[m]["arch"]) or is_imported(CLASSIFIERS[m]["arch"])]
-TRAINED = [m for m in MODELS if m not in PRETRAINED]
+# source: shipped = the weights this workflow's train_classifier rule produced, shipped in
+# assets/ so that every machine starts from the same weights (fudbench.models.shipped).
+SHIPPED = [m for m in MODELS if m not in PRETRAINED and CLASSIFIERS[m].get("source", "train") == "shipped"]
+TRAINED = [m for m in MODELS if m not in PRETRAINED and m not in SHIPPED]
 SCORE_SOURCE = config["models"]["score_model"]["source"]
 
 
@@ -49,16 +53,45 @@ if TRAINED:
             "../scripts/train_classifier.py"
 
 
+if SHIPPED:
+
+    # The shipped checkpoint's sha256 and training fingerprint (the fingerprint is
+    # also checked at parse time), then its test accuracy against the manifest's.
+    rule verify_classifier:
+        input:
+            shipped=lambda w: repo_path(CLASSIFIERS[w.model]["shipped"]),
+            test=rules.make_dataset.output.test,
+        output:
+            model=f"{RESULTS}/models/{{model}}.pt",
+            metrics=f"{RESULTS}/models/{{model}}_metrics.json",
+        params:
+            training_inputs=lambda w: classifier_training_inputs(config, w.model),
+            gates=config["models"]["gates"],
+        wildcard_constraints:
+            model="|".join(SHIPPED),
+        threads: 1
+        resources:
+            mem_mb=2000,
+            runtime=10,
+        log:
+            f"{RESULTS}/logs/verify_classifier/{{model}}.log",
+        conda:
+            ENV_TORCH
+        script:
+            "../scripts/verify_classifier.py"
+
+
 if PRETRAINED:
 
     # No training: verify the weights file's checksum (torchvision), build the
     # network (your factory), load the weights strictly, measure top-1 accuracy on
-    # the evaluated images (a check of the label mapping). A factory's source file
-    # is an input: editing it rebuilds the checkpoint and what depends on it.
+    # the evaluated images (a check of the label mapping). A factory's source files
+    # (its module, its package, the local modules it imports) are inputs: editing
+    # one rebuilds the checkpoint and what depends on it.
     rule prepare_classifier:
         input:
             weights=lambda w: present(classifier_weights(resolved_classifier(CLASSIFIERS[w.model], REPO))),
-            factory=lambda w: present(factory_source(CLASSIFIERS[w.model], REPO)),
+            factory=lambda w: present(*factory_sources(CLASSIFIERS[w.model], REPO)),
             images=rules.make_dataset.output.eval,
         output:
             model=f"{RESULTS}/models/{{model}}.pt",
@@ -172,7 +205,7 @@ rule check_score_model:
         gates=config["models"]["gates"],
         models=MODELS,
         # the U-Net's precision and layout as FUD runs it (the gate checks that sampler)
-        precision={k: config["evaluators"].get("fud", {}).get(k) for k in ("amp_dtype", "channels_last")},
+        precision={k: config["evaluators"].get("fud", {}).get(k, "auto") for k in ("amp_dtype", "channels_last")},
         job=job_params(),
     # One thread: a 2-thread job waits for both cores to be free at once, and the
     # stream of 1-thread jobs rarely leaves them so (it starved the second model).
@@ -207,7 +240,7 @@ rule plot_score_model_samples:
 rule model_quality:
     input:
         classifiers=expand(f"{RESULTS}/models/{{model}}_metrics.json", model=MODELS),
-        score_model=rules.check_score_model.output.report,
+        score_model=rules.check_score_model.output.report if SCORE_MODEL_USED else [],
     output:
         f"{RESULTS}/models/quality.json",
     params:

@@ -2,7 +2,8 @@
 
 Snakemake puts scripts/ on sys.path; importing this module puts ../src first,
 so jobs always run the library of the workflow they belong to, whatever is
-installed in the environment.
+installed in the environment. It also makes an uncaught exception write its
+traceback to the job's log file from the first line of the job on.
 """
 import sys
 from pathlib import Path
@@ -10,3 +11,12 @@ from pathlib import Path
 _SRC = str(Path(__file__).resolve().parents[1] / "src")
 if _SRC not in sys.path:
     sys.path.insert(0, _SRC)
+
+# An exception before the job's setup_job (an import, reading params) also
+# leaves its traceback in the job's log file (fudbench.jobs; setup_job installs
+# the same hook again once the log is opened).
+_job = getattr(sys.modules.get("__main__"), "snakemake", None)
+if getattr(_job, "log", None):
+    from fudbench.jobs import log_uncaught_exceptions
+
+    log_uncaught_exceptions(_job.log[0], getattr(_job, "rule", "job"))

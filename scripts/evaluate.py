@@ -18,5 +18,6 @@ done = evaluate_explainers(
             if k not in ("model", "images", "attributions", "ood_reference") and not k.startswith("plugin")},
     seed=p.job["seed"], device=resolve_device(p.job["device"]), kept_images=p.kept_images,
     cache=WorkCache(p.cache), ood_reference=getattr(snakemake.input, "ood_reference", None),
+    seed_group=p.seed_group,
 )
 log.info("%d explainer(s) computed, %d copied from the work cache", len(done["computed"]), len(done["cached"]))

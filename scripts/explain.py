@@ -4,13 +4,14 @@ from fudbench.device import resolve_device
 from fudbench.io import write_npz
 from fudbench.jobs import setup_job
 from fudbench.pipeline import explain_shard
+from fudbench.seeding import explain_seed_key
 
 log = setup_job(snakemake)
 p, w = snakemake.params, snakemake.wildcards
 result = explain_shard(
     model_path=snakemake.input.model, images_path=snakemake.input.images, shard=int(w.shard),
     shard_size=p.shard_size, explainer=w.explainer, settings=p.explainer, target_mode=p.target,
-    seed_key=(p.job["seed"], "explain", w.model, w.explainer), device=resolve_device(p.job["device"]),
+    seed_key=explain_seed_key(p.job["seed"], p.seed_group, w.explainer), device=resolve_device(p.job["device"]),
 )
 write_npz(snakemake.output[0], **result)
 log.info("%d images, %.4f s/image", len(result["ids"]), float(result["seconds_per_image"]))

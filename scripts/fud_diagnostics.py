@@ -27,7 +27,10 @@ device = resolve_device(p.job["device"])
 model = load_classifier(inp.model, device)
 data = load_eval_shard(inp.images, 0, p.shard_size)
 attr = load_npz(inp.attributions, made_by="explain")
-n = min(diag["n_images"], len(data["ids"]))
+n = diag["n_images"]
+if n > len(data["ids"]):  # the config check refuses this at parse time; never cap silently
+    raise ValueError(f"config key 'analysis.diagnostics.n_images': {n} images requested, but shard 0 holds "
+                     f"{len(data['ids'])}")
 ids = data["ids"][:n]
 x = torch.from_numpy(data["images"][:n]).to(device)
 y = torch.from_numpy(attr["targets"][:n]).to(device)

@@ -25,7 +25,10 @@ evaluator = build_evaluator("fud", {**p.fud, "steps": steps}, p.evaluation, {"sc
 imputer = evaluator.curves[0][1]
 data = load_eval_shard(inp.images, 0, p.shard_size)
 attr = load_npz(inp.attributions, made_by="explain")
-n = min(timing["n_images"], len(data["ids"]))
+n = timing["n_images"]
+if n > len(data["ids"]):  # the config check refuses this at parse time; never cap silently
+    raise ValueError(f"config key 'analysis.timing.n_images': {n} images requested, but shard 0 holds "
+                     f"{len(data['ids'])}")
 ratios = p.evaluation["ratios"]
 key = (p.job["seed"], "fud_timing", timing["model"])
 x = torch.from_numpy(data["images"][:n]).to(device)

@@ -1,4 +1,4 @@
-"""Spearman correlation of every metric with the ground-truth ranking of degraded explainers."""
+"""How every metric recovers the known order of each family (Spearman or known-pairs concordance; meta.py)."""
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 import pyarrow.parquet as pq

@@ -11,8 +11,9 @@ summary = {"classifiers": {}, "gates": p.gates}
 for model, path in zip(p.models, snakemake.input.classifiers):
     m = json.load(open(path))
     summary["classifiers"][model] = {k: m[k] for k in ("arch", "test_accuracy", "passes_gate", "parameters")}
-score = json.load(open(snakemake.input.score_model))
-summary["score_model"] = {m: {k: r[k] for k in ("auroc", "fpr95", "aupr_in", "aupr_out")}
-                          for m, r in score["classifiers"].items()}
+if snakemake.input.score_model:  # absent when no evaluator reads the score model (a run without FUD)
+    score = json.load(open(snakemake.input.score_model))
+    summary["score_model"] = {m: {k: r[k] for k in ("auroc", "fpr95", "aupr_in", "aupr_out")}
+                              for m, r in score["classifiers"].items()}
 write_json(snakemake.output[0], summary)
 print(json.dumps(summary, indent=2), flush=True)

@@ -12,6 +12,7 @@ from fudbench.jobs import setup_job
 from fudbench.models.classifiers import output_classes, pretrained_classifier, save_classifier
 from fudbench.models.torchvision_models import is_torchvision, weights_path
 from fudbench.models.training import accuracy
+from fudbench.plugins import plugin_sources, sources_digest
 
 log = setup_job(snakemake)
 p, w = snakemake.params, snakemake.wildcards
@@ -22,7 +23,10 @@ n_classes = output_classes(model, images, labels, w.model)  # the model's, not t
 if is_torchvision(p.classifier["arch"]):
     source = {"weights": p.classifier["weights"], "weights_file": str(weights_path(p.classifier))}
 else:
-    source = {"factory": p.classifier["factory"], "weights_file": p.classifier.get("weights")}
+    # the factory's source files by content: the checkpoint changes when they do, so no work cache
+    # (keyed by the checkpoint's content) reuses results of the old code
+    source = {"factory": p.classifier["factory"], "weights_file": p.classifier.get("weights"),
+              "factory_sources": sources_digest(plugin_sources(p.classifier["factory"]))}
 log.info("%s: %s (sha256 %s), %d classes", w.model, source, digest, n_classes)
 with torch.no_grad():
     acc = accuracy(model.to(device), images.to(device), labels.to(device), batch_size=128)

@@ -1,6 +1,6 @@
 """The metric report card (fudbench.analysis.report_card): per model and metric,
-the Spearman with each ground-truth family's order, the anchors' ranks,
-agreement and cost per image."""
+the recovery of each ground-truth family's order with its interval, the
+anchors' ranks against their expected ranks, agreement and cost per image."""
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 

@@ -170,6 +170,37 @@ def test_results_directory_checks_pass_or_name_the_blocking_file(tmp_path):
         check_results_writable(tmp_path / "results" / "smoke")
 
 
+def test_too_little_free_space_is_refused_naming_the_need_and_the_override(repo, tmp_path, monkeypatch):
+    """Issue 26 case 9: a full disk used to surface as ENOSPC after a job's compute."""
+    import shutil
+    from collections import namedtuple
+
+    import fudbench.preflight as preflight
+    from fudbench.config import load_yaml
+    from fudbench.preflight import PreflightError, check_free_space, estimated_run_mb
+
+    smoke, paper = load_yaml(repo / "config/smoke.yaml"), load_yaml(repo / "config/paper.yaml")
+    assert 256 < estimated_run_mb(smoke) < 1024 and estimated_run_mb(paper) > 20_000  # grows with the run
+    results = tmp_path / "results" / "smoke"
+    check_free_space(results, smoke, environ={})  # this machine has room for the smoke run
+    free = shutil.disk_usage(tmp_path).free // 2**20
+    with pytest.raises(PreflightError, match=rf"only \d+ MB free on the file system of results directory "
+                                             rf"\S+/results/smoke, this run needs about {10 * free} MB "
+                                             rf"\(FUD_MIN_FREE_MB={10 * free}\); free some space, or run elsewhere "
+                                             r"with --directory DIR, or set FUD_MIN_FREE_MB=N .*0 turns this check off"):
+        check_free_space(results, smoke, environ={"FUD_MIN_FREE_MB": str(10 * free)})
+    check_free_space(results, smoke, environ={"FUD_MIN_FREE_MB": "0"})  # off
+    with pytest.raises(PreflightError, match=r"FUD_MIN_FREE_MB='lots' is not a number of MB"):
+        check_free_space(results, smoke, environ={"FUD_MIN_FREE_MB": "lots"})
+    # the estimate less what the results directory already holds
+    monkeypatch.setattr(preflight.shutil, "disk_usage", lambda p: namedtuple("U", "total used free")(0, 0, 100 * 2**20))
+    need = estimated_run_mb(smoke)
+    with pytest.raises(PreflightError, match=rf"only 100 MB free .* needs about {need} MB \(estimated: about {need} "
+                                             r"MB for the whole run, 0 MB of it already there\)"):
+        check_free_space(results, smoke, environ={})
+    assert not results.exists()  # nothing created
+
+
 # --- Workflow level: refused before any job; a failing job deletes nothing else ---
 
 @pytest.mark.workflow
@@ -185,6 +216,19 @@ def test_workflow_refuses_read_only_results_before_any_job(repo, tmp_path):
     assert res.returncode != 0, out[-3000:]
     assert re.search(r"results/smoke is not writable.*make it writable", out), out[-3000:]
     assert "Finished job" not in out and not any(results.iterdir())
+
+
+@pytest.mark.workflow
+def test_workflow_refuses_too_little_free_space_before_any_job(repo, tmp_path, monkeypatch):
+    from workflow_support import snakemake
+
+    monkeypatch.setenv("FUD_MIN_FREE_MB", str(10**12))  # a petabyte: more than any disk here
+    res = snakemake(repo, "--configfile", str(repo / "config/smoke.yaml"), "--directory", str(tmp_path), "--cores", "1")
+    out = res.stdout + res.stderr
+    assert res.returncode != 0, out[-3000:]
+    assert re.search(r"PreflightError in .*\nonly \d+ MB free .*results/smoke, this run needs about 1000000000000 MB",
+                     out), out[-3000:]
+    assert "Finished job" not in out and not (tmp_path / "results").exists()
 
 
 @pytest.mark.workflow

@@ -44,7 +44,8 @@ def test_bad_meta_and_ood_settings(default, repo, key, value, match):
 
 def test_enum_error_names_key_and_allowed_values(default, repo):
     default["evaluators"]["fud"]["known"] = "dirty"
-    with pytest.raises(ConfigError, match=r"evaluators\.fud\.known.*'dirty'.*allowed values: 'clean', 'renoise'"):
+    with pytest.raises(ConfigError, match=r"evaluators\.fud\.known.*'dirty'.*allowed values: 'clean', 'renoise_ddim', "
+                                         r"'renoise_fresh', 'renoise'"):
         _check(default, repo)
 
 
@@ -84,3 +85,37 @@ def test_pooled_explainers_must_be_configured_explainers(default, repo):
         _check(default, repo)
     default["analysis"]["pooled_explainers"] = None  # every explainer
     _check(default, repo)
+
+
+@pytest.mark.parametrize("section", ["diagnostics", "timing"])
+def test_diagnostics_and_timing_asking_for_more_images_than_shard_0_holds(default, repo, section):
+    """Issue 26 case 6: n_images beyond shard 0 used to be capped silently by min(n, len(shard)),
+    so Table 10 / Figs. 3, 5, 6 rested on fewer images than the config said."""
+    default["data"]["shard_size"] = 4
+    default["analysis"][section]["n_images"] = 50
+    with pytest.raises(ConfigError, match=rf"config key 'analysis\.{section}\.n_images': 50 images requested, but "
+                                          r"its rules read shard 0, which holds 4 \(data\.shard_size = 4, "
+                                          r"data\.n_eval = 16\); lower analysis\.\w+\.n_images to 4"):
+        _check(default, repo)
+    default["analysis"][section]["n_images"] = 4  # exactly the shard: fine
+    default["analysis"]["diagnostics"]["n_images"] = min(default["analysis"]["diagnostics"]["n_images"], 4)
+    _check(default, repo)
+
+
+def test_a_config_without_fud_is_supported(repo):
+    """Issue 26 case 8: without the evaluator `fud`, FUD's diagnostics and timing
+    (Figs. 3, 5, 6, Tables 5 and 10) are left out of the DAG, and their analysis
+    sections are not checked against the explainers and models."""
+    from fudbench.config import fud_diagnostics_on
+
+    cfg = load_yaml(repo / "config/smoke.yaml")
+    assert fud_diagnostics_on(cfg)
+    del cfg["evaluators"]["fud"]
+    cfg["analysis"]["meta_metrics"].remove("fud")
+    cfg["analysis"]["diagnostics"]["explainer"] = "gone"
+    cfg["analysis"]["timing"]["model"] = "gone"
+    assert not fud_diagnostics_on(cfg)
+    _check(cfg, repo)
+    cfg["evaluators"]["fud"] = {}  # with FUD they are checked again
+    with pytest.raises(ConfigError, match=r"analysis\.diagnostics\.explainer': \['gone'\] not in explainers"):
+        _check(cfg, repo)

@@ -8,6 +8,8 @@ import torch
 from fudbench.imputers.base import ImputeContext
 from fudbench.imputers.diffusion import fud_sampler, group_norm_in_fp32
 
+FP32 = {"amp_dtype": None, "channels_last": False}  # the reference precision (the default is auto)
+
 
 def _inputs(n=4, size=8, seed=0):
     g = torch.Generator().manual_seed(seed)
@@ -35,9 +37,10 @@ def test_fast_settings_batched_equal_per_sample_and_close_to_fp32(own_unet, brig
     unet, schedule = own_unet
     x, mask = _inputs()
     target, seeds = torch.tensor([0, 1, 0, 1]), [21, 22, 23, 24]
-    reference = fud_sampler(copy.deepcopy(unet), schedule, {"steps": 5, "guidance_start": 0.5}).fill(
+    base = {"steps": 5, "guidance_start": 0.5, **FP32}
+    reference = fud_sampler(copy.deepcopy(unet), schedule, base).fill(
         x, mask, ImputeContext(brightness_classifier, target, seeds))
-    sampler = fud_sampler(unet, schedule, {"steps": 5, "guidance_start": 0.5, **settings})
+    sampler = fud_sampler(unet, schedule, {**base, **settings})
     batched, single = _batched_and_single(sampler, brightness_classifier, x, mask, target, seeds)
     torch.testing.assert_close(batched, single, atol=1e-2 if "amp_dtype" in settings else 1e-5, rtol=0)
     keep = mask.bool().expand_as(x)

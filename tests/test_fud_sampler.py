@@ -153,7 +153,8 @@ def test_sampler_equals_a_loop_over_diffusers_scheduler_step(tiny_unet, brightne
     target, seeds = torch.tensor([0, 1, 1, 0]), [5, 6, 7, 8]
     with torch.no_grad():
         expected = _reference_fud(unet, schedule, 10, 4.0, 0.3, x, mask, brightness_classifier, target, seeds)
-    got = fud_sampler(unet, schedule, {"steps": 10, "guidance_scale": 4.0, "guidance_start": 0.3}).fill(
+    got = fud_sampler(unet, schedule, {"steps": 10, "guidance_scale": 4.0, "guidance_start": 0.3,
+                                 "amp_dtype": None}).fill(
         x, mask, ImputeContext(brightness_classifier, target, seeds))
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
 

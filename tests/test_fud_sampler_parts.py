@@ -10,8 +10,9 @@ from fudbench.config import load_yaml, with_entry_schemas
 from fudbench.evaluators.fud import MASK_SETTINGS
 from fudbench.imputers.base import ImputeContext
 from fudbench.imputers.diffusion import (FUD_SAMPLER_SETTINGS, PLAIN_SAMPLER_SETTINGS, ConstraintSettings,
-                                         DiffusionImputer, HardConstraint, NoGuidance, RenoiseConstraint,
-                                         SoftConstraint, fud_sampler, plain_sampler, settings_defaults)
+                                         DDIMRenoiseConstraint, DiffusionImputer, FreshRenoiseConstraint,
+                                         HardConstraint, NoGuidance, SoftConstraint, fud_sampler, plain_sampler,
+                                         settings_defaults)
 from fudbench.imputers.resolution import ResizedDiffusionImputer
 
 
@@ -82,7 +83,7 @@ def test_problems_name_the_config_key():
 def test_builders_reject_unknown_keys_naming_the_allowed_ones(tiny_unet):
     with pytest.raises(ValueError, match=r"unknown setting\(s\) \['stepz'\]; allowed: amp_dtype, channels_last, "
                                          r"clip_x0, compile, constraint, guidance_scale, guidance_schedule, "
-                                         r"guidance_start, known, "
+                                         r"guidance_start, jump_length, known, resamplings, "
                                          r"soft_sigma, steps"):
         fud_sampler(*tiny_unet, {"stepz": 3})
     with pytest.raises(ValueError, match=r"diffusion_plain: unknown setting\(s\) \['guidance_scale'\]; "
@@ -97,13 +98,14 @@ def test_plain_and_fud_share_the_loop(tiny_unet):
     assert fud.stochastic and plain.stochastic
     assert isinstance(plain.guidance, NoGuidance) and plain.guided_timesteps == []
     assert isinstance(plain.constraint, HardConstraint) and plain.copies_kept_pixels
-    assert isinstance(plain_sampler(*tiny_unet, {"known": "renoise"}).constraint, RenoiseConstraint)
+    assert isinstance(plain_sampler(*tiny_unet, {"known": "renoise"}).constraint, DDIMRenoiseConstraint)  # alias
+    assert isinstance(plain_sampler(*tiny_unet, {"known": "renoise_fresh"}).constraint, FreshRenoiseConstraint)
 
 
 def test_null_guidance_equals_guidance_scale_zero(tiny_unet, brightness_classifier):
     x, mask = _inputs()
     ctx = ImputeContext(brightness_classifier, torch.tensor([0, 1, 0]), [5, 6, 7])
-    settings = {"steps": 4, "guidance_start": 1.0}
+    settings = {"steps": 4, "guidance_start": 1.0, "amp_dtype": None, "channels_last": False}  # as plain_sampler
     off = fud_sampler(*tiny_unet, {**settings, "guidance_scale": 0.0})
     null = DiffusionImputer(off.runtime, off.ddim, NoGuidance(), off.constraint)
     guided = fud_sampler(*tiny_unet, settings)
@@ -135,9 +137,9 @@ def test_hard_constraint_sets_kept_pixels_to_the_clean_image():
     assert kept.eps(e, x_prev, 0.5) is e
 
 
-def test_renoise_draws_kept_pixels_from_q_reproducibly_per_seed():
-    a, clean, keep = _start(RenoiseConstraint())
-    b, _, _ = _start(RenoiseConstraint())
+def test_fresh_renoise_draws_kept_pixels_from_q_reproducibly_per_seed():
+    a, clean, keep = _start(FreshRenoiseConstraint())
+    b, _, _ = _start(FreshRenoiseConstraint())
     x_prev = torch.zeros_like(clean)
     first = [a.project(x_prev, abar) for abar in (0.3, 0.6)]
     assert all(torch.equal(p, q) for p, q in zip(first, [b.project(x_prev, abar) for abar in (0.3, 0.6)]))
@@ -145,10 +147,26 @@ def test_renoise_draws_kept_pixels_from_q_reproducibly_per_seed():
     assert not torch.equal(first[0][keep], clean[keep])            # noised at abar < 1 ...
     assert torch.equal(a.project(x_prev, 1.0)[keep], clean[keep])  # ... clean at abar = 1
     assert torch.equal(first[0][~keep], x_prev[~keep])
-    single = RenoiseConstraint().start(clean[1:2], keep[1:2].float(), [2])  # per sample: batch-independent
+    single = FreshRenoiseConstraint().start(clean[1:2], keep[1:2].float(), [2])  # per sample: batch-independent
     assert torch.equal(single.project(x_prev[1:2], 0.3), first[0][1:2])
-    other, _, _ = _start(RenoiseConstraint(), seeds=(4, 5, 6))
+    other, _, _ = _start(FreshRenoiseConstraint(), seeds=(4, 5, 6))
     assert not torch.equal(other.project(x_prev, 0.3)[keep], first[0][keep])
+
+
+def test_ddim_renoise_puts_kept_pixels_on_the_path_of_x_T_s_own_noise():
+    """One eps per sample, the x_T draw: the kept pixels at abar are sqrt(abar) x +
+    sqrt(1 - abar) eps at every level (no new noise), x at abar = 1."""
+    kept, clean, keep = _start(DDIMRenoiseConstraint())
+    eps = torch.randn(clean.shape, generator=torch.Generator().manual_seed(9))
+    x_t = kept.initial(eps, 0.2)
+    torch.testing.assert_close(x_t[keep], (0.2 ** 0.5 * clean + 0.8 ** 0.5 * eps)[keep])
+    assert torch.equal(x_t[~keep], eps[~keep])
+    x_prev = torch.zeros_like(clean)
+    for abar in (0.3, 0.6, 0.3):  # the same abar gives the same values: nothing is drawn per step
+        expected = abar ** 0.5 * clean + (1 - abar) ** 0.5 * eps
+        torch.testing.assert_close(kept.project(x_prev, abar)[keep], expected[keep])
+    assert torch.equal(kept.project(x_prev, 1.0)[keep], clean[keep])
+    assert torch.equal(kept.project(x_prev, 0.5)[~keep], x_prev[~keep])
 
 
 def test_soft_constraint_pulls_through_eps_and_never_overwrites():

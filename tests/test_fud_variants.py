@@ -1,5 +1,6 @@
-"""FUD's variants (docs/evaluators.md, "FUD variants"): known: renoise from
-x_T on, the guidance schedule, whole-region masks (patch, slic) and the
+"""FUD's variants (docs/evaluators.md, "FUD variants"): the known-pixel rules
+(renoise_ddim, alias renoise, and renoise_fresh) from x_T on, RePaint's
+resampling, the guidance schedule, whole-region masks (patch, slic) and the
 symmetric score, as options of the one FUD evaluator, on tiny models."""
 import math
 
@@ -13,7 +14,7 @@ from fudbench.analysis.curves import MAIN_CURVE_SCORES, curve_score, derived_sco
 from fudbench.config import ConfigError, validate_config
 from fudbench.evaluators import build_evaluator, configured_curves
 from fudbench.imputers.base import ImputeContext, Imputer
-from fudbench.imputers.diffusion import DDIMSteps, GuidanceSettings, StepSettings, fud_sampler
+from fudbench.imputers.diffusion import DDIMSteps, GuidanceSettings, StepSettings, fud_sampler, resample_schedule
 from fudbench.imputers.diffusion.guidance import AntiClassGuidance, last_steps_count
 from fudbench.imputers.diffusion.loop import _noise_like
 from fudbench.masks import keep_mask, n_pixels, ranks_from_order, region_order, reverse_order, top_count
@@ -39,7 +40,7 @@ def _oracle(x, target):
     return torch.where(target.view(-1, 1, 1, 1) == 0, x, 1 - x)
 
 
-# --- 1. known: renoise starts at the first timestep's noise level ------------------------
+# --- 1. the known-pixel rules start at the first timestep's noise level; resampling ---------
 
 class RecordingZeroEps(torch.nn.Module):
     """eps = 0, and every x_t the sampler feeds the 'U-Net' is kept."""
@@ -53,9 +54,10 @@ class RecordingZeroEps(torch.nn.Module):
         return type("Out", (), {"sample": torch.zeros_like(x)})()
 
 
-def test_renoise_kept_pixels_follow_q_from_x_T_on():
+def test_fresh_renoise_kept_pixels_are_fresh_draws_from_q_from_x_T_on():
     unet = RecordingZeroEps()
-    sampler = fud_sampler(unet, schedule_config(SCORE_CFG), {"steps": 4, "guidance_scale": 0.0, "known": "renoise"})
+    sampler = fud_sampler(unet, schedule_config(SCORE_CFG), {"steps": 4, "guidance_scale": 0.0,
+                                                             "known": "renoise_fresh"})
     assert sampler.timesteps == [75, 50, 25, 0]  # leading spacing: the first sampled t is 75, not T - 1 = 99
     x, seeds = _images(2, 8), [3, 4]
     mask = _mask(x)
@@ -71,6 +73,115 @@ def test_renoise_kept_pixels_follow_q_from_x_T_on():
     assert (unet.inputs[0][keep] - clean[keep]).abs().mean() > 0.5   # x_T's kept pixels are noise, not x
     torch.testing.assert_close(unet.inputs[0][~keep], _noise_like(x, seeds)[~keep], atol=0, rtol=0)
     assert torch.equal(out[keep], x[keep])                             # hard composition at the end
+
+
+def _kept_inputs(known: str, seeds=(3, 4), steps=4, **more):
+    """The U-Net's inputs (x_t at each sampled t) and everything to check their kept pixels."""
+    unet = RecordingZeroEps()
+    sampler = fud_sampler(unet, schedule_config(SCORE_CFG), {"steps": steps, "guidance_scale": 0.0, "known": known,
+                                                             **more})
+    x = _images(len(seeds), 8)
+    mask = _mask(x)
+    out = sampler.fill(x, mask, ImputeContext(seeds=list(seeds)))
+    return sampler, unet.inputs, x, mask.bool().expand_as(x), out
+
+
+@pytest.mark.parametrize("known", ["renoise_ddim", "renoise"])
+def test_ddim_renoise_kept_pixels_follow_one_noise_draw_per_sample(known):
+    """DDIM's rule (eta = 0): the kept pixels at t are sqrt(abar_t) x + sqrt(1 -
+    abar_t) eps with eps the sample's own x_T draw, the same at every step:
+    deterministic given the seed, no other noise."""
+    sampler, inputs, x, keep, out = _kept_inputs(known)
+    eps = _noise_like(x, [3, 4])  # the x_T draw of the filled pixels
+    abar = sampler.ddim.scheduler.alphas_cumprod
+    assert len(inputs) == 4
+    for t, x_t in zip(sampler.timesteps, inputs):
+        expected = math.sqrt(abar[t]) * (x * 2 - 1) + math.sqrt(1 - abar[t]) * eps
+        torch.testing.assert_close(x_t[keep], expected[keep], atol=1e-6, rtol=0)
+    torch.testing.assert_close(inputs[0][~keep], eps[~keep], atol=0, rtol=0)
+    assert torch.equal(out[keep], x[keep])
+    again = _kept_inputs(known)[1]
+    assert all(torch.equal(a, b) for a, b in zip(inputs, again))  # deterministic given the seeds
+
+
+def test_ddim_and_fresh_renoise_differ_after_x_T():
+    """The fresh rule draws new noise for the kept pixels at every step, DDIM's keeps
+    x_T's: the U-Net sees other kept pixels from the first step on."""
+    _, ddim, _, keep, _ = _kept_inputs("renoise_ddim")
+    _, fresh, _, _, _ = _kept_inputs("renoise_fresh")
+    assert all(not torch.equal(a[keep], b[keep]) for a, b in zip(ddim, fresh))
+
+
+def test_resample_schedule_is_repaints():
+    """Levels 0..S (S: x_0); jump points S, S - j, ... above j, each used r - 1 times."""
+    assert resample_schedule(4, 2, 1) == [("step", k) for k in range(4)]
+    ops = resample_schedule(6, 2, 2)
+    assert ops == [("step", 0), ("step", 1), ("step", 2), ("step", 3), ("jump", 4), ("step", 2), ("step", 3),
+                   ("step", 4), ("step", 5), ("jump", 6), ("step", 4), ("step", 5)]
+    assert sum(op == "step" for op, _ in resample_schedule(25, 5, 3)) == 25 + 2 * 5 * 4  # jump points 25..10
+    with pytest.raises(ValueError, match="jump_length"):
+        resample_schedule(4, 4, 2)
+
+
+def test_resampling_with_r_1_is_no_resampling(tiny_unet, brightness_classifier):
+    x = _images(2, 8)
+    mask, ctx = _mask(x), ImputeContext(brightness_classifier, torch.tensor([0, 1]), [3, 4])
+    for known in ("clean", "renoise_ddim", "renoise_fresh"):
+        plain = fud_sampler(*tiny_unet, {"steps": 6, "known": known, "guidance_start": 0.5}).fill(x, mask, ctx)
+        r1 = fud_sampler(*tiny_unet, {"steps": 6, "known": known, "guidance_start": 0.5, "resamplings": 1,
+                                      "jump_length": 2}).fill(x, mask, ctx)
+        assert torch.equal(plain, r1), known
+
+
+def test_resampling_redoes_steps_after_renoising_with_q(monkeypatch):
+    """r = 2, j = 2 at 6 steps: 10 U-Net calls at the schedule's timesteps; a jump from
+    level 4 goes back to level 2's timestep, the kept pixels at their rule there."""
+    import fudbench.imputers.diffusion.loop as loop
+
+    jumps = []
+    real = loop.renoise
+    monkeypatch.setattr(loop, "renoise", lambda *a: jumps.append(a[1:3]) or real(*a))
+    sampler, inputs, x, keep, out = _kept_inputs("clean", steps=6, resamplings=2, jump_length=2)
+    ts = sampler.timesteps
+    assert len(inputs) == 10 and torch.equal(out[keep], x[keep])
+    abar = sampler.ddim.level_abar
+    assert jumps == [(abar(4), abar(2)), (abar(6), abar(4))] and abar(6) == 1.0
+    assert inputs[4][keep].equal((x * 2 - 1)[keep])  # known: clean: the re-noised x_t's kept pixels are x again
+    # the redone steps see other (re-noised) inputs at the same timesteps
+    assert not torch.equal(inputs[4], inputs[2]) and not torch.equal(inputs[8], inputs[6])
+    assert sampler.schedule[4] == ("jump", 4) and ts[2] == ts[sampler.schedule[5][1]]
+
+
+@pytest.mark.parametrize("known", ["clean", "renoise_ddim", "renoise_fresh"])
+@pytest.mark.parametrize("resamplings", [1, 3])
+def test_kept_pixels_exact_at_the_end_in_every_mode(tiny_unet, brightness_classifier, known, resamplings):
+    x = _images(3, 8)
+    mask = _mask(x, keep=0.4)
+    ctx = ImputeContext(brightness_classifier, torch.tensor([0, 1, 0]), [5, 6, 7])
+    sampler = fud_sampler(*tiny_unet, {"steps": 6, "known": known, "guidance_start": 0.5, "resamplings": resamplings,
+                                       "jump_length": 2})
+    out, distances = sampler.sample(x, mask, ctx, trace=True)
+    keep = mask.bool().expand_as(x)
+    assert torch.equal(out[keep], x[keep])
+    assert distances.shape == (3, 1 + sum(op == "step" for op, _ in sampler.schedule))
+    single = torch.cat([sampler.fill(x[i:i + 1], mask[i:i + 1], ImputeContext(
+        brightness_classifier, torch.tensor([int(c)]), [s])) for i, (c, s) in enumerate(zip([0, 1, 0], [5, 6, 7]))])
+    torch.testing.assert_close(out, single, atol=1e-5, rtol=1e-5)  # batch-independent, jumps included
+
+
+def test_resampling_settings_are_checked(tiny_unet):
+    from fudbench.imputers.diffusion import ConstraintSettings
+
+    assert ConstraintSettings(resamplings=0, jump_length=0).problems("evaluators.fud") == [
+        "config key 'evaluators.fud.resamplings': must be >= 1, got 0",
+        "config key 'evaluators.fud.jump_length': must be >= 1, got 0"]
+    with pytest.raises(ValueError, match=r"jump_length \(5\) must be below the number of DDIM steps \(5\)"):
+        fud_sampler(*tiny_unet, {"steps": 5, "resamplings": 2, "jump_length": 5})
+    from fudbench.evaluators import spec  # the config check says it before any job runs
+
+    assert spec("fud").check({"steps": 5, "resamplings": 2, "jump_length": 5}, "evaluators.fud_repaint") == [
+        "config key 'evaluators.fud_repaint.jump_length': must be below steps (5) for resamplings (2) to resample "
+        "anything, got 5"]
 
 
 def test_clean_start_is_the_clean_image_and_renoise_is_batch_independent(tiny_unet):
@@ -192,7 +303,8 @@ class CheckedFill(Imputer):
 
 @pytest.mark.parametrize("sampler_settings, granularity", [
     ({}, "patch"), ({"known": "renoise"}, "slic"), ({"guidance_schedule": "last_steps"}, "pixel"),
-    ({"known": "renoise", "guidance_schedule": "last_steps"}, "patch")])
+    ({"known": "renoise_fresh", "guidance_schedule": "last_steps"}, "patch"),
+    ({"known": "renoise_ddim", "resamplings": 2, "jump_length": 1}, "pixel")])
 def test_every_variant_keeps_pixels_exactly_and_records_the_actual_kept_fraction(
         tiny_unet, brightness_classifier, sampler_settings, granularity):
     unet, schedule = tiny_unet

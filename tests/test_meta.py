@@ -159,3 +159,32 @@ def test_ties_survive_rounding():
     assert a != b
     np.testing.assert_allclose(average_ranks([a, b, 1.0]), [1.5, 1.5, 3.0])
     assert float(kendall_rows(np.array([a, b, 1.0]), np.array([0.0, 0.0, 1.0]))) == pytest.approx(1.0)
+
+
+def test_agreement_is_refused_with_fewer_than_three_explainers():
+    """Two explainers: any two metrics' rankings agree or disagree totally (tau
+    = +-1), which says nothing about the metrics: NaN, with a note."""
+    per_image = _per_image({"up": {"random": 0.2, "background": 0.1}, "flat": {"random": 0.1, "background": 0.2}})
+    matrices, long = metric_agreement(per_image, ["random", "background"], n_boot=20, curve_scores=SCORES)
+    m = matrices["cnn"].to_numpy()
+    assert np.isnan(m[0, 1]) and np.isnan(m[1, 0])
+    off = long[long.metric_a != long.metric_b]
+    assert off["tau"].isna().all() and off["note"].str.contains("fewer than 3 explainers").all()
+    three = _per_image({"up": {"a": 3.0, "b": 2.0, "c": 1.0}, "flat": {"a": 1.0, "b": 2.0, "c": 3.0}})
+    matrices, long = metric_agreement(three, ["a", "b", "c"], n_boot=0, curve_scores=SCORES)
+    assert matrices["cnn"].loc["Up", "Flat"] == pytest.approx(-1.0) and (long["note"] == "").all()
+
+
+def test_partial_order_family_rows():
+    """A randomise_model family (name *_randomised) is scored on its known pairs:
+    `recovery` is the known-pairs concordance, `spearman` the full Spearman."""
+    degraded = {"ig_r000": ("ig_randomised", 0.0), "ig_r050": ("ig_randomised", 0.5),
+                "ig_r100": ("ig_randomised", 1.0)}
+    per_image = _per_image({"up": {"ig_r000": 1.0, "ig_r050": 0.2, "ig_r100": 0.5}}, n_images=8, noise=0.01)
+    out = ground_truth_correlations(per_image, degraded, None, n_boot=0, curve_scores=SCORES)
+    r = _row(out, "Up", "macro")
+    assert r["order"] == "best_first" and r["recovery"] == pytest.approx(1.0)
+    assert r["spearman"] == pytest.approx(0.5)
+    assert r["ci_low"] == pytest.approx(1.0) and r["ci_high"] == pytest.approx(1.0)
+    csv, tex = meta_table(out, models=["cnn"], families=["ig_randomised"])
+    assert "1.00" in tex and "known pairs" in tex

@@ -138,9 +138,28 @@ def test_one_job_for_all_explainers_equals_a_job_per_explainer(assets, tmp_path,
 def test_paired_noise_same_map_under_two_names_gives_identical_records(assets, tmp_path, evaluator):
     """Noise, fills and subsets are keyed by (seed, model, evaluator, image,
     ratio, draw), never by the explainer: the same map scores the same."""
-    _, rec = _job(assets, tmp_path, evaluator, _attributions(assets, tmp_path, ["ig", "ig_copy"]), cache=None)
+    attributions = _attributions(assets, tmp_path, ["ig", "ig_copy"])
+    # separate jobs, so both are computed (one job computes a map once: the next test)
+    rec = {name: _job(assets, tmp_path / name, evaluator, {name: path}, cache=None)[1][name]
+           for name, path in attributions.items()}
     a, b = (rec[n].drop(columns=["explainer", "seconds"]) for n in ("ig", "ig_copy"))
     pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+
+def test_one_job_evaluates_a_map_once_whatever_its_names(assets, tmp_path, caplog):
+    """Bit-identical maps (e.g. degrade at p = 0 and its base) are evaluated once
+    per job; the copy's records differ only in the explainer's name."""
+    import logging
+
+    attributions = _attributions(assets, tmp_path, ["ig", "ig_copy", "random"])
+    with caplog.at_level(logging.INFO, logger="fudbench.pipeline"):
+        done, rec = _job(assets, tmp_path, "insdel", attributions, cache=None)
+    assert done["computed"] == ["ig", "ig_copy", "random"]
+    assert "ig_copy: the same map as ig; its records copied" in caplog.text
+    assert "random: the same map" not in caplog.text
+    pd.testing.assert_frame_equal(rec["ig"].drop(columns="explainer"), rec["ig_copy"].drop(columns="explainer"))
+    samples = [load_npz(tmp_path / "out" / f"{n}.npz") for n in ("ig", "ig_copy")]
+    assert all(np.array_equal(samples[0][k], samples[1][k]) for k in samples[0])
 
 
 def test_work_cache_recomputes_only_new_or_changed_explainers(assets, tmp_path):
@@ -163,6 +182,35 @@ def test_work_cache_recomputes_only_new_or_changed_explainers(assets, tmp_path):
     # Other settings are another key; a disabled cache computes everything.
     done, _ = _job(assets, tmp_path, "insdel", attributions, WorkCache(tmp_path / "cache", enabled=False))
     assert done["cached"] == []
+
+
+def test_work_cache_recomputes_an_explainer_whose_entry_is_corrupt(assets, tmp_path, caplog):
+    """Issue 26, case 1: a damaged output does not damage the cache (copies, not
+    links), and a damaged cache entry is dropped and recomputed, never restored."""
+    import logging
+    import os
+
+    from fudbench.work_cache import WorkCache
+
+    cache = WorkCache(tmp_path / "cache")
+    attributions = _attributions(assets, tmp_path, ["ig", "random"])
+    done, first = _job(assets, tmp_path, "insdel", attributions, cache)
+    assert done == {"computed": ["ig", "random"], "cached": []}
+    # A records file truncated in place (as `truncate -s 100` does): the cache keeps the good bytes.
+    os.truncate(tmp_path / "out" / "ig.parquet", 100)
+    done, second = _job(assets, tmp_path, "insdel", attributions, cache)
+    assert done == {"computed": [], "cached": ["ig", "random"]}
+    pd.testing.assert_frame_equal(first["ig"], second["ig"])
+    # The cache entry itself damaged: dropped (named in the log) and recomputed.
+    entry = next((tmp_path / "cache" / "ig").glob("*.parquet"))
+    os.truncate(entry, 100)
+    with caplog.at_level(logging.WARNING, logger="fudbench.work_cache"):
+        done, third = _job(assets, tmp_path, "insdel", attributions, cache)
+    assert done == {"computed": ["ig"], "cached": ["random"]}
+    assert f"work cache entry {str(entry)[:-len('.parquet')]} " in caplog.text
+    pd.testing.assert_frame_equal(first["ig"].drop(columns="seconds"), third["ig"].drop(columns="seconds"))
+    done, _ = _job(assets, tmp_path, "insdel", attributions, cache)  # the recomputed entry is good again
+    assert done == {"computed": [], "cached": ["ig", "random"]}
 
 
 def test_work_key_follows_settings_and_file_content(tmp_path):

@@ -36,3 +36,71 @@ def test_config_changed_names_the_key(shipped):
 def test_missing(tmp_path):
     with pytest.raises(FileNotFoundError, match="source: train"):
         verify_shipped_checkpoint(tmp_path / "absent.pt", INPUTS)
+
+
+# The default profile's classifiers and surrogates are shipped (issue 25): checked at parse time.
+
+def test_default_profile_ships_its_classifiers_and_surrogates(repo):
+    from fudbench.config import load_config
+
+    config = load_config(repo / "config/config.yaml", repo / "config/schema.yaml")
+    for name, c in config["models"]["classifiers"].items():
+        assert c["source"] == "shipped" and c["shipped_surrogate"], name
+
+
+def _default(repo):
+    from fudbench.config import load_yaml
+
+    return load_yaml(repo / "config/config.yaml")
+
+
+def test_a_changed_training_setting_names_the_key_and_the_fix(repo):
+    from fudbench.config import ConfigError, validate_config
+
+    config = _default(repo)
+    config["models"]["classifiers"]["cnn"]["train"]["epochs"] = 7
+    config["evaluators"]["ffid"]["beta"] = 0.2
+    with pytest.raises(ConfigError) as err:
+        validate_config(config, repo / "config/schema.yaml")
+    message = str(err.value)
+    assert "models.classifiers.cnn.shipped" in message and "classifier.train.epochs" in message
+    assert "set models.classifiers.cnn.source: train" in message
+    # the surrogate's fingerprint holds its classifier's and the fine-tuning settings
+    assert "models.classifiers.vit.shipped_surrogate" in message and "ffid.beta" in message
+    assert "models.classifiers.vit.shipped'" not in message  # the ViT's own settings did not change
+
+
+def test_source_train_needs_no_shipped_files(repo):
+    from fudbench.config import validate_config
+
+    config = _default(repo)
+    for c in config["models"]["classifiers"].values():
+        c.update(source="train", shipped="assets/absent.pt", shipped_surrogate="assets/absent.pt")
+    validate_config(config, repo / "config/schema.yaml")
+
+
+def test_shipped_is_for_the_small_classifiers_only(repo):
+    from fudbench.config import ConfigError, validate_config
+
+    config = _default(repo)
+    config["models"]["classifiers"]["cnn"].pop("shipped")
+    with pytest.raises(ConfigError, match=r"models\.classifiers\.cnn\.shipped': required with source: shipped"):
+        validate_config(config, repo / "config/schema.yaml")
+
+
+def test_accuracy_may_differ_by_one_image_across_cpus():
+    from fudbench.models.shipped import accuracy_matches
+
+    assert accuracy_matches(0.9975, 1.0, 400)
+    assert not accuracy_matches(0.995, 1.0, 400)
+
+
+def test_shipped_manifest_round_trip(tmp_path):
+    from fudbench.models.shipped import shipped_problems, write_manifest
+
+    ckpt = tmp_path / "c.pt"
+    ckpt.write_bytes(b"w")
+    write_manifest(ckpt, INPUTS, metrics={"test_accuracy": 1.0})
+    assert verify_shipped_checkpoint(ckpt, INPUTS, "c", "fix it")["metrics"]["test_accuracy"] == 1.0
+    assert shipped_problems(ckpt, INPUTS, "c", "fix it") == []
+    assert "differences at: seed" in shipped_problems(ckpt, {**INPUTS, "seed": 1}, "c", "fix it")[0]

@@ -4,13 +4,14 @@ so the suite shares one smoke run (conftest.smoke_run)."""
 from __future__ import annotations
 
 import math
+import subprocess
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
 
-from workflow_support import job_counts, snakemake
+from workflow_support import TIMEOUT, job_counts, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -34,6 +35,58 @@ def test_default_dag_has_per_shard_jobs(repo, tmp_path):
     assert counts["evaluate"] == n_models * len(cfg["evaluators"]) * shards
     # R-OMS does not depend on the explainer: once per model x shard
     assert counts.get("srg_reference", 0) == (n_models * shards if "srg" in cfg["evaluators"] else 0)
+
+
+def test_default_profile_verifies_its_shipped_models(repo, tmp_path):
+    """The default run's classifiers and surrogates come from assets/ (issue 25): verified, not trained."""
+    import json
+
+    models = ["cnn", "vit"]
+    targets = [f"results/synthetic/models/{m}{suffix}_metrics.json" for m in models for suffix in ("", "_surrogate")]
+    res = snakemake(repo, "--cores", "2", "--configfile", str(repo / "config/config.yaml"),
+                    "--directory", str(tmp_path), *targets)
+    assert res.returncode == 0, res.stdout + res.stderr
+    out = res.stdout + res.stderr
+    assert "rule verify_classifier" in out and "rule verify_surrogate" in out
+    assert "rule train_classifier" not in out and "rule train_surrogate" not in out
+    for m in models:
+        metrics = json.loads((tmp_path / f"results/synthetic/models/{m}_metrics.json").read_text())
+        manifest = json.loads((repo / f"assets/classifier_synthetic_{m}.json").read_text())
+        assert metrics["source"] == "shipped" and metrics["sha256"] == manifest["sha256"]
+        assert abs(metrics["verified_test_accuracy"] - manifest["metrics"]["test_accuracy"]) <= 1 / 400
+        assert (tmp_path / f"results/synthetic/models/{m}.pt").read_bytes() == \
+            (repo / f"assets/classifier_synthetic_{m}.pt").read_bytes()
+
+
+def test_configfiles_merge_in_order_through_fud(repo, tmp_path):
+    """Issue 26 case 7: `./fud snakemake --configfile A --configfile B` used to keep only
+    B; now the files merge in order (B a partial overlay of the complete smoke config)."""
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text("run_name: merged\ndata: {n_eval: 8, shard_size: 4}\n")
+    res = subprocess.run([str(repo / "fud"), "snakemake", "-n", "--configfile", str(repo / "config/smoke.yaml"),
+                          "--configfile", str(overlay), "--directory", str(tmp_path / "work")],
+                         capture_output=True, text=True, timeout=TIMEOUT)
+    assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
+    counts = job_counts(res.stdout)
+    assert counts["explain"] == 2 * 3 * 2  # smoke's 2 models x 3 explainers, now in 2 shards of 4
+    assert "results/merged/attributions/" in res.stdout and "results/smoke/" not in res.stdout
+
+
+def test_a_config_without_fud_builds_its_dag(repo, tmp_path):
+    """Issue 26 case 8: the smoke config without the evaluator `fud` used to fail
+    building the DAG (KeyError: 'fud' in rule plot_fud_diagnostics); now FUD's
+    diagnostics, timing and the unused score model are left out."""
+    cfg = yaml.safe_load((repo / "config/smoke.yaml").read_text())
+    del cfg["evaluators"]["fud"]
+    cfg["analysis"]["meta_metrics"].remove("fud")
+    (tmp_path / "nofud.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    res = snakemake(repo, "-n", "--configfile", str(tmp_path / "nofud.yaml"), "--directory", str(tmp_path / "w"))
+    assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
+    counts = job_counts(res.stdout)
+    assert counts["evaluate"] == 2 * (len(cfg["evaluators"])) and counts["table"] > 0 and counts["gallery"] == 1
+    left_out = {"fud_diagnostics", "plot_fud_diagnostics", "table5_constraint", "fud_timing", "table10_timing",
+                "train_score_model", "check_score_model", "plot_score_model_samples"}
+    assert not left_out & set(counts), counts
 
 
 # smoke config: 2 models, 3 explainers (ig and two degraded copies), 4 main

@@ -1,7 +1,11 @@
 """Your own explainer, through config and through fudbench.explain / evaluate
 (docs/your_own.md): plug-ins by import path, the Python API giving the
-workflow's numbers, degenerate maps reported, EG never its own baseline."""
+workflow's numbers, degenerate maps reported, EG never its own baseline; the
+plug-ins' source files (helpers included) as job inputs, maps that require
+grad, errors inside plug-ins and job logs with the traceback (issue 26)."""
+import re
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -40,6 +44,26 @@ PLUGIN = textwrap.dedent('''
 
     def all_zero(model, x, target, seeds=None):
         return torch.zeros_like(x)
+
+    def attached(model, x, target, seeds=None):
+        """gradient x input left attached to the autograd graph (issue 26, case 4)"""
+        x = x.clone().requires_grad_(True)
+        with torch.enable_grad():
+            (g,) = torch.autograd.grad(model(x).gather(1, target.view(-1, 1)).sum(), x)
+        return g * x
+
+    def broken(model, x, target, seeds=None):
+        return {}["no_such_layer"]
+
+    class BrokenInit(Explainer):
+        def __init__(self, depth: int = 1):
+            raise ValueError(f"depth {depth} is not supported")
+
+        def explain(self, model, x, target, seeds=None):
+            return x
+
+    def broken_factory(width=4):
+        return 1 / 0
 
     class NotAnExplainer:
         pass
@@ -99,8 +123,9 @@ def test_bad_plugin_explainers_fail_at_parse_time_naming_the_key(repo, plugin, m
 def test_a_map_of_the_wrong_shape_is_an_error_naming_the_explainer(plugin, shard):
     model = load_classifier(shard / "cnn.pt")
     x = torch.rand(2, 3, 8, 8)
-    with pytest.raises(ValueError, match=r"FunctionExplainer.explain: the returned map must have the images' batch "
-                                         r"size and H x W.*got \(2, 3, 2, 2\)"):
+    with pytest.raises(ValueError, match=r"explainer 'w' \(config key 'explainers.w'\), plug-in my_methods:wrong_shape "
+                                         r"\(.*my_methods.py\): explain: the returned map must have the images' "
+                                         r"batch size and H x W.*got \(2, 3, 2, 2\)"):
         build_explainer("w", {"method": "my_methods:wrong_shape"}).explain(model, x, model(x).argmax(1))
 
 
@@ -165,21 +190,51 @@ def test_eg_never_draws_the_image_itself():
         eg.explain(model, x[:1], model(x[:1]).argmax(1), seeds=[0])
 
 
+# The workflow test's plug-ins import helper modules next to them (issue 26, case 3).
+WORKFLOW_PLUGIN = PLUGIN + textwrap.dedent('''
+    from my_scale import SCALE  # a helper next to this file: an input of the explain jobs too
+
+    class ScaledGradTimesInput(GradTimesInput):
+        def explain(self, model, x, target, seeds=None):
+            return SCALE * super().explain(model, x, target, seeds)
+''')
+WORKFLOW_FILL = textwrap.dedent('''
+    import torch
+    from fudbench.imputers.base import Imputer, compose
+    from fill_levels import GREY  # a helper next to this file: an input of the evaluate jobs too
+
+    class GreyFill(Imputer):
+        def fill(self, x, keep_mask, context=None):
+            return compose(x, keep_mask, torch.full_like(x, GREY))
+''')
+
+
 @pytest.mark.workflow
 def test_plugin_explainer_through_the_workflow_gives_the_api_scores(repo, tmp_path):
-    """The smoke workflow with one explainer from a module outside the package and
-    one evaluator: its per-image scores equal fudbench.evaluate's on the same inputs."""
+    """The smoke workflow with an explainer from a module outside the package (beside a
+    built-in one), insdel and ROAD with a plug-in fill: the plug-in's per-image scores equal
+    fudbench.evaluate's on the same inputs. Then (issue 26, case 3) the plug-ins' helper
+    modules are edited: a dry-run reruns exactly the plug-in explainer's explain jobs and the
+    plug-in fill's evaluate jobs, for those files, and the rest only downstream of them."""
+    from test_reruns import UPSTREAM, planned_jobs
     from workflow_support import snakemake
 
-    from fudbench.data.shards import load_eval_shard
+    from fudbench.data.shards import load_eval_shard, n_shards
 
-    (tmp_path / "plugins").mkdir()
-    (tmp_path / "plugins/my_methods.py").write_text(PLUGIN)
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "my_methods.py").write_text(WORKFLOW_PLUGIN)
+    (plugins / "my_scale.py").write_text("SCALE = 2.0\n")
+    (plugins / "my_fills.py").write_text(WORKFLOW_FILL)
+    (plugins / "fill_levels.py").write_text("GREY = 0.5\n")
     config = yaml.safe_load((repo / "config/smoke.yaml").read_text())
     config["run_name"] = "plugin"
     config["models"]["classifiers"] = {"cnn": config["models"]["classifiers"]["cnn"]}
-    config["explainers"] = {"mine": {"method": f"{tmp_path}/plugins/my_methods.py:GradTimesInput", "scale": 2.0}}
-    config["evaluators"] = {"insdel": config["evaluators"]["insdel"]}
+    config["explainers"] = {"mine": {"method": f"{plugins}/my_methods.py:ScaledGradTimesInput", "scale": 2.0},
+                            "sm": {}}
+    config["evaluators"] = {"insdel": config["evaluators"]["insdel"],
+                            "road": {"imputer": "grey", "orders": ["morf"],
+                                     "imputer_options": {"grey": {"method": f"{plugins}/my_fills.py:GreyFill"}}}}
     for key in ("diagnostics", "timing", "meta_metrics"):
         config["analysis"].pop(key, None)
     config["analysis"]["pooled_explainers"] = ["mine"]
@@ -190,7 +245,8 @@ def test_plugin_explainer_through_the_workflow_gives_the_api_scores(repo, tmp_pa
     assert res.returncode == 0, (res.stdout + res.stderr)[-6000:]
 
     results = work / "results/plugin"
-    workflow_scores = pd.read_parquet(results / "analysis/per_image.parquet").set_index(["curve", "image"])["score"]
+    per_image = pd.read_parquet(results / "analysis/per_image.parquet")
+    workflow_scores = per_image[per_image["explainer"] == "mine"].set_index(["curve", "image"])["score"]
     model = load_classifier(results / "models/cnn.pt")
     data = load_eval_shard(results / "data/eval.npz", 0, config["data"]["shard_size"])
     attr = load_npz(results / "attributions/cnn/mine/shard0.npz")
@@ -204,6 +260,24 @@ def test_plugin_explainer_through_the_workflow_gives_the_api_scores(repo, tmp_pa
     shared = workflow_scores.dropna().index.intersection(api_scores.index)
     assert len(shared) == 2 * len(attr["ids"])  # insertion and deletion, every image
     np.testing.assert_array_equal(api_scores[shared].to_numpy(), workflow_scores[shared].to_numpy())
+
+    # case 3: edit the helpers (not the files named in the config) and ask a dry-run what reruns and why. One
+    # helper at a time: Snakemake names a job's own updated inputs only when no job upstream of it reruns.
+    shards = [str(s) for s in range(n_shards(config["data"]["n_eval"], config["data"]["shard_size"]))]
+    for helper, text, rule, name in [("fill_levels.py", "GREY = 0.25\n", "evaluate", "road"),
+                                     ("my_scale.py", "SCALE = 3.0\n", "explain", "mine")]:
+        (plugins / helper).write_text(text)
+        res = snakemake(repo, "-n", "--configfile", str(tmp_path / "config.yaml"), "--directory", str(work))
+        assert res.returncode == 0, (res.stdout + res.stderr)[-6000:]
+        jobs = planned_jobs(res.stdout + res.stderr)
+        seeds = [j for j in jobs if "Updated input files" in j.reasons]
+        assert sorted((j.rule, j.wildcards.get("explainer") or j.wildcards.get("evaluator"), j.wildcards["shard"])
+                      for j in seeds) == [(rule, name, s) for s in shards], "\n".join(map(str, jobs))
+        assert all(j.reasons["Updated input files"] == str(plugins / helper) for j in seeds), "\n".join(map(str, seeds))
+        others = [j for j in jobs if j not in seeds and not (set(j.reasons) and set(j.reasons) <= set(UPSTREAM))]
+        assert not others, f"jobs rerun that do not depend on {helper}:\n" + "\n".join(map(str, others))
+        assert not [j for j in jobs if j.wildcards.get("explainer") == "sm"]  # the built-in explainer's jobs stay
+    assert not [j for j in jobs if j.rule in ("make_dataset", "train_classifier")]
 
 
 def test_the_documented_example_runs_and_ranks_methods_above_random(repo):
@@ -230,6 +304,10 @@ FILL_PLUGIN = textwrap.dedent('''
 
         def fill(self, x, keep_mask, context=None):
             return compose(x, keep_mask, torch.full_like(x, self.level))
+
+    class BrokenFill(Imputer):
+        def fill(self, x, keep_mask, context=None):
+            return x[99]
 ''')
 
 
@@ -253,3 +331,232 @@ def test_imputer_and_evaluator_plugins_are_looked_up_like_built_ins(repo, tmp_pa
     with pytest.raises(ValueError, match=r"'my_fills:GreyFill' names <class 'my_fills.GreyFill'>, not an "
                                          r"EvaluatorSpec"):
         spec("my_fills:GreyFill")
+
+
+# --- issue 26: plug-in provenance (case 3), maps that require grad and errors inside plug-ins (case 4) ---------
+
+
+def _write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+def test_plugin_sources_follow_local_imports_not_the_environment(tmp_path, monkeypatch):
+    """plugins.plugin_sources: the plug-in's file or module, its package's __init__ files
+    and every local module it imports (absolute, relative, `from pkg import module`, inside
+    functions, transitively), never the standard library, site-packages or fudbench, found
+    without importing any of them; an edit that adds an import is seen (mtime-checked cache)."""
+    import sys
+
+    from fudbench.plugins import plugin_sources
+
+    monkeypatch.setattr(sys, "path", list(sys.path))  # undo the plug-in folder's sys.path entry
+    plugins, lib = tmp_path / "plugins", tmp_path / "lib"
+    main = _write(plugins / "h26_methods.py", """
+        import json, os.path
+        import numpy as np
+        import torch
+        from fudbench.explainers.base import Explainer
+        from h26_helpers import SCALE
+        import h26_not_installed_anywhere
+
+        def method(model, x, target, seeds=None):
+            import h26_lazy  # imported when called: a source too
+            return SCALE * x
+    """)
+    helper = _write(plugins / "h26_helpers.py", "SCALE = 2.0\n")
+    lazy = _write(plugins / "h26_lazy.py", "from h26_helpers import SCALE\n")
+    assert set(plugin_sources(f"{main}:method")) == {main, helper, lazy}
+    assert plugin_sources(f"{main}:method")[0] == main
+
+    pkg = {name: _write(lib / "h26pkg" / name, text) for name, text in {
+        "__init__.py": "",
+        "methods.py": "from . import util\nfrom .sub import deep\nimport h26pkg.sub.other as other\n"
+                      "from fudbench.plugins import blame\n",
+        "util.py": "X = 1\n",
+        "unused.py": "",
+        "sub/__init__.py": "",
+        "sub/deep.py": "from ..util import X\n",
+        "sub/other.py": "",
+    }.items()}
+    monkeypatch.syspath_prepend(str(lib))
+    found = plugin_sources("h26pkg.methods:method")
+    assert set(found) == set(pkg.values()) - {pkg["unused.py"]}
+    assert not [m for m in sys.modules if m.startswith(("h26pkg", "h26_"))]  # nothing was imported
+
+    # an import added to a helper is followed (the cache is keyed by the files' mtimes and sizes)
+    extra = _write(plugins / "h26_extra.py", "")
+    _write(plugins / "h26_helpers.py", "SCALE = 3.0\nimport h26_extra\n")
+    assert set(plugin_sources(f"{main}:method")) == {main, helper, lazy, extra}
+    # fudbench's own modules by import path: the module itself, nothing it imports
+    assert plugin_sources("fudbench.explainers.saliency:Saliency") == [
+        str(Path(fudbench.__file__).parent / "explainers" / "saliency.py")]
+
+
+def test_a_plugin_file_imports_a_helper_next_to_it(tmp_path, monkeypatch):
+    import sys
+
+    from fudbench.plugins import load_object
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    main = _write(tmp_path / "h26b_methods.py", "from h26b_helpers import SCALE\n\ndef f():\n    return SCALE\n")
+    _write(tmp_path / "h26b_helpers.py", "SCALE = 5\n")
+    assert load_object(f"{main}:f")() == 5
+    monkeypatch.delitem(sys.modules, "h26b_helpers")
+
+
+def test_editing_a_plugin_imputers_helper_recomputes_the_evaluate_work(shard, tmp_path, monkeypatch):
+    """The evaluate job's work cache is keyed by the plug-in imputer's sources, its helper
+    included: after an edit the job recomputes instead of copying the old records."""
+    import sys
+
+    from fudbench.work_cache import WorkCache
+
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    fill = _write(tmp_path / "fills" / "h26c_fills.py", """
+        import torch
+        from fudbench.imputers.base import Imputer, compose
+        from h26c_levels import GREY
+
+        class GreyFill(Imputer):
+            def fill(self, x, keep_mask, context=None):
+                return compose(x, keep_mask, torch.full_like(x, GREY))
+    """)
+    levels = _write(tmp_path / "fills" / "h26c_levels.py", "GREY = 0.5\n")
+    result = explain_shard(shard / "cnn.pt", shard / "eval.npz", 0, 4, "ig", {"n_steps": 2}, "predicted", (0,),
+                           "cpu")
+    write_npz(shard / "attr.npz", **result)
+    settings = {"imputer": "grey", "imputer_options": {"grey": {"method": f"{fill}:GreyFill"}}, "orders": ["morf"]}
+
+    def job():
+        return evaluate_explainers("cnn", "road", {"ig": (shard / "attr.npz", shard / "r.parquet", shard / "s.npz")},
+                                   model_path=shard / "cnn.pt", images_path=shard / "eval.npz", shard=0,
+                                   shard_size=4, settings=settings, evaluation={"ratios": [0.5], "reduction":
+                                                                                "abs_sum"},
+                                   assets={}, seed=0, device="cpu", cache=WorkCache(tmp_path / "cache", enabled=True))
+
+    assert job()["computed"] == ["ig"]
+    assert job()["cached"] == ["ig"]
+    Path(levels).write_text("GREY = 0.25\n")
+    assert job()["computed"] == ["ig"]
+    monkeypatch.delitem(sys.modules, "h26c_levels")
+
+
+def test_a_map_that_requires_grad_is_detached_in_the_job_and_the_api(plugin, shard, caplog):
+    """`return g * x` with x requiring grad: the explain job (which turns the map into a
+    numpy array) and fudbench.explain both detach it when the plug-in returns it, and warn
+    once naming the entry, the plug-in and the fix."""
+    with caplog.at_level("WARNING", logger="fudbench.explainers.plugin"):
+        job = explain_shard(shard / "cnn.pt", shard / "eval.npz", 0, 4, "mine", {"method": "my_methods:attached"},
+                            "predicted", (0, "explain"), "cpu")
+    assert re.search(r"explainer 'mine' \(config key 'explainers.mine'\), plug-in my_methods:attached \(.*"
+                     r"my_methods.py\): the returned map requires grad .*detached it. Return a detached map",
+                     caplog.text)
+    model = load_classifier(shard / "cnn.pt")
+    x = torch.from_numpy(load_npz(shard / "eval.npz")["images"]).float() / 255
+    api = fudbench.explain(model, x, torch.from_numpy(job["targets"]), "my_methods:attached")
+    assert not api.requires_grad
+    np.testing.assert_array_equal(api.numpy(), job["attributions"])
+
+
+def test_errors_inside_plugins_name_the_entry_and_the_plugin(plugin, shard, tmp_path, monkeypatch, cnn_batch):
+    """An exception inside a plug-in (explainer, imputer, evaluator, classifier factory) is
+    re-raised as PluginCallError naming the config entry and the plug-in's import path and
+    file, with the original exception chained."""
+    from fudbench.evaluators import build_evaluator
+    from fudbench.models.classifiers import pretrained_classifier
+    from fudbench.plugins import PluginCallError
+
+    with pytest.raises(PluginCallError, match=r"^explainer 'mine' \(config key 'explainers.mine'\): plug-in "
+                                              r"my_methods:broken \(/.*my_methods.py\) raised KeyError in explain: "
+                                              r"'no_such_layer'") as info:
+        explain_shard(shard / "cnn.pt", shard / "eval.npz", 0, 4, "mine", {"method": "my_methods:broken"},
+                      "predicted", (0, "explain"), "cpu")
+    assert isinstance(info.value.__cause__, KeyError)
+    with pytest.raises(PluginCallError, match=r"explainer 'deep' \(config key 'explainers.deep'\): plug-in "
+                                              r"my_methods:BrokenInit .* raised ValueError in building BrokenInit"
+                                              r"\(\*\*\{'depth': 3\}\): depth 3 is not supported"):
+        build_explainer("deep", {"method": "my_methods:BrokenInit", "depth": 3})
+
+    (tmp_path / "my_fills.py").write_text(FILL_PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    model, x, _ = cnn_batch
+    settings = {"imputer": "bad", "imputer_options": {"bad": {"method": "my_fills:BrokenFill"}}}
+    road = build_evaluator("road", settings, {"ratios": [0.5], "reduction": "abs_sum"}, {}, "cpu")
+    with pytest.raises(PluginCallError, match=r"imputer 'bad' \(config key 'evaluators.road.imputer_options.bad'\): "
+                                              r"plug-in my_fills:BrokenFill \(/.*my_fills.py\) raised "
+                                              r"IndexError in fill") as info:
+        road.run(model, x, model(x).argmax(1), torch.rand_like(x), [0, 1, 2], (0,))
+    assert isinstance(info.value.__cause__, IndexError)
+
+    (tmp_path / "my_metric.py").write_text(textwrap.dedent('''
+        from fudbench.evaluators.base import EvaluatorSpec
+        from fudbench.evaluators.idsds import IDSDSSettings
+
+        def build(settings, evaluation, assets, device):
+            raise RuntimeError("no score model for this metric")
+
+        SPEC = EvaluatorSpec("mine", "a metric of my own", IDSDSSettings, lambda s: [], "my_metric:build")
+    '''))
+    with pytest.raises(PluginCallError, match=r"evaluator 'mymetric' \(config key 'evaluators.mymetric'\): plug-in "
+                                              r"my_metric:SPEC \(/.*my_metric.py\) raised RuntimeError in building "
+                                              r"it \(my_metric:build\): no score model"):
+        build_evaluator("mymetric", {"method": "my_metric:SPEC"}, {"ratios": [0.5]}, {}, "cpu")
+
+    cfg = {"arch": "import", "factory": f"{plugin}:broken_factory", "kwargs": {"width": 2}, "mean": [0.5] * 3,
+           "std": [0.5] * 3}
+    with pytest.raises(PluginCallError, match=r"classifier 'mine' \(config key 'models.classifiers.mine.factory'\): "
+                                              r"plug-in /.*my_methods.py:broken_factory raised ZeroDivisionError in "
+                                              r"building the network with kwargs \{'width': 2\}") as info:
+        pretrained_classifier(cfg, "mine")
+    assert isinstance(info.value.__cause__, ZeroDivisionError)
+
+
+def test_an_uncaught_exception_writes_its_traceback_to_the_job_log(repo, tmp_path):
+    """A script job (setup_job) that dies of an exception leaves the full traceback,
+    chained causes included, in its log file, and exits non-zero as before."""
+    import subprocess
+    import sys
+
+    log_file = tmp_path / "logs" / "explain.log"
+    log_file.parent.mkdir()
+    script = _write(tmp_path / "job.py", f"""
+        import sys
+        sys.path.insert(0, {str(repo / "src")!r})
+        from types import SimpleNamespace
+        from fudbench.jobs import setup_job
+
+        log = setup_job(SimpleNamespace(threads=1, log=[{str(log_file)!r}], rule="explain"))
+        log.info("working")
+
+        def plugin_code():
+            raise KeyError("no_such_layer")
+
+        try:
+            plugin_code()
+        except KeyError as exc:
+            raise RuntimeError("explainer 'mine' failed") from exc
+    """)
+    res = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 1
+    text = log_file.read_text()
+    assert "working" in text and "explain ERROR: the job failed with an uncaught exception:" in text
+    assert "Traceback (most recent call last)" in text and "in plugin_code" in text
+    assert "KeyError: 'no_such_layer'" in text and "The above exception was the direct cause" in text
+    assert text.index("RuntimeError: explainer 'mine' failed") > text.index("KeyError: 'no_such_layer'")
+    assert "RuntimeError: explainer 'mine' failed" in res.stderr  # the console still shows it
+
+    # before setup_job (an import failing): scripts' first import, _fudbench_path, installs the hook
+    early = tmp_path / "logs" / "early.log"
+    script = _write(tmp_path / "early.py", f"""
+        import sys
+        from types import SimpleNamespace
+        snakemake = SimpleNamespace(threads=1, log=[{str(early)!r}], rule="evaluate")
+        sys.path.insert(0, {str(repo / "scripts")!r})
+        import _fudbench_path
+        import h26_no_such_module
+    """)
+    res = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 1
+    assert "ModuleNotFoundError: No module named 'h26_no_such_module'" in early.read_text()

@@ -82,6 +82,8 @@ def _config(repo, folder, tmp_path):
                                              "image_size": 16}}
     cfg["models"]["score_model"]["guided_diffusion"]["checkpoint"] = str(tmp_path / "gd.pt")
     cfg["analysis"]["timing"]["model"] = "mine"
+    for section in ("diagnostics", "timing"):  # they read shard 0, which holds 3 images here
+        cfg["analysis"][section]["n_images"] = 3
     return cfg
 
 
@@ -140,6 +142,11 @@ def _rewrite_labels(text):
     (_rewrite_labels("file,label\na.jpg,0\nb.png,1.5\n"), r"label '1\.5' of b\.png is not an integer"),
     (_rewrite_labels("file,label\na.jpg,0\nb.png,1\n./a.jpg,2\n"), r"line 4: a\.jpg is listed twice \(first on "
                                                                      r"line 2\)"),
+    # issue 26 case 9: rows naming files outside data.folder.root (they exist, and used to be read)
+    (lambda c, tmp: (tmp / "labels.csv").write_text(f"file,label\na.jpg,0\n{tmp / 'labels.csv'},1\n"),
+     r"line 3: /\S+/labels\.csv is an absolute path; list each image by its path relative to data\.folder\.root"),
+    (_rewrite_labels("file,label\na.jpg,0\nsub/../../labels.csv,1\n"),
+     r"line 3: \.\./labels\.csv leads out of data\.folder\.root"),
     (lambda c, tmp: c["data"].update(n_eval=7), r"data\.n_eval': 7 exceeds the 6 images listed"),
     (lambda c, tmp: c["data"]["folder"].update(resize=12), r"data\.folder\.resize': 12 must be >= .*crop = 16"),
     (lambda c, tmp: c["data"].pop("folder"), r"'data'.*'folder' is a required property"),

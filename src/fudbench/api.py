@@ -14,40 +14,384 @@ evaluator names or config-style entries (`{"fud_renoise": {"method": "fud",
 registries the workflow uses. With the same seed, model name and image ids,
 `evaluate` returns the numbers the workflow writes (paired noise keyed by
 seed, model, evaluator and image, never by the explainer).
+
+Inputs are checked before any work, through the declarations the config is
+validated from (each method's settings dataclass: its JSON schema and
+`problems()`; fudbench.checks for tensors), and every error
+(fudbench.checks.InputError, a ValueError) names the argument as this API
+calls it: `images`, `targets`, `attributions`, `settings['n_steps']`,
+`metrics['sensn']['n_subsets']`, `evaluation['ratios']`, `assets['score_model']`.
+Conversions (not errors): numpy arrays and lists become tensors; images,
+references and maps of another float dtype (float64, float16) become float32;
+integer targets of any width become int64. Not converted: 8-bit images
+(divide by 255 yourself: the scale is yours to say) and float targets.
 """
 from __future__ import annotations
 
+import math
+import numbers
+import re
 from typing import Optional, Sequence, Union
 
+from fudbench.checks import InputError
+
 EVALUATION_DEFAULTS = {"ratios": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], "reduction": "abs_sum"}
+
+# What each asset is, named in the error when a metric needs it and it is missing
+# (the workflow makes them where rules/common.smk's asset_path says).
+ASSET_FILES = {
+    "score_model": "the score-model checkpoint: the workflow's results/<run>/models/score_model.pt (for the 32x32 "
+                   "synthetic benchmark, the shipped assets/score_model_synthetic.pt)",
+    "reference_images": "an npz with an 'images' uint8 array (M, C, H, W) the fill draws from, e.g. the "
+                        "workflow's training split results/<run>/data/train.npz",
+    "surrogate": "F-Fidelity's fine-tuned surrogate classifier checkpoint (rule train_surrogate: "
+                 "results/<run>/models/<model>_surrogate.pt)",
+    "srg_reference": "R-OMS records of this model and these images (rule srg_reference)",
+    "ood_reference": "the model's feature-OOD reference (rule ood_reference: results/<run>/ood_reference/<model>.npz)",
+}
+
+# Messages written for config keys ("config key 'evaluators.sensn.n_subsets': ...") are
+# produced with this marker as the key's prefix and rewritten into the API's terms.
+_MARK = "\x1f"
+
+
+def _api_terms(message: str, render) -> str:
+    """Rewrite "config key '<...MARK>.a.b'" into render(['a', 'b'])."""
+    def sub(match):
+        return render([p for p in match.group(1).split(".") if p])
+
+    return re.sub(rf"config key '[^'{_MARK}]*{_MARK}([^']*)'", sub, message)
+
+
+def _subscripts(parts) -> str:
+    return "".join(f"[{p}]" if p.isdigit() else f"[{p!r}]" for p in parts)
+
+
+def _raise(where: str, problems: list) -> None:
+    if len(problems) == 1:
+        raise InputError(f"{where}: {problems[0]}")
+    if problems:
+        raise InputError(f"{where}: {len(problems)} problems:\n  " + "\n  ".join(problems))
+
+
+def _settings_problems(schema: dict, values: dict, render, extra_check=None) -> list:
+    """Problems of a settings dict under a settings dataclass's JSON schema and, if the
+    schema passes, its cross-field checks (extra_check(key) -> config-style messages)."""
+    from jsonschema import Draft202012Validator
+
+    from fudbench.config import _describe, non_finite_numbers
+
+    problems = non_finite_numbers(values, (_MARK,))
+    if not problems:
+        problems = [_describe(e, prefix=(_MARK,)) for e in
+                    sorted(Draft202012Validator(schema).iter_errors(values), key=lambda e: list(map(str, e.path)))]
+    if not problems and extra_check is not None:
+        problems = extra_check(_MARK)
+    return [_api_terms(p, render) for p in problems]
+
+
+# --- tensors ---------------------------------------------------------------------------------------------------
+
+def _to_tensor(value, name: str, where: str):
+    import numpy as np
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, (np.ndarray, list, tuple)) or np.isscalar(value):
+        try:
+            return torch.as_tensor(np.asarray(value))
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"{where}: {name} could not be turned into a tensor ({exc})") from None
+    raise InputError(f"{where}: {name} must be a torch.Tensor or numpy array, got {type(value).__name__}")
+
+
+def _as_float(value, name: str, where: str):
+    """A tensor of float32 from a tensor / array of any float dtype; other dtypes are left for the checks."""
+    import torch
+
+    t = _to_tensor(value, name, where)
+    return t.float() if t.is_floating_point() and t.dtype != torch.float32 else t
+
+
+def _as_images(images, name: str, where: str, device=None):
+    from fudbench.checks import check_images
+
+    x = _as_float(images, name, where)
+    check_images(x, where, name=name)
+    return x if device is None else x.to(device)
+
+
+def _as_targets(targets, n: int, where: str, device):
+    import torch
+
+    from fudbench.checks import check_targets
+
+    y = _to_tensor(targets, "targets", where)
+    check_targets(y, n, where, name="targets")
+    return y.to(device=device, dtype=torch.int64)
+
+
+def _check_target_range(model, x, y, where: str) -> int:
+    """The model's number of classes from one forward of one image; every target must be below it."""
+    import torch
+
+    try:
+        with torch.no_grad():
+            logits = model(x[:1])
+    except Exception as exc:
+        raise InputError(f"{where}: model failed on one image of images (shape {tuple(x[:1].shape)}, "
+                         f"{x.dtype}, {x.device}): {type(exc).__name__}: {exc}") from exc
+    if not isinstance(logits, torch.Tensor) or logits.dim() != 2 or logits.shape[0] != 1:
+        shape = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
+        raise InputError(f"{where}: model must return logits of shape (N, classes); for one image it returned "
+                         f"{shape}")
+    n_classes = logits.shape[1]
+    bad = ((y < 0) | (y >= n_classes)).nonzero().flatten().tolist()
+    if bad:
+        raise InputError(f"{where}: targets must be class indices in [0, {n_classes}) (the model returns "
+                         f"{n_classes} logits); got {[int(y[i]) for i in bad[:10]]} at position(s) {bad[:10]}")
+    return n_classes
+
+
+def _check_per_image(values, n: int, name: str, where: str, distinct: bool = False) -> list:
+    if values is None:
+        return None
+    values = list(values)
+    if len(values) != n:
+        raise InputError(f"{where}: {name} must give one per image ({n}), got {len(values)}")
+    try:
+        ints = [int(v) for v in values]
+    except (TypeError, ValueError):
+        raise InputError(f"{where}: {name} must be integers, got {values[:5]}") from None
+    if any(i != v for i, v in zip(ints, values)):
+        raise InputError(f"{where}: {name} must be integers, got {values[:5]}")
+    if distinct and len(set(ints)) != n:
+        dup = sorted({i for i in ints if ints.count(i) > 1})
+        raise InputError(f"{where}: {name} must be distinct (records and per-image scores are keyed by them); "
+                         f"repeated: {dup[:10]}")
+    return ints
+
+
+# --- explain ---------------------------------------------------------------------------------------------------
+
+def _explainer_problems(method, settings: dict) -> list:
+    """The explain settings checked as a config entry of `method` would be, in the API's terms."""
+    from fudbench.config import _explainer_settings_problems, _mask_method
+    from fudbench.explainers import EXPLAINERS
+    from fudbench.explainers.settings import SETTINGS
+    from fudbench.plugins import PluginError, is_import_path, load_object
+    from fudbench.settings import settings_schema
+
+    def render(parts):
+        return "settings" + _subscripts(parts)
+
+    if not isinstance(method, str):
+        return [f"method must be a registered explainer name or an import path 'pkg.mod:Name' / 'file.py:Name', "
+                f"got {type(method).__name__}"]
+    if is_import_path(method):
+        from fudbench.explainers.plugin import interface_problems
+
+        try:
+            obj = load_object(method)
+        except PluginError as exc:
+            return [f"method {method!r}: {exc}"]
+        return [re.sub(rf"config key 'explainers\.{_MARK}'", f"method {method!r}", p)
+                for p in interface_problems(_MARK, obj, settings)]
+    if method not in EXPLAINERS:
+        return [f"method: unknown explainer {method!r}; registered: {', '.join(sorted(EXPLAINERS))} (or an import "
+                f"path 'package.module:Name' / 'path/to/file.py:Name')"]
+    problems = _settings_problems(settings_schema(SETTINGS[method]), settings, render,
+                                  lambda key: _explainer_settings_problems(method, method, settings, (key,)))
+    masked = None if problems else _mask_method(method, settings)
+    if masked:
+        runs = f"method {method!r}" + ("" if masked == method else f" wraps {masked!r}, which")
+        return [f"{runs} reads the synthetic benchmark's ground-truth object masks; fudbench.explain takes no "
+                f"masks: run it in the workflow (data.source: synthetic)"]
+    return problems
 
 
 def explain(model, images, targets, method: str, *, seeds: Optional[Sequence[int]] = None, references=None,
             **settings):
-    """Attribution maps (same shape as images) of `method` (a registered name, e.g.
-    "ig", or an import path "pkg.mod:MyMethod" / "file.py:fn") with its settings.
+    """Attribution maps (float32, the images' shape) of `method` (a registered name,
+    e.g. "ig", or an import path "pkg.mod:MyMethod" / "file.py:fn") with its settings.
     references: images the method may draw baselines from (Expected Gradients),
     default the images themselves. seeds: one per image (default 0, 1, ...).
-    Degenerate maps (constant, all-zero, non-finite) are counted in the log."""
+    Degenerate maps (constant, all-zero, non-finite) are counted in the log.
+
+    Checked before any work, each error naming the argument (InputError):
+    images (N, C, H, W) in [0, 1] and finite; targets one integer class per image,
+    each below the model's number of logits (one forward of one image); seeds one
+    integer per image; the settings as the config checks an entry of this method
+    (e.g. `settings['n_steps']: 0 is less than the minimum of 1`). numpy arrays
+    and float64 images are converted (float32), not refused; 8-bit images are
+    refused (pass images.float() / 255)."""
     from fudbench.explainers import build_explainer
     from fudbench.masks import degenerate_maps
     from fudbench.pipeline import report_degenerate_maps
 
-    explainer = build_explainer(method, {"method": method, **settings})
-    explainer.prepare(images if references is None else references)
-    seeds = list(range(len(images))) if seeds is None else list(seeds)
+    where = "fudbench.explain"
+    _raise(where, _explainer_problems(method, settings))
+    x = _as_images(images, "images", where)
+    y = _as_targets(targets, len(x), where, x.device)
+    seeds = list(range(len(x))) if seeds is None else _check_per_image(seeds, len(x), "seeds", where)
+    refs = x if references is None else _as_images(references, "references", where, x.device)
     model.eval()  # explanations of the deployed model: no dropout, batch-norm in inference mode
-    maps = explainer.explain(model, images, targets, seeds=seeds)
-    report_degenerate_maps(method, degenerate_maps(maps.detach().cpu()), range(len(images)))
+    _check_target_range(model, x, y, where)
+
+    explainer = build_explainer(method, {"method": method, **settings})
+    explainer.prepare(refs)
+    maps = explainer.explain(model, x, y, seeds=seeds)
+    report_degenerate_maps(method, degenerate_maps(maps.detach().cpu()), range(len(x)))
     return maps
 
+
+# --- evaluate --------------------------------------------------------------------------------------------------
 
 def _metric_entries(metrics) -> dict:
     """["insdel", {"fud_sym": {"method": "fud", "symmetric": True}}, ...] -> {name: settings}."""
     entries = {}
     for m in [metrics] if isinstance(metrics, (str, dict)) else metrics:
-        entries.update({m: {}} if isinstance(m, str) else m)
+        if isinstance(m, str):
+            entries[m] = {}
+        elif isinstance(m, dict):
+            entries.update({k: ({} if v is None else v) for k, v in m.items()})
+        else:
+            raise InputError(f"fudbench.evaluate: metrics must hold evaluator names or {{name: settings}} dicts, "
+                             f"got {m!r}")
     return entries
+
+
+def _metric_problems(entries: dict) -> tuple[list, dict]:
+    """Each entry checked as the config checks an `evaluators:` entry; returns
+    (problems, {name: (spec, resolved settings)} of the entries that passed)."""
+    from fudbench.evaluators import method_of, spec
+    from fudbench.evaluators.imputing import imputer_options_schema
+    from fudbench.plugins import PluginError
+
+    problems, ok = [], {}
+    if not entries:
+        return ["metrics names no evaluator; e.g. metrics=['insdel']"], ok
+    for name, settings in entries.items():
+        def render(parts, name=name):
+            return "metrics" + _subscripts([name, *parts])
+
+        if not isinstance(settings, dict):
+            problems.append(f"{render([])}: the settings must be a dict, got {type(settings).__name__}")
+            continue
+        method = method_of(name, settings)
+        try:
+            s = spec(method)
+        except (KeyError, PluginError) as exc:
+            problems.append(f"{render(['method'] if 'method' in settings else [])}: {exc.args[0]}")
+            continue
+        schema = {**s.schema(), "$defs": {"imputer_options": imputer_options_schema()}}
+        found = _settings_problems(schema, settings, render, lambda key, s=s, settings=settings: s.check(settings, key))
+        problems += found
+        if not found:
+            ok[name] = (s, s.resolve(settings))
+    return problems, ok
+
+
+def _evaluation_problems(evaluation: dict, specs: dict) -> tuple[list, dict]:
+    """evaluation: only `ratios` and `reduction`; ratios finite, in (0, 1), distinct, and at least
+    two where a metric scores an area under its curve over them. Returns (problems, evaluation)."""
+    import numpy as np
+
+    from fudbench.evaluators import entry_curves
+    from fudbench.masks import REDUCTIONS
+
+    if not isinstance(evaluation, dict):
+        return [f"evaluation must be a dict with ratios and reduction, got {type(evaluation).__name__}"], {}
+    unknown = sorted(set(evaluation) - set(EVALUATION_DEFAULTS))
+    if unknown:
+        return [f"evaluation: unknown key(s) {unknown}; allowed: {', '.join(EVALUATION_DEFAULTS)}"], {}
+    evaluation = {**EVALUATION_DEFAULTS, **evaluation}
+    problems, ratios = [], evaluation["ratios"]
+    if isinstance(ratios, (np.ndarray, list, tuple)):
+        ratios = [r.item() if isinstance(r, np.generic) else r for r in np.asarray(ratios, dtype=object).ravel()]
+    if not isinstance(ratios, list) or not ratios:
+        problems.append(f"evaluation['ratios'] must be a non-empty list of kept fractions in (0, 1), got {ratios!r}")
+    elif not all(isinstance(r, (int, float)) and not isinstance(r, bool) for r in ratios):
+        problems.append(f"evaluation['ratios'] must hold numbers, got {ratios}")
+    else:
+        bad = [r for r in ratios if not math.isfinite(r)]
+        if bad:
+            problems.append(f"evaluation['ratios']: {ratios} holds non-finite value(s) {bad}; kept fractions are "
+                            f"numbers in (0, 1)")
+        elif any(not 0 < r < 1 for r in ratios):
+            problems.append(f"evaluation['ratios']: {ratios} holds {[r for r in ratios if not 0 < r < 1]}, outside "
+                            f"(0, 1): each is the kept fraction rho of an image (0 and 1 are the empty and full "
+                            f"images, which no protocol fills)")
+        elif len(set(ratios)) != len(ratios):
+            problems.append(f"evaluation['ratios']: {ratios} repeats a value; give each kept fraction once")
+        elif len(ratios) < 2:
+            needs = sorted({f"metrics[{name!r}] (curve {c.name})" for name, (_, _, raw) in specs.items()
+                            for c in entry_curves(name, raw) if c.auc_over_ratios})
+            if needs:
+                problems.append(f"evaluation['ratios']: {ratios} is one kept fraction, but {', '.join(needs)} "
+                                f"score{'s' if len(needs) == 1 else ''} the area under a curve over the ratios, "
+                                f"which needs at least two distinct ratios")
+        evaluation["ratios"] = [float(r) for r in ratios]
+    if evaluation["reduction"] not in REDUCTIONS:
+        problems.append(f"evaluation['reduction']: {evaluation['reduction']!r} is not allowed; allowed values: "
+                        f"{', '.join(map(repr, REDUCTIONS))}")
+    return problems, evaluation
+
+
+def _asset_problems(assets: dict, specs: dict) -> list:
+    """Every asset a metric needs is given and exists; unknown keys (a typo) are named."""
+    from pathlib import Path
+
+    problems = []
+    needed = {}
+    for name, (s, resolved, _) in specs.items():
+        for key in sorted(s.assets(resolved) - set(s.optional_assets)):
+            needed.setdefault(key, []).append(name)
+    known = set(ASSET_FILES) | {k for s, resolved, _ in specs.values() for k in s.assets(resolved)}
+    unknown = sorted(set(assets) - known)
+    if unknown:
+        problems.append(f"assets: unknown key(s) {unknown}; known: {', '.join(sorted(known))}")
+    for key, users in sorted(needed.items()):
+        if not assets.get(key):
+            what = ASSET_FILES.get(key, "a file the metric's spec declares")
+            problems.append(f"{', '.join(f'metrics[{u!r}]' for u in users)} need{'s' if len(users) == 1 else ''} "
+                            f"assets[{key!r}], which is not given: {what}")
+    for key, path in sorted(assets.items()):
+        if key in known and path is not None and not isinstance(path, (str, Path)):
+            problems.append(f"assets[{key!r}] must be a file path, got {type(path).__name__}")
+        elif key in known and path and not Path(path).exists():
+            problems.append(f"assets[{key!r}]: {path} does not exist ({ASSET_FILES.get(key, 'a file')})")
+    return problems
+
+
+def _score_model_problems(path, shape) -> list:
+    """The score model's own image size against the images: a model trained by this
+    workflow (the synthetic benchmark's) fills only images of its own size and
+    domain; a pretrained model (guided-diffusion) is bridged to its size (images
+    up to its size, square: fudbench.imputers.resolution), never down."""
+    from fudbench.models.checkpoints import load_checkpoint
+
+    try:
+        ckpt = load_checkpoint(path, kind="score_model")
+    except (FileNotFoundError, RuntimeError) as exc:
+        return [f"assets['score_model']: {exc}"]
+    size, (h, w) = int(ckpt["image_size"]), shape[-2:]
+    if (h, w) == (size, size):
+        return []
+    if "cfg" in ckpt:  # trained by train_score_model, on the synthetic benchmark (config: synthetic data only)
+        return [f"assets['score_model'] ({path}) is a score model trained by this workflow on the synthetic "
+                f"benchmark's {size}x{size} images, but images are {h}x{w}: its fills would come from another "
+                f"domain and resolution. Use a score model of the images' domain (for photos: guided-diffusion's "
+                f"256 px ImageNet model, docs/paper_profile.md), or images of the benchmark ({size}x{size})"]
+    if h != w:
+        return [f"assets['score_model'] ({path}) generates {size}x{size} images and images are {h}x{w}: bridging "
+                f"the resolution needs square images"]
+    if h > size:
+        return [f"assets['score_model'] ({path}) generates {size}x{size} images, smaller than images ({h}x{w}): "
+                f"its fills would be made at a lower resolution and upsampled; use a score model of at least the "
+                f"images' size"]
+    return []
 
 
 def evaluate(model, images, targets, attributions, metrics: Union[str, Sequence, dict] = ("insdel",), *,
@@ -67,30 +411,73 @@ def evaluate(model, images, targets, attributions, metrics: Union[str, Sequence,
     `reference_images` for train-set fills; `ood_reference` for the feature-based
     OOD columns mahalanobis and knn, NaN without it: the workflow's
     results/<run>/ood_reference/<model>.npz). image_ids / seed / model_name key
-    the paired noise as in the workflow (pass the workflow's to reproduce its numbers).
+    the paired noise as in the workflow (pass the workflow's to reproduce its numbers;
+    model_name: the model's seed group, fudbench.seeding.seed_groups; an aliased
+    metric entry draws its method's noise).
+
+    Checked before any work, each error naming the argument (InputError, a
+    ValueError): every metric's settings as the config checks an evaluator entry
+    (`metrics['sensn']['n_subsets']: -1 is less than the minimum of 2`);
+    evaluation['ratios'] finite, in (0, 1), distinct, and at least two where a
+    metric's score is an area under the curve over them (fud, road, distill,
+    gevaert); every asset a metric needs given and present (`metrics['fud']
+    need(s) assets['score_model']: ...`), and the score model's image size and
+    domain against the images (the synthetic benchmark's 32 px model on 224 px
+    images is refused, naming both sizes); images, targets (below the model's
+    number of logits, from one forward of one image), attributions (the images'
+    N and H x W) and image_ids (one distinct integer per image). numpy arrays and
+    float64 images / maps are converted (float32), not refused; 8-bit images are
+    refused (pass images.float() / 255).
     """
     import pandas as pd
     import torch
 
     from fudbench.analysis.curves import derived_scores, per_image_scores
+    from fudbench.checks import check_attribution
     from fudbench.evaluators import build_evaluator
-    from fudbench.pipeline import attach_ood_reference, evaluate_maps, name_records, paired_seed_key
+    from fudbench.pipeline import (attach_ood_reference, evaluate_maps, evaluator_noise, name_records,
+                                   paired_seed_key)
 
-    model.eval()
+    where = "fudbench.evaluate"
+    # settings, ratios and assets first: cheap, and reported together
+    entries = _metric_entries(metrics)
+    problems, specs = _metric_problems(entries)
+    specs = {name: (s, resolved, entries[name]) for name, (s, resolved) in specs.items()}
+    more, evaluation = _evaluation_problems({} if evaluation is None else evaluation, specs)
+    problems += more
+    if assets is not None and not isinstance(assets, dict):
+        problems.append(f"assets must be a dict {{key: file path}}, got {type(assets).__name__}")
+        assets = {}
     assets = dict(assets or {})
+    problems += _asset_problems(assets, specs)
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        problems.append(f"seed must be an integer, got {seed!r}")
+    _raise(where, problems)
+    seed = int(seed)
+
+    # the tensors
+    x = _as_images(images, "images", where)
+    device = torch.device(device) if device is not None else x.device
+    x = x.to(device)
+    y = _as_targets(targets, len(x), where, device)
+    a = _as_float(attributions, "attributions", where)
+    check_attribution(a, x, where, what="attributions")
+    a = a.detach().to(device)
+    ids = list(range(len(x))) if image_ids is None else _check_per_image(image_ids, len(x), "image_ids", where,
+                                                                         distinct=True)
+    if assets.get("score_model") and any("score_model" in s.assets(r) for s, r, _ in specs.values()):
+        _raise(where, _score_model_problems(assets["score_model"], tuple(x.shape)))
+    model.eval()
+    _check_target_range(model, x, y, where)
+
     reference = assets.pop("ood_reference", None)
     tap = attach_ood_reference(model, reference, model_name) if reference is not None else None
-    device = torch.device(device) if device is not None else images.device
-    images, attributions = images.to(device), torch.as_tensor(attributions).to(device)
-    targets = torch.as_tensor(targets).to(device)
-    ids = list(range(len(images))) if image_ids is None else [int(i) for i in image_ids]
-    evaluation = {**EVALUATION_DEFAULTS, **(evaluation or {})}
     frames = []
     try:
-        for name, settings in _metric_entries(metrics).items():
+        for name, settings in entries.items():
             evaluator = build_evaluator(name, settings, evaluation, assets, device)
-            records, _ = evaluate_maps(evaluator, model, images, targets, attributions.detach(), ids,
-                                       paired_seed_key(seed, model_name, name))
+            key = paired_seed_key(seed, model_name, evaluator_noise(name, settings))  # as the workflow's
+            records, _ = evaluate_maps(evaluator, model, x, y, a, ids, key)
             frames.append(name_records(records, model_name, explainer, name))
     finally:
         if tap is not None:

@@ -17,37 +17,39 @@ class InputError(ValueError):
     """A library call got inputs it cannot use; the message names the argument."""
 
 
-def check_images(x, where: str) -> None:
+def check_images(x, where: str, name: str = "x") -> None:
+    """`name`: the argument as the caller knows it (x for the library's classes,
+    images for fudbench.explain / evaluate)."""
     import torch
 
     if not isinstance(x, torch.Tensor):
-        raise InputError(f"{where}: x must be a torch.Tensor (N, C, H, W), got {type(x).__name__}")
+        raise InputError(f"{where}: {name} must be a torch.Tensor (N, C, H, W), got {type(x).__name__}")
     if x.dim() != 4:
-        raise InputError(f"{where}: x must be a batch of images (N, C, H, W), got shape {tuple(x.shape)}")
+        raise InputError(f"{where}: {name} must be a batch of images (N, C, H, W), got shape {tuple(x.shape)}")
     if not x.is_floating_point():
-        raise InputError(f"{where}: x must be a float tensor with values in [0, 1], got {x.dtype}; "
-                         f"for 8-bit images pass x.float() / 255")
+        raise InputError(f"{where}: {name} must be a float tensor with values in [0, 1], got {x.dtype}; "
+                         f"for 8-bit images pass {name}.float() / 255")
     if x.numel() == 0:
-        raise InputError(f"{where}: x is empty (shape {tuple(x.shape)})")
+        raise InputError(f"{where}: {name} is empty (shape {tuple(x.shape)})")
     finite = torch.isfinite(x)
     if not bool(finite.all()):
         bad = (~finite).flatten(1).any(1).nonzero().flatten().tolist()
-        raise InputError(f"{where}: x has non-finite values (NaN or inf) in image(s) at positions {bad[:10]}")
+        raise InputError(f"{where}: {name} has non-finite values (NaN or inf) in image(s) at positions {bad[:10]}")
     lo, hi = float(x.min()), float(x.max())
     if lo < -RANGE_SLACK or hi > 1 + RANGE_SLACK:
-        raise InputError(f"{where}: x must hold images in [0, 1], got values in [{lo:.4g}, {hi:.4g}]; pass "
+        raise InputError(f"{where}: {name} must hold images in [0, 1], got values in [{lo:.4g}, {hi:.4g}]; pass "
                          f"images before normalisation (the classifier wrapper, fudbench.models.classifiers."
                          f"Classifier, normalises them)")
 
 
-def check_targets(y, n: int, where: str) -> None:
+def check_targets(y, n: int, where: str, name: str = "target") -> None:
     import torch
 
     if not isinstance(y, torch.Tensor) or y.dim() != 1 or len(y) != n:
         shape = tuple(y.shape) if isinstance(y, torch.Tensor) else type(y).__name__
-        raise InputError(f"{where}: target must be a 1-D tensor with one class index per image ({n}), got {shape}")
+        raise InputError(f"{where}: {name} must be a 1-D tensor with one class index per image ({n}), got {shape}")
     if y.is_floating_point() or y.dtype == torch.bool:
-        raise InputError(f"{where}: target must hold integer class indices, got {y.dtype}")
+        raise InputError(f"{where}: {name} must hold integer class indices, got {y.dtype}")
 
 
 def check_attribution(a, x, where: str, what: str = "attribution") -> None:

@@ -155,6 +155,23 @@ def _mask_method(method: str, settings: dict):
     return None
 
 
+def has_fud(config: dict) -> bool:
+    """The config has FUD's evaluator entry `fud` (the diagnostics run its settings)."""
+    from fudbench.evaluators import method_of
+
+    evaluators = config["evaluators"]
+    return isinstance(evaluators.get("fud"), dict) and method_of("fud", evaluators["fud"]) == "fud"
+
+
+def fud_diagnostics_on(config: dict) -> bool:
+    """Whether FUD's diagnostics and timing (rules/diagnostics.smk: Figs. 3, 5, 6,
+    Tables 5 and 10) are in the DAG: with the evaluator `fud` and both
+    analysis.diagnostics and analysis.timing. A config without FUD is supported:
+    these rules are left out and their analysis sections ignored."""
+    analysis = config["analysis"]
+    return has_fud(config) and "diagnostics" in analysis and "timing" in analysis
+
+
 def _reference_problems(config: dict) -> list[str]:
     """Names used by the analysis, plots and meta sections must be configured:
     a missing one would silently drop tables and figures."""
@@ -171,10 +188,12 @@ def _reference_problems(config: dict) -> list[str]:
     unknown("analysis.pooled_explainers", analysis.get("pooled_explainers") or [], explainers, "explainers")
     unknown("plots.qualitative_explainers", config["plots"].get("qualitative_explainers") or [], explainers,
             "explainers")
-    if "diagnostics" in analysis:
-        unknown("analysis.diagnostics.explainer", [analysis["diagnostics"]["explainer"]], explainers, "explainers")
-    if "timing" in analysis:
-        unknown("analysis.timing.model", [analysis["timing"]["model"]], models, "models.classifiers")
+    if has_fud(config):  # the diagnostics are FUD's: without it they are left out, unchecked
+        if "diagnostics" in analysis:
+            unknown("analysis.diagnostics.explainer", [analysis["diagnostics"]["explainer"]], explainers,
+                    "explainers")
+        if "timing" in analysis:
+            unknown("analysis.timing.model", [analysis["timing"]["model"]], models, "models.classifiers")
     try:
         curves = configured_curves(config["evaluators"])
     except (KeyError, TypeError, ValueError):  # an evaluator entry is itself wrong: reported on its own
@@ -184,6 +203,23 @@ def _reference_problems(config: dict) -> list[str]:
     if missing:
         problems.append(f"config key 'analysis.meta_metrics': {missing} are not curves of the configured "
                         f"evaluators; choose from {', '.join(sorted(curves))}")
+    return problems
+
+
+def _first_shard_problems(config: dict) -> list[str]:
+    """FUD's diagnostics (Figs. 3, 5, 6, Table 5) and timing (Table 10) read the first
+    n_images images of shard 0 (rules/diagnostics.smk): asking for more than the shard
+    holds is an error, not a silent cap that would let the tables rest on fewer images."""
+    data, analysis = config["data"], config["analysis"]
+    available = min(data["shard_size"], data["n_eval"])
+    problems = []
+    for section in ("diagnostics", "timing"):
+        n = (analysis.get(section) or {}).get("n_images") if has_fud(config) else None
+        if isinstance(n, int) and n > available:
+            problems.append(f"config key 'analysis.{section}.n_images': {n} images requested, but its rules read "
+                            f"shard 0, which holds {available} (data.shard_size = {data['shard_size']}, data.n_eval "
+                            f"= {data['n_eval']}); lower analysis.{section}.n_images to {available} or raise "
+                            f"data.shard_size" + (" and data.n_eval" if data["n_eval"] < n else ""))
     return problems
 
 
@@ -224,6 +260,7 @@ def check_semantics(config: dict, base=None) -> None:
             problems += _explainer_settings_problems(name, method, settings)
     problems += _evaluator_problems(config)
     problems += _reference_problems(config)
+    problems += _first_shard_problems(config)
     ratios = config["evaluation"]["ratios"]
     if any(b <= a for a, b in zip(ratios, ratios[1:])):
         problems.append(f"config key 'evaluation.ratios': {ratios} must be strictly increasing")
@@ -253,6 +290,7 @@ def check_semantics(config: dict, base=None) -> None:
     if data["source"] == "folder" and "folder" in data:
         problems += _folder_problems(data, base)
     problems += _pretrained_model_problems(config, base)
+    problems += _shipped_model_problems(config, base)
     problems += _training_split_problems(config)
     for name, c in config["models"]["classifiers"].items():
         if c["arch"].startswith("torchvision_") or c["arch"] == "import":  # checked in _pretrained_model_problems
@@ -383,3 +421,38 @@ def load_config(path, schema_path=None) -> dict[str, Any]:
     config = load_yaml(path)
     schema_path = schema_path or path.parent / "schema.yaml"
     return validate_config(config, schema_path)
+
+
+def _shipped_model_problems(config: dict, base=None) -> list[str]:
+    """source: shipped classifiers (and their F-Fidelity surrogates): the
+    files and the fingerprint of the settings they were trained with, checked
+    before any job (fudbench.models.shipped)."""
+    from fudbench.evaluators import entries_of, spec_of
+    from fudbench.fingerprint import classifier_training_inputs, surrogate_training_inputs
+    from fudbench.models.shipped import shipped_problems
+    from fudbench.paths import resolve_path
+
+    problems = []
+    ffid = entries_of(config["evaluators"], "ffid")
+    for name, c in config["models"]["classifiers"].items():
+        if c.get("source", "train") != "shipped":
+            continue
+        key = f"models.classifiers.{name}"
+        if c["arch"] not in ("small_cnn", "small_vit") or config["data"]["source"] != "synthetic":
+            problems.append(f"config key '{key}.source': shipped is for the synthetic benchmark's small_cnn and "
+                            f"small_vit classifiers; remove it (pretrained and imported classifiers are not trained)")
+            continue
+        if "shipped" not in c:
+            problems.append(f"config key '{key}.shipped': required with source: shipped (the checkpoint's path)")
+            continue
+        fix = f"set {key}.source: train to train it in the workflow"
+        problems += shipped_problems(resolve_path(c["shipped"], base), classifier_training_inputs(config, name),
+                                     f"config key '{key}.shipped'", fix)
+        if c.get("shipped_surrogate") and ffid:
+            settings = config["evaluators"][ffid[0]]
+            resolved = spec_of(ffid[0], settings).resolve(settings)
+            problems += shipped_problems(resolve_path(c["shipped_surrogate"], base),
+                                         surrogate_training_inputs(config, name, resolved),
+                                         f"config key '{key}.shipped_surrogate'",
+                                         f"set {key}.shipped_surrogate: null to fine-tune it in the workflow")
+    return problems

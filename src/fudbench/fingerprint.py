@@ -21,6 +21,23 @@ def score_model_training_inputs(config: dict) -> dict:
     return {"seed": config["seed"], "data": config["data"]["synthetic"], "score_model": score}
 
 
+SHIPPING_KEYS = ("source", "shipped", "shipped_surrogate")  # where the weights come from, not what they are
+
+
+def classifier_training_inputs(config: dict, model: str) -> dict:
+    """Everything a trained classifier's weights depend on: its seeds derive
+    from the run's seed and the model's name (scripts/train_classifier.py)."""
+    cfg = {k: v for k, v in config["models"]["classifiers"][model].items() if k not in SHIPPING_KEYS}
+    return {"seed": config["seed"], "model": model, "data": config["data"]["synthetic"], "classifier": cfg}
+
+
+def surrogate_training_inputs(config: dict, model: str, ffid: dict) -> dict:
+    """F-Fidelity's surrogate: its classifier's inputs plus the fine-tuning
+    settings (`ffid`: beta and finetune of the first ffid entry)."""
+    return {"classifier": classifier_training_inputs(config, model),
+            "ffid": {k: ffid[k] for k in ("beta", "finetune")}}
+
+
 def fingerprint(obj) -> str:
     return hashlib.sha256(_canonical(obj).encode()).hexdigest()
 

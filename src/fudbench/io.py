@@ -7,8 +7,9 @@ collaborators on a shared project folder can read the results.
 
 Readers of intermediate files name the rule that makes them (`made_by`): a
 file that cannot be read (truncated, overwritten, a disk error) is deleted
-with a message naming it and that rule, so the next run of the workflow
-makes it again instead of failing on it forever.
+with a message naming it and that rule, and noted in the run's damage ledger
+(fudbench.damage), so the next run of the workflow makes it again, and
+reruns what reads it, instead of failing on it forever.
 """
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
+
+from fudbench.damage import note_deleted
 
 
 class CorruptFileError(RuntimeError):
@@ -43,8 +46,28 @@ def checked_read(path, made_by: str | None):
         if made_by is None or isinstance(exc, FileNotFoundError):
             raise
         Path(path).unlink(missing_ok=True)
+        ledger = note_deleted(path)  # in a workflow job: the next run remakes it and its readers (fudbench.damage)
         raise CorruptFileError(f"{path} is corrupt ({type(exc).__name__}: {exc}); deleted it, so the next run of "
-                               f"the workflow remakes it (rule {made_by}): run the same command again") from exc
+                               f"the workflow remakes it (rule {made_by}): run the same command again"
+                               + (f" (noted in {ledger})" if ledger else "")) from exc
+
+
+def read_every(paths, read) -> list:
+    """[read(p) for p in paths], except that a corrupt file (CorruptFileError:
+    deleted and noted) does not stop the others from being read, so that one run
+    finds every corrupt input of the job, not one per run; then one error names
+    them all."""
+    out, bad = [], []
+    for p in paths:
+        try:
+            out.append(read(p))
+        except CorruptFileError as exc:
+            bad.append(exc)
+    if len(bad) == 1:
+        raise bad[0]
+    if bad:
+        raise CorruptFileError(f"{len(bad)} input files are corrupt:\n" + "\n".join(map(str, bad))) from bad[0]
+    return out
 
 
 @contextlib.contextmanager

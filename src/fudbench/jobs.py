@@ -27,7 +27,31 @@ def setup_job(smk, name: str | None = None) -> logging.Logger:
                         format="%(asctime)s %(name)s %(levelname)s: %(message)s")
     log = logging.getLogger(name or smk.rule)
     _log_timing(log, smk.log[0] if smk.log else None)
+    log_uncaught_exceptions(smk.log[0] if smk.log else None, log.name)
     return log
+
+
+def log_uncaught_exceptions(log_file, name: str = "job") -> None:
+    """Make an uncaught exception write its full traceback (chained causes included)
+    to the job's log file before the process exits non-zero; Python's own hook
+    still prints it to stderr (Snakemake's console). Without this only the console
+    shows it, and a cluster job's log ends without saying why."""
+    previous = sys.__excepthook__
+
+    def hook(exc_type, exc, tb):
+        if log_file and not issubclass(exc_type, KeyboardInterrupt):
+            try:
+                import traceback
+
+                stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+                text = "".join(traceback.format_exception(exc_type, exc, tb))
+                with open(log_file, "a") as fh:
+                    fh.write(f"{stamp} {name} ERROR: the job failed with an uncaught exception:\n{text}")
+            except OSError:
+                pass
+        previous(exc_type, exc, tb)
+
+    sys.excepthook = hook
 
 
 def process_age() -> float:

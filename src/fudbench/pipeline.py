@@ -52,7 +52,7 @@ def explain_shard(model_path, images_path, shard: int, shard_size: int, explaine
     kwargs = {"masks": torch.from_numpy(data["masks"])} if method.uses_masks else {}
     attribution = method.explain(model, x, target, seeds=seeds, **kwargs)
     seconds = (time.perf_counter() - t0) / len(x)
-    a = attribution.float().cpu().numpy()
+    a = attribution.detach().float().cpu().numpy()  # (a plug-in's map is detached already: explainers.plugin)
     report_degenerate_maps(explainer, degenerate_maps(a), data["ids"])
     return {"attributions": a.astype(np.float32), "targets": target.cpu().numpy(), "ids": data["ids"],
             "labels": data["labels"], "seconds_per_image": np.float64(seconds)}
@@ -145,15 +145,44 @@ def evaluate_shard(model_path, images_path, attributions_path, shard: int, shard
     return job.run(attributions_path, seed_key)
 
 
-def paired_seed_key(seed: int, model: str, evaluator: str) -> tuple:
+def map_digest(attributions_path) -> str:
+    """sha256 of an attributions file's maps, targets and image ids (not its
+    wall time): two explainers with the same digest are evaluated alike."""
+    import hashlib
+
+    attr = load_npz(attributions_path, made_by="explain")
+    h = hashlib.sha256()
+    for key in ("attributions", "targets", "ids"):
+        a = np.ascontiguousarray(attr[key])
+        h.update(f"{key}{a.dtype}{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def paired_seed_key(seed: int, seed_group: str, noise: str) -> tuple:
     """The seed key of an evaluation: per-sample seeds add the image id, the
-    ratio or fraction and the draw, but never the explainer (paired noise)."""
-    return (seed, "evaluate", model, evaluator)
+    ratio or fraction and the draw, but never the explainer (paired noise).
+    seed_group: the model's (seeding.seed_groups; a model without a twin is
+    its own), so training seeds of one model are evaluated under the same
+    noise; noise: evaluator_noise(entry, settings), so a variant entry draws
+    the noise of its method's paper entry."""
+    return (seed, "evaluate", seed_group, noise)
+
+
+def evaluator_noise(entry: str, settings: dict | None) -> str:
+    """The name an evaluator entry's noise is keyed by: its registered method
+    (`fud_renoise: {method: fud, ...}` draws what `fud` draws for the same
+    image, ratio and draw), or the entry's own name for a plug-in, whose
+    import path may be spelled several ways."""
+    from fudbench.evaluators import EVALUATORS, method_of
+
+    method = method_of(entry, settings)
+    return method if method in EVALUATORS else entry
 
 
 def evaluate_explainers(model: str, evaluator: str, explainers: dict, *, model_path, images_path, shard: int,
                         shard_size: int, settings: dict, evaluation: dict, assets: dict, seed: int, device,
-                        kept_images=None, cache=None, ood_reference=None) -> dict:
+                        kept_images=None, cache=None, ood_reference=None, seed_group: str | None = None) -> dict:
     """The evaluate job: one evaluator on one model x shard for every explainer.
 
     explainers: {name: (attributions path, records output path, samples output path)}.
@@ -165,38 +194,51 @@ def evaluate_explainers(model: str, evaluator: str, explainers: dict, *, model_p
     recomputed; the evaluator itself (score model etc.) is only built if some
     explainer needs computing.
     Paired noise (common random numbers): the seed key names the run's seed,
-    the model and the evaluator, never the explainer, so every explainer of an
-    image is evaluated under the same noise, fills and subsets (two names for
-    the same map give identical records), numbers do not depend on how
-    explainers are grouped into jobs, and protocols may share the work that
-    does not depend on the attribution (Sensitivity-N).
+    the model's seed group (default: the model) and the evaluator's method
+    (paired_seed_key), never the explainer, so every explainer of an image is
+    evaluated under the same noise, fills and subsets (two names for the same
+    map give identical records), numbers do not depend on how explainers are
+    grouped into jobs, and protocols may share the work that does not depend
+    on the attribution (Sensitivity-N).
     Returns {"computed": [names], "cached": [names]}.
     """
     from fudbench.io import write_npz, write_parquet
+    from fudbench.hardware import settings_precision
+    from fudbench.plugins import entry_sources
     from fudbench.work_cache import work_key
 
-    job, done = None, {"computed": [], "cached": []}
+    job, done, same_map = None, {"computed": [], "cached": []}, {}
     files = {"model": model_path, "images": images_path, **assets}
+    # plug-in imputers' source files (their helpers included): an edit reruns the job and must not hit the cache
+    files.update({f"plugin:{f}": f for f in entry_sources(settings)})
     if ood_reference is not None:
         files["ood_reference"] = ood_reference
-    seed_key = paired_seed_key(seed, model, evaluator)
+    seed_key = paired_seed_key(seed, seed_group or model, evaluator_noise(evaluator, settings))
     for explainer, (attributions, records_out, samples_out) in explainers.items():
         outputs = {".parquet": records_out, ".npz": samples_out}
         key = work_key({"evaluator": evaluator, "settings": settings, "evaluation": evaluation,
                         "seed_key": seed_key, "shard": shard, "shard_size": shard_size,
-                        "kept_images": kept_images, "device": str(device)},
+                        "kept_images": kept_images, "device": str(device),
+                        # auto precision resolves per machine: a bf16 result is not reused on an fp32 machine
+                        "precision": settings_precision(settings, device)},
                        {**files, "attributions": attributions})
         hit = cache.get(explainer, key, outputs) if cache is not None else None
-        if hit is not None:
-            cache.restore(hit, outputs)
+        if hit is not None and cache.restore(hit, outputs):  # False: a bad entry, dropped (logged): recompute
             done["cached"].append(explainer)
             log.info("%s: unchanged inputs and settings, copied from the work cache", explainer)
             continue
-        if job is None:
-            job = ShardEvaluation(model_path, images_path, shard, shard_size, evaluator, settings, evaluation,
-                                  assets, device, ood_reference)
         t0 = time.perf_counter()
-        records, samples = job.run(attributions, seed_key)
+        digest = map_digest(attributions)
+        if digest in same_map:  # bit-identical map (e.g. degrade at p = 0): paired noise makes its records equal
+            twin, records, samples = same_map[digest]
+            records = records.copy()
+            log.info("%s: the same map as %s; its records copied (paired noise)", explainer, twin)
+        else:
+            if job is None:
+                job = ShardEvaluation(model_path, images_path, shard, shard_size, evaluator, settings, evaluation,
+                                      assets, device, ood_reference)
+            records, samples = job.run(attributions, seed_key)
+            same_map[digest] = (explainer, records.copy(), samples)
         name_records(records, model, explainer, evaluator)
         write_parquet(records_out, records)
         # keep the intermediate images of the first images only (quality and gallery read no more)

@@ -10,15 +10,38 @@ an import path where a built-in name would go.
 The registries (fudbench.registry.resolve and the evaluator registry) look a
 built-in name up in their table and an import path up here, the same way for
 every kind. Errors name the path and what is wrong with it.
+
+A plug-in file's folder is appended to sys.path when it is loaded, so it can
+import helper modules next to it (`from my_helpers import SCALE`), as a script
+run with `python file.py` can (appended: it never shadows an installed module).
+
+Provenance: `plugin_sources` lists every module file a plug-in loads from
+outside the environment (site-packages, the standard library) and this
+package: its own file, its package's `__init__` files, and its local imports,
+followed transitively. It reads the files' imports (`ast`) and looks the
+modules up without importing them, so the Snakefile can make them inputs of
+the plug-in's jobs at parse time: editing a helper module reruns exactly the
+jobs that use the plug-in. Imports it cannot see: `importlib.import_module`
+/ `__import__` with a computed name, and files read by other means (data,
+configs); make those inputs yourself or keep them in the imported modules.
+
+Errors raised inside a plug-in's code are re-raised by `blame` as
+`PluginCallError`, naming the config entry and the plug-in's import path and
+file, with the original exception chained.
 """
 from __future__ import annotations
 
+import ast
+import contextlib
 import hashlib
 import importlib
+import importlib.machinery
 import importlib.util
+import os
 import sys
+from functools import lru_cache
 from pathlib import Path
-from typing import Optional
+from typing import Iterable, Optional
 
 from fudbench.paths import resolve_path
 
@@ -45,6 +68,9 @@ def _load_file(file: Path, path: str):
     name = f"fud_plugin_{hashlib.sha1(str(file.resolve()).encode()).hexdigest()[:12]}_{file.stem}"
     if name in sys.modules:
         return sys.modules[name]
+    folder = str(file.resolve().parent)
+    if folder not in sys.path:  # helper modules next to the file import (appended: shadows nothing)
+        sys.path.append(folder)
     spec = importlib.util.spec_from_file_location(name, file)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -74,6 +100,8 @@ def load_object(path: str, base: Optional[Path] = None):
         except ImportError as exc:
             raise PluginError(f"{path!r}: module {target!r} cannot be imported ({exc}); install it in the "
                               f"environment or give the file: 'path/to/file.py:{attr}'") from exc
+        except Exception as exc:  # the module itself raised while being imported
+            raise PluginError(f"{path!r}: importing module {target!r} failed ({type(exc).__name__}: {exc})") from exc
     if not hasattr(module, attr):
         raise PluginError(f"{path!r}: {target} has no attribute {attr!r}")
     return getattr(module, attr)
@@ -88,3 +116,256 @@ def plugin_file(path: str, base: Optional[Path] = None) -> Optional[str]:
     spec = importlib.util.find_spec(target.split(".")[0]) and importlib.util.find_spec(target)
     origin = getattr(spec, "origin", None)
     return origin if origin and origin.endswith(".py") else None
+
+
+# ------------------------------------------------------------------ provenance
+
+_PACKAGE = Path(__file__).resolve().parent  # src/fudbench: the library's own code is not a plug-in's
+
+
+@lru_cache(maxsize=1)
+def _environment_roots() -> tuple[str, ...]:
+    """Folders whose modules belong to the environment, not to a plug-in: the
+    standard library and site-packages (of the venv and of its base Python)."""
+    import site
+    import sysconfig
+
+    roots = set()
+    for scheme_vars in (None, {"base": sys.base_prefix, "platbase": sys.base_exec_prefix}):
+        paths = sysconfig.get_paths(vars=scheme_vars) if scheme_vars else sysconfig.get_paths()
+        roots.update(paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if paths.get(k))
+    with contextlib.suppress(AttributeError):
+        roots.update(site.getsitepackages())
+    with contextlib.suppress(AttributeError):
+        roots.add(site.getusersitepackages())
+    return tuple(sorted({os.path.realpath(r) for r in roots if r}))
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def is_local_source(path: Optional[str]) -> bool:
+    """A Python source file of the researcher's: not the standard library, not
+    site-packages, not this package (src/fudbench)."""
+    if not path or not path.endswith(".py"):
+        return False
+    real = os.path.realpath(path)
+    return not _inside(real, str(_PACKAGE)) and not any(_inside(real, r) for r in _environment_roots())
+
+
+@lru_cache(maxsize=4096)
+def _imports_of(path: str, mtime_ns: int, size: int) -> tuple:
+    """(level, module, names) of every import statement in a file, anywhere in it
+    (functions and try blocks included: over-approximating only adds inputs)."""
+    try:
+        tree = ast.parse(Path(path).read_bytes(), filename=path)
+    except (OSError, SyntaxError, ValueError):
+        return ()
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(0, alias.name, ()) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            found.append((node.level, node.module or "", tuple(a.name for a in node.names if a.name != "*")))
+    return tuple(found)
+
+
+def _file_imports(path: str) -> tuple:
+    st = os.stat(path)
+    return _imports_of(path, st.st_mtime_ns, st.st_size)
+
+
+def _spec_chain(name: str, extra_paths: Iterable[str] = ()) -> list:
+    """The specs of `name` and its parent packages, top first, found without
+    importing anything (modules already imported give their own spec); stops where
+    a part is not a module (an attribute) or cannot be found."""
+    chain, spec = [], None
+    parts = name.split(".")
+    for i, part in enumerate(parts):
+        full = ".".join(parts[:i + 1])
+        loaded = sys.modules.get(full)
+        found = getattr(loaded, "__spec__", None) if loaded is not None else None
+        if found is None:
+            try:
+                if i == 0:
+                    found = importlib.util.find_spec(full) if full not in sys.modules else None
+                    if found is None and extra_paths:
+                        found = importlib.machinery.PathFinder.find_spec(full, list(extra_paths))
+                elif spec.submodule_search_locations is not None:
+                    found = importlib.machinery.PathFinder.find_spec(full, list(spec.submodule_search_locations))
+            except (ImportError, ValueError, AttributeError):
+                found = None
+        if found is None:
+            break
+        chain.append(found)
+        spec = found
+        if spec.submodule_search_locations is None:  # a module: later parts are its attributes
+            break
+    return chain
+
+
+def _is_package(spec) -> bool:
+    return spec.submodule_search_locations is not None
+
+
+def _imported_modules(imports: tuple, package: Optional[str], extra_paths) -> list:
+    """Specs of the modules an import list loads (parents and `from X import submodule` included)."""
+    specs = []
+    for level, module, names in imports:
+        if level:
+            if not package:  # a relative import in a file loaded by path: it cannot run, nothing to follow
+                continue
+            base = package.split(".")
+            if level - 1 >= len(base):
+                continue
+            base = base[:len(base) - (level - 1)]
+            module = ".".join(base + ([module] if module else []))
+        if not module:
+            continue
+        chain = _spec_chain(module, extra_paths)
+        specs += chain
+        if chain and chain[-1].name == module and _is_package(chain[-1]):
+            for name in names:  # `from pkg import mod` loads pkg.mod when mod is a submodule
+                sub = _spec_chain(f"{module}.{name}", extra_paths)
+                if len(sub) > len(chain):
+                    specs.append(sub[-1])
+    return specs
+
+
+_SOURCES: dict = {}  # (import path, base) -> (sources, {file: (mtime_ns, size)}): re-checked by stat
+
+
+def plugin_sources(path: str, base: Optional[Path] = None) -> list[str]:
+    """Every module file the plug-in at `path` loads that is the researcher's (not
+    site-packages, not the standard library, not src/fudbench): its own file (always,
+    also when installed in site-packages), the `__init__` files of its package, and
+    its imports, followed transitively through local modules. Static (`ast`): nothing
+    is imported. Cached per process, re-checked by the files' mtimes and sizes."""
+    key = (path, str(base))
+    cached = _SOURCES.get(key)
+    if cached is not None and all(_stat(f) == st for f, st in cached[1].items()):
+        return list(cached[0])
+    sources = _discover(path, base)
+    _SOURCES[key] = (sources, {f: _stat(f) for f in sources})
+    return list(sources)
+
+
+def _stat(path: str):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def _discover(path: str, base: Optional[Path]) -> list[str]:
+    target, _ = _split(path)
+    extra: list[str] = []
+    queue: list[tuple[str, Optional[str]]] = []  # (file, the package its relative imports start from)
+    sources: list[str] = []
+    if target.endswith(".py"):
+        root = resolve_path(target, base)
+        if not root.is_file():
+            return []
+        extra = [str(root.resolve().parent)]  # _load_file appends it to sys.path
+        sources.append(str(root))
+        queue.append((str(root), None))
+    else:
+        chain = _spec_chain(target)
+        if not chain or chain[-1].name != target:
+            return []
+        for spec in chain:
+            origin = spec.origin if spec.has_location else None
+            if origin and origin.endswith(".py") and (spec is chain[-1] or is_local_source(origin)):
+                sources.append(origin)
+                queue.append((origin, spec.name if _is_package(spec) else spec.parent))
+    seen = set(sources)
+    while queue:
+        file, package = queue.pop()
+        for spec in _imported_modules(_file_imports(file), package, extra):
+            origin = spec.origin if spec.has_location else None
+            if origin in seen or not is_local_source(origin):
+                continue
+            seen.add(origin)
+            sources.append(origin)
+            queue.append((origin, spec.name if _is_package(spec) else spec.parent))
+    return sources
+
+
+def sources_digest(files: Iterable[str]) -> dict[str, str]:
+    """{file: sha256 of its content} (a missing file: None), e.g. for a job's work-cache key."""
+    out = {}
+    for f in sorted(set(files)):
+        try:
+            out[f] = hashlib.sha256(Path(f).read_bytes()).hexdigest()
+        except OSError:
+            out[f] = None
+    return out
+
+
+def import_paths_of(settings: Optional[dict]) -> list[str]:
+    """The plug-in import paths a config entry names: its `method` and its
+    imputers' (`imputer_options.<name>.method`, and `imputer` / `imputers` /
+    `fills` given as import paths)."""
+    settings = settings or {}
+    found = [settings.get("method")]
+    found += [(o or {}).get("method") for o in (settings.get("imputer_options") or {}).values()]
+    for key in ("imputer", "imputers", "fills"):
+        value = settings.get(key)
+        found += value if isinstance(value, (list, tuple)) else [value]
+    return list(dict.fromkeys(p for p in found if is_import_path(p)))
+
+
+def entry_sources(settings: Optional[dict], base: Optional[Path] = None) -> list[str]:
+    """The source files of every plug-in a config entry names (inputs of its jobs)."""
+    return list(dict.fromkeys(f for p in import_paths_of(settings) for f in plugin_sources(p, base)))
+
+
+# ------------------------------------------------------------------ errors inside plug-ins
+
+
+class PluginCallError(RuntimeError):
+    """An exception raised inside a plug-in's code, re-raised naming the config
+    entry and the plug-in (the original is chained: `raise ... from exc`)."""
+
+
+def describe(path: str, base: Optional[Path] = None) -> str:
+    """The plug-in as errors name it: its import path, and its file for a module path."""
+    try:
+        target, _ = _split(path)
+    except PluginError:
+        return repr(path)
+    if target.endswith(".py"):
+        return f"plug-in {absolute(path, base)}"
+    chain = _spec_chain(target)
+    origin = chain[-1].origin if chain and chain[-1].name == target and chain[-1].has_location else None
+    return f"plug-in {path} ({origin})" if origin else f"plug-in {path}"
+
+
+@contextlib.contextmanager
+def blame(who: str, plugin: str, action: str):
+    """Re-raise an exception from inside a plug-in as PluginCallError naming `who`
+    (e.g. "explainer 'mine' (config key 'explainers.mine')"), the plug-in (describe)
+    and what it was doing. Passed unchanged: out-of-memory errors (callers halve the
+    batch on them), fudbench.checks' InputError (about the caller's inputs) and
+    errors already named by an inner blame."""
+    try:
+        yield
+    except PluginCallError:
+        raise
+    except Exception as exc:
+        from fudbench.checks import InputError
+
+        if isinstance(exc, InputError) or _is_out_of_memory(exc):  # the caller's inputs; OOM back-off
+            raise
+        raise PluginCallError(f"{who}: {plugin} raised {type(exc).__name__} in {action}: {exc} (the chained "
+                              f"traceback above shows where in the plug-in)") from exc
+
+
+def _is_out_of_memory(exc: BaseException) -> bool:
+    if "torch" not in sys.modules:
+        return False
+    from fudbench.batching import is_out_of_memory
+
+    return is_out_of_memory(exc)

@@ -7,10 +7,16 @@ which Snakemake runs only for a real run with jobs to do (never for dry-runs,
 --summary or --list-changes), so inspecting a read-only results directory
 still works. The check neither creates nor deletes any result file: a failed
 preflight leaves everything already computed in place.
+
+`check_free_space` (also from `onstart:`) refuses a run whose results file
+system has less free space than the run still needs, a rough estimate from the
+config (`estimated_run_mb`) less what the results directory already holds;
+FUD_MIN_FREE_MB=N sets the minimum instead (0 turns the check off).
 """
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -73,3 +79,69 @@ def check_results_writable(results_dir) -> None:
     if bad:
         listed = ", ".join(str(d) for d in bad)
         raise PreflightError(f"results directory {results_dir} is not writable (read-only: {listed}); {fix}")
+
+
+MIN_FREE_ENV = "FUD_MIN_FREE_MB"
+BASE_MB = 256  # models, logs, tables, figures, Snakemake's metadata
+
+
+def estimated_run_mb(config: dict) -> int:
+    """A rough size of a complete run's results in MB, from the config: the data
+    (uint8 images), the attributions (float32, models x explainers x n_eval) and
+    the kept intermediate samples (float16, models x explainers x evaluators x
+    kept images x ratios), uncompressed, plus BASE_MB."""
+    data, evaluation = config["data"], config["evaluation"]
+    source = data["source"]
+    side = (data.get(source) or {}).get("image_size" if source == "synthetic" else "crop") or 224
+    image = 3 * side * side  # values per image
+    n_eval, shard = data["n_eval"], data["shard_size"]
+    stored = n_eval  # the evaluated images, and the synthetic benchmark's splits
+    if source == "synthetic":
+        stored += sum(data["synthetic"].get(k, 0) for k in ("n_train", "n_val", "n_test"))
+    per_shard = evaluation["quality"]["images_per_shard"]
+    n_shards = -(-n_eval // shard)
+    kept = n_eval if per_shard is None else min(n_eval, n_shards * max(per_shard, evaluation["gallery_images"]))
+    pairs = len(config["models"]["classifiers"]) * len(config["explainers"])
+    total = (stored * image + pairs * n_eval * image * 4
+             + pairs * len(config["evaluators"]) * kept * len(evaluation["ratios"]) * image * 2)
+    return BASE_MB + int(total / 2**20)
+
+
+def _size_mb(root: Path) -> float:
+    """MB of the files under root (links not followed; a file vanishing meanwhile counts 0)."""
+    total = 0
+    for d, _, files in os.walk(root):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(d, f)).st_size
+            except OSError:
+                pass
+    return total / 2**20
+
+
+def check_free_space(results_dir, config: dict, environ=os.environ) -> None:
+    """Raise PreflightError if the results directory's file system has less free
+    space than the run still needs: FUD_MIN_FREE_MB if set (0: no check), else
+    estimated_run_mb(config) less what results_dir already holds (at least BASE_MB)."""
+    results_dir = Path(results_dir).absolute()
+    setting = environ.get(MIN_FREE_ENV, "").strip()
+    if setting:
+        try:
+            needed = float(setting)
+        except ValueError:
+            raise PreflightError(f"{MIN_FREE_ENV}={setting!r} is not a number of MB (0 turns the free-space "
+                                 f"check off)") from None
+        how = f"{MIN_FREE_ENV}={setting}"
+    else:
+        held = _size_mb(results_dir) if results_dir.is_dir() else 0.0
+        estimate = estimated_run_mb(config)
+        needed = max(BASE_MB, estimate - held)
+        how = f"estimated: about {estimate} MB for the whole run, {held:.0f} MB of it already there"
+    if needed <= 0:
+        return
+    free = shutil.disk_usage(_nearest_existing(results_dir)).free / 2**20
+    if free < needed:
+        raise PreflightError(f"only {free:.0f} MB free on the file system of results directory {results_dir}, "
+                             f"this run needs about {needed:.0f} MB ({how}); free some space, or run elsewhere "
+                             f"with --directory DIR, or set {MIN_FREE_ENV}=N to require N MB instead (0 turns "
+                             f"this check off); nothing was run or deleted")

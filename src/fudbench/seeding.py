@@ -3,6 +3,13 @@
 Each job derives its seed from (seed, model, explainer, evaluator, shard, ...),
 so shards are independent and results do not depend on scheduling. Per-sample
 seeds (image id, ratio) make batched results equal per-sample results.
+
+Training seeds name the model (config entry), so two identical entries are
+two training seeds of one model. Explain and evaluate noise names its
+*seed group* instead (seed_groups: the first-listed of the identical
+entries), so those seeds are compared under the same noise and their spread
+is a training-seed effect; a model without a twin is its own group, and its
+keys are what they were before groups existed (docs/architecture.md, "Seeds").
 """
 from __future__ import annotations
 
@@ -32,3 +39,23 @@ def torch_generator(seed: int, device="cpu"):
     g = torch.Generator(device=device)
     g.manual_seed(seed)
     return g
+
+
+def seed_groups(classifiers: dict) -> dict[str, str]:
+    """{model: its seed group}: the first-listed classifier entry whose settings
+    are identical to its own (itself if none is)."""
+    from fudbench.fingerprint import SHIPPING_KEYS
+
+    groups, seen = {}, []
+    for name, settings in classifiers.items():
+        settings = {k: v for k, v in settings.items() if k not in SHIPPING_KEYS}  # where weights come from
+        groups[name] = next((n for n, s in seen if s == settings), name)
+        seen.append((name, settings))
+    return groups
+
+
+def explain_seed_key(seed: int, seed_group: str, explainer: str) -> tuple:
+    """The seed key of an explain job (per-image seeds add the image id): the
+    model's seed group, not its name, so the seeds of one model get the same
+    random maps, degrade noise, EG baselines ...; the explainer entry's name."""
+    return (seed, "explain", seed_group, explainer)

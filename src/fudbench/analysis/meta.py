@@ -1,33 +1,41 @@
-"""Meta-evaluation: how well each metric recovers a known ranking, and how
+"""Meta-evaluation: how well each metric recovers a known order, and how
 much the metrics agree with each other.
 
 Ground truth (seeds/004): an explainer degraded with a fraction p of random
 noise (`method: degrade` in config, family = its `base`) is worse the larger
-p is. Per (model, family, metric) we report the Spearman correlation between
-the metric's ranking of the family's explainers and the true one, oriented so
-that +1 = the metric ranks them perfectly (less noise better) and -1 =
-exactly reversed, whatever the metric's direction (CURVE_SCORES' higher-is-
-better flag). The seed paper correlates with the noise level instead, so its
-ideal "MoRF vs GT" for FFid+ is -1; ours is +1.
+p is; a map computed on a model with a fraction f of its layers re-initialised
+(`method: randomise_model`) is worse than the trained model's (f = 0), but
+how two f > 0 compare is not known (a partial order). Per (model, family,
+metric) we report the family's recovery statistic (analysis.order_stats):
+the Spearman correlation between the metric's ranking of the members and the
+known order for a total order, the concordance over the known pairs for a
+partial one; both oriented so that +1 = recovered and -1 = exactly reversed,
+whatever the metric's direction (CURVE_SCORES' higher-is-better flag). The
+seed paper correlates with the noise level instead, so its ideal "MoRF vs
+GT" for FFid+ is -1; ours is +1. The `spearman` column keeps the Spearman
+with the fractions for every family (descriptive for partial orders).
 
 - macro: on the per-explainer mean of the per-image score (the AUC over the
-  curve's steps).
-- micro: per step (sparsity, ratio, n) the Spearman correlation of the
-  per-explainer mean of the step's value (`STEP_VALUES`, e.g. confidence or
-  fidelity), averaged over the steps where it is defined. Steps where the
-  metric ties every explainer (e.g. deletion's first point, nothing removed)
-  have no defined correlation and are left out of the average (counted in
-  n_steps). Metrics with a single value per image (INFID) or no per-step
-  column have no micro correlation: NaN ("--" in the table).
+  curve's steps); interval: order_stats.compatible_interval (simultaneous
+  paired t-intervals of the members' differences -> the range of the
+  statistic over the orders they allow; a percentile bootstrap of this
+  coarse statistic under-covers).
+- micro: per step (sparsity, ratio, n) the statistic of the per-explainer
+  mean of the step's value (`STEP_VALUES`, e.g. confidence or fidelity),
+  averaged over the steps where it is defined. Steps where the metric ties
+  every explainer (e.g. deletion's first point, nothing removed) have no
+  defined correlation and are left out of the average (counted in n_steps).
+  Metrics with a single value per image (INFID) or no per-step column have
+  no micro correlation: NaN ("--" in the table). Its interval is a
+  percentile bootstrap over images (paired: each replicate resamples the
+  images once for every explainer), which may under-cover as the macro one
+  did.
 
-Agreement: per model, Kendall's tau-b between the rankings of the (non-
-degraded) explainers by each pair of metrics, oriented as above (tau = 1: the
-two metrics order the explainers identically).
-
-Confidence intervals: percentile bootstrap over images. Each replicate
-resamples the images once (with replacement) and recomputes every
-explainer's mean from them (paired: all explainers see the same images), then
-the correlation; replicates where the correlation is undefined are dropped.
+Agreement: per model, Kendall's tau-b between the rankings of all the run's
+explainers by each pair of metrics, oriented as above (tau = 1: the two
+metrics order the explainers identically); refused (NaN, with a note) with
+fewer than MIN_AGREEMENT_EXPLAINERS (3) explainers: with two, tau is +-1
+whatever the metrics.
 """
 from __future__ import annotations
 
@@ -37,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from fudbench.analysis.bootstrap import percentile_interval
+from fudbench.analysis.ranks import average_ranks, kendall_rows, spearman, spearman_rows  # noqa: F401
 
 log = logging.getLogger(__name__)
 
@@ -76,13 +85,27 @@ def default_step_values() -> dict:
 
 
 # Config methods whose entries form a family with a known order: method ->
-# the family's name given the entry's `base` (fraction 0 is the best member).
+# (the family's name given the entry's `base`, which pairs of members are
+# ordered: analysis.order_stats). Fraction 0 is the best member of both.
 KNOWN_ORDER_METHODS = {
-    "degrade": "{base}",                     # a fraction p of the base map's pixels replaced by noise
-    "randomise_model": "{base}_randomised",  # the base map of a model with a fraction of its layers re-initialised
+    # a fraction p of the base map's pixels replaced by noise: less is better, every pair ordered
+    "degrade": ("{base}", "total"),
+    # the base map of a model with a fraction f of its layers re-initialised: only f = 0 before each
+    # f > 0 is known (how two randomised models compare is not)
+    "randomise_model": ("{base}_randomised", "best_first"),
 }
-# Sanity anchors: methods a faithful metric must rank last.
+# Sanity anchors: a seeded uniform map (chance) and the object mask's
+# complement (anti-faithful); expected ranks: anchor_expected_ranks.
 ANCHOR_METHODS = ("random", "background")
+
+
+def family_order(family: str) -> str:
+    """The order of a family (total or best_first), from its name's template."""
+    for template, order in KNOWN_ORDER_METHODS.values():
+        suffix = template.replace("{base}", "")
+        if suffix and family.endswith(suffix):
+            return order
+    return "total"
 
 
 def degraded_explainers(explainers: dict) -> dict[str, tuple[str, float]]:
@@ -98,7 +121,7 @@ def degraded_explainers(explainers: dict) -> dict[str, tuple[str, float]]:
             if key not in settings:
                 raise ValueError(f"config key 'explainers.{name}.{key}': required for method: {method} "
                                  f"(e.g. {{method: {method}, base: ig, fraction: 0.2}})")
-        out[name] = (KNOWN_ORDER_METHODS[method].format(base=settings["base"]), float(settings["fraction"]))
+        out[name] = (KNOWN_ORDER_METHODS[method][0].format(base=settings["base"]), float(settings["fraction"]))
     return out
 
 
@@ -112,56 +135,40 @@ def anchor_explainers(explainers: dict) -> dict[str, str]:
     return out
 
 
-# ------------------------------------------------------------ rank statistics
-
-def _tie_tolerance(v: np.ndarray) -> np.ndarray:
-    """Values closer than this count as tied: means of the same per-image
-    values summed in another order (a bootstrap replicate) must tie exactly
-    as they do in the point estimate, rounding aside."""
-    return 1e-9 * (1.0 + np.abs(v).max(-1, keepdims=True))
-
-
-def average_ranks(values: np.ndarray) -> np.ndarray:
-    """Ranks along the last axis (1 = smallest), ties get their average rank."""
-    v = np.asarray(values, dtype=float)
-    diff = v[..., None, :] - v[..., :, None]  # [..., i, j] = v_j - v_i
-    tol = _tie_tolerance(v)[..., None]
-    less = (diff < -tol).sum(-1)
-    equal = (np.abs(diff) <= tol).sum(-1)
-    return less + (equal + 1) / 2
+# Scores antisymmetric under reversing a map's ranking (score(reversed) =
+# -score, up to ties): FUD's keep-top minus keep-bottom and SRG's LIF - MIF.
+# The background map is the oracle mask reversed, so under them it scores
+# -oracle and ranks below random (~0) whenever the oracle ranks above it.
+# Every other score is one-sided and fill-based: kept or removed background
+# pixels meet a fill that may carry class evidence itself (a black fill adds
+# evidence for the dark classes) or rebuild the object (a generative fill),
+# so "background last" is the faithful expectation, not a construction.
+ANTISYMMETRIC_CURVES = ("fud_symmetric", "srg__")
 
 
-def spearman_rows(values: np.ndarray, truth) -> np.ndarray:
-    """Spearman correlation of each row of `values` (..., E) with `truth` (E,);
-    NaN where a row (or the truth) is constant or has non-finite entries."""
-    v = np.asarray(values, dtype=float)
-    finite = np.isfinite(v).all(-1)
-    rv = average_ranks(np.where(np.isfinite(v), v, 0.0))
-    rt = average_ranks(np.asarray(truth, dtype=float))
-    rv = rv - rv.mean(-1, keepdims=True)
-    rt = rt - rt.mean()
-    denom = np.sqrt((rv ** 2).sum(-1) * (rt ** 2).sum())
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rho = (rv * rt).sum(-1) / denom
-    return np.where(finite & (denom > 1e-12), np.clip(rho, -1.0, 1.0), np.nan)
+def score_kind(curve: str) -> str:
+    """antisymmetric or one-sided (see ANTISYMMETRIC_CURVES); aliased curves by their base."""
+    base = curve.partition("@")[0]
+    return "antisymmetric" if any(base == c or (c.endswith("__") and base.startswith(c))
+                                  for c in ANTISYMMETRIC_CURVES) else "one-sided"
 
 
-def spearman(a, b) -> float:
-    return float(spearman_rows(np.asarray(a, dtype=float)[None], b)[0])
+def anchor_expected_ranks(present, n: int) -> dict[str, float]:
+    """{anchor method: the rank (1 = best) a faithful metric gives it among n
+    explainers}: background (anti-faithful) last; random (chance) last but
+    for background, i.e. n - 1 when background is ranked too. Other maps
+    without information (a degraded copy at p = 1, a fully randomised model's
+    map) may tie with random: expected, not guaranteed."""
+    present = set(present)
+    out = {}
+    if "background" in present:
+        out["background"] = float(n)
+    if "random" in present:
+        out["random"] = float(n - 1 if "background" in present else n)
+    return out
 
 
-def kendall_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Kendall's tau-b between matching rows of x and y (..., E); NaN where either is constant."""
-    x = np.asarray(x, dtype=float); y = np.asarray(y, dtype=float)
-    i, j = np.triu_indices(x.shape[-1], k=1)
-    dx, dy = x[..., j] - x[..., i], y[..., j] - y[..., i]
-    sx = np.where(np.abs(dx) <= _tie_tolerance(x), 0.0, np.sign(dx))
-    sy = np.where(np.abs(dy) <= _tie_tolerance(y), 0.0, np.sign(dy))
-    n_x, n_y = (sx != 0).sum(-1), (sy != 0).sum(-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        tau = (sx * sy).sum(-1) / np.sqrt(n_x * n_y)
-    return np.where((n_x > 0) & (n_y > 0), tau, np.nan)
-
+# rank statistics (average_ranks, spearman_rows, spearman, kendall_rows): analysis.ranks
 
 def _finite_mean_rows(a: np.ndarray) -> np.ndarray:
     """Mean of each row's finite entries; NaN for a row without any."""
@@ -200,18 +207,24 @@ def _image_matrix(frame: pd.DataFrame, value: str, explainers: list[str], index)
 def ground_truth_correlations(per_image: pd.DataFrame, degraded: dict, records: pd.DataFrame | None = None,
                               n_boot: int = 1000, ci: float = 0.95, seed: int = 0,
                               curve_scores: dict | None = None, step_values: dict | None = None,
-                              curves=None) -> pd.DataFrame:
-    """Spearman correlation of each metric's ranking of degraded explainers with the truth.
+                              curves=None, orders: dict | None = None) -> pd.DataFrame:
+    """How well each metric's ranking of each family recovers its known order.
 
     per_image: columns model, explainer, curve, image, score (per_image_scores).
     degraded: {explainer: (family, p)} (degraded_explainers). records: the
     per-step records (model, explainer, curve, image, step and the STEP_VALUES
-    columns), needed for micro; without them micro is NaN.
+    columns), needed for micro; without them micro is NaN. orders: {family:
+    total | best_first} (default: family_order of its name).
     Returns one row per (model, family, metric, kind in {macro, micro}):
-    spearman, ci_low, ci_high, n_images, n_explainers, n_steps (steps with a
-    defined correlation, micro only), higher_is_better, curve. `curves`
-    restricts the metrics (curve or table names; None = every scored curve).
+    spearman (with the fractions, every family), recovery (the family's
+    statistic, analysis.order_stats: the Spearman for a total order, the
+    known-pairs concordance for best_first), ci_low, ci_high (of recovery:
+    macro the compatible-orders interval, micro a percentile bootstrap over
+    images), order, n_images, n_explainers, n_steps (steps with a defined
+    statistic, micro only), higher_is_better, curve. `curves` restricts the
+    metrics (curve or table names; None = every scored curve).
     """
+    from fudbench.analysis.order_stats import compatible_interval, recovery_rows
     from fudbench.seeding import derive_seed
 
     if not degraded:
@@ -222,6 +235,7 @@ def ground_truth_correlations(per_image: pd.DataFrame, degraded: dict, records: 
     families: dict[str, list[str]] = {}
     for name, (family, _) in degraded.items():
         families.setdefault(family, []).append(name)
+    orders = {f: (orders or {}).get(f) or family_order(f) for f in families}
     # split once: the paper config has millions of record rows
     scored = dict(tuple(per_image.groupby(["model", "curve"], sort=False)))
     stepped = {} if records is None else dict(tuple(records.groupby(["model", "curve"], sort=False)))
@@ -229,11 +243,13 @@ def ground_truth_correlations(per_image: pd.DataFrame, degraded: dict, records: 
     for model in sorted(per_image["model"].unique()):
         for family, members in families.items():
             members = sorted(members, key=lambda e: degraded[e][1])
-            truth = -np.array([degraded[e][1] for e in members])  # less noise = better
+            fractions = np.array([degraded[e][1] for e in members])
+            order = orders[family]
+            stat = lambda v: recovery_rows(v, fractions, order)  # noqa: E731 (rows -> the family's statistic)
             for curve, (metric, higher, _) in curve_scores.items():
                 sign = 1.0 if higher else -1.0
                 key = (model, family, metric)
-                base = {"model": model, "family": family, "metric": metric, "curve": curve,
+                base = {"model": model, "family": family, "metric": metric, "curve": curve, "order": order,
                         "higher_is_better": higher, "n_explainers": len(members)}
                 d = scored.get((model, curve))
                 d = None if d is None else d[d["explainer"].isin(members)]
@@ -245,18 +261,15 @@ def ground_truth_correlations(per_image: pd.DataFrame, degraded: dict, records: 
                                 model, family, metric)
                     continue
                 s = sign * m.to_numpy()
-                rho = spearman(s.mean(0), truth)
-                boot = np.array([])
-                if n_boot:
-                    w = _resample_weights(len(s), n_boot, derive_seed(seed, "meta", *key))
-                    boot = spearman_rows(_boot_means(w, s), truth)
-                rows.append({**base, "kind": "macro", "spearman": rho, **_ci_cols(boot, ci),
+                lo, hi = compatible_interval(s, fractions, order, ci)
+                rows.append({**base, "kind": "macro", "spearman": spearman(s.mean(0), -fractions),
+                             "recovery": float(stat(s.mean(0)[None])[0]), "ci_low": lo, "ci_high": hi,
                              "n_images": len(s), "n_steps": np.nan})
-                rows.append({**base, "kind": "micro", **_micro(stepped.get((model, curve)), members, truth, sign,
-                                                               step_values.get(curve), n_boot, ci,
+                rows.append({**base, "kind": "micro", **_micro(stepped.get((model, curve)), members, fractions, stat,
+                                                               sign, step_values.get(curve), n_boot, ci,
                                                                derive_seed(seed, "meta", *key))})
-    cols = ["model", "family", "metric", "kind", "spearman", "ci_low", "ci_high", "n_images", "n_explainers",
-            "n_steps", "higher_is_better", "curve"]
+    cols = ["model", "family", "metric", "kind", "spearman", "recovery", "ci_low", "ci_high", "order", "n_images",
+            "n_explainers", "n_steps", "higher_is_better", "curve"]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -265,9 +278,10 @@ def _ci_cols(boot: np.ndarray, ci: float) -> dict:
     return {"ci_low": lo, "ci_high": hi}
 
 
-def _micro(records, members, truth, sign, column, n_boot, ci, seed) -> dict:
-    """records: one model's rows of one curve (or None)."""
-    nan = {"spearman": np.nan, "ci_low": np.nan, "ci_high": np.nan, "n_images": np.nan, "n_steps": np.nan}
+def _micro(records, members, fractions, stat, sign, column, n_boot, ci, seed) -> dict:
+    """records: one model's rows of one curve (or None); stat: rows -> the family's statistic."""
+    nan = {"spearman": np.nan, "recovery": np.nan, "ci_low": np.nan, "ci_high": np.nan, "n_images": np.nan,
+           "n_steps": np.nan}
     if records is None or column is None or column not in records.columns:
         return nan
     d = records[records["explainer"].isin(members)]
@@ -280,12 +294,13 @@ def _micro(records, members, truth, sign, column, n_boot, ci, seed) -> dict:
     images = sorted(set.intersection(*[set(m.xs(j, level="step").index) for j in steps]))
     # (steps, images, explainers), oriented
     cube = sign * np.stack([m.xs(j, level="step").loc[images].to_numpy() for j in steps])
-    per_step = spearman_rows(cube.mean(1), truth)
-    out = {"spearman": float(_finite_mean_rows(per_step[None])[0]),
+    per_step = stat(cube.mean(1))
+    out = {"spearman": float(_finite_mean_rows(spearman_rows(cube.mean(1), -fractions)[None])[0]),
+           "recovery": float(_finite_mean_rows(per_step[None])[0]),
            "n_images": len(images), "n_steps": int(np.isfinite(per_step).sum())}
     if n_boot:
         w = _resample_weights(len(images), n_boot, seed)
-        boot = spearman_rows(_boot_means(w, cube.transpose(1, 0, 2)), truth)  # (B, steps)
+        boot = stat(_boot_means(w, cube.transpose(1, 0, 2)))  # (B, steps)
         out.update(_ci_cols(_finite_mean_rows(boot), ci))
     else:
         out.update({"ci_low": np.nan, "ci_high": np.nan})
@@ -294,18 +309,28 @@ def _micro(records, members, truth, sign, column, n_boot, ci, seed) -> dict:
 
 # ------------------------------------------------------------ agreement between metrics
 
+MIN_AGREEMENT_EXPLAINERS = 3
+TOO_FEW_EXPLAINERS = (f"fewer than {MIN_AGREEMENT_EXPLAINERS} explainers: Kendall's tau between two rankings of "
+                      f"two is +-1 whatever the metrics; not computed")
+
+
 def metric_agreement(per_image: pd.DataFrame, explainers: list[str], n_boot: int = 1000, ci: float = 0.95,
                      seed: int = 0, curve_scores: dict | None = None, curves=None):
     """Kendall tau-b between the explainer rankings of every pair of metrics, per model.
 
     Returns ({model: square DataFrame metric x metric of tau (symmetric, 1 on
     the diagonal)}, long DataFrame model, metric_a, metric_b, tau, ci_low,
-    ci_high, n_images, n_explainers). Only images scored by every metric for
-    every explainer are used, so all pairs see the same images. `curves`
+    ci_high, n_images, n_explainers, note). Only images scored by every metric
+    for every explainer are used, so all pairs see the same images. `curves`
     restricts the metrics (curve or table names; None = every scored curve).
+    With fewer than MIN_AGREEMENT_EXPLAINERS explainers every off-diagonal tau
+    is NaN and `note` says why (TOO_FEW_EXPLAINERS).
     """
     from fudbench.seeding import derive_seed
 
+    refused = len(explainers) < MIN_AGREEMENT_EXPLAINERS
+    if refused:
+        log.warning("metric agreement: %s (%s)", TOO_FEW_EXPLAINERS, ", ".join(explainers))
     curve_scores = select_curves(curve_scores or default_curve_scores(), curves)
     matrices, rows = {}, []
     for model in sorted(per_image["model"].unique()):
@@ -328,17 +353,17 @@ def metric_agreement(per_image: pd.DataFrame, explainers: list[str], n_boot: int
         k = len(names)
         tau = np.full((k, k), np.nan)
         boot_means = (_boot_means(_resample_weights(len(images), n_boot, derive_seed(seed, "agreement", model)),
-                                  cube) if n_boot else None)  # (B, explainers, metrics)
+                                  cube) if n_boot and not refused else None)  # (B, explainers, metrics)
         for a in range(k):
             for b in range(a, k):
-                t = float(kendall_rows(means[:, a], means[:, b]))
+                t = np.nan if refused and a != b else float(kendall_rows(means[:, a], means[:, b]))
                 tau[a, b] = tau[b, a] = t
                 lo, hi = (percentile_interval(kendall_rows(boot_means[..., a], boot_means[..., b]), ci)
-                          if n_boot else (np.nan, np.nan))
+                          if boot_means is not None else (np.nan, np.nan))
                 for x, y in {(a, b), (b, a)}:
                     rows.append({"model": model, "metric_a": names[x], "metric_b": names[y], "tau": t,
                                  "ci_low": lo, "ci_high": hi, "n_images": len(images),
-                                 "n_explainers": len(explainers)})
+                                 "n_explainers": len(explainers), "note": TOO_FEW_EXPLAINERS if refused else ""})
         matrices[model] = pd.DataFrame(tau, index=names, columns=names)
     return matrices, pd.DataFrame(rows, columns=["model", "metric_a", "metric_b", "tau", "ci_low", "ci_high",
-                                                 "n_images", "n_explainers"])
+                                                 "n_images", "n_explainers", "note"])

@@ -1,46 +1,47 @@
 """The metric report card: for each metric (every curve of every configured
 evaluator entry, FUD variants included), on each model,
 
-- per ground-truth family (analysis.meta: degraded copies of a base map,
-  model randomisation): the macro Spearman correlation with the known order
-  (+1 = recovered), its percentile bootstrap interval over images, whether
-  the interval reaches the +-`target_half_width` power target, and an
-  estimate of the images it would need (`images_needed`);
+- per ground-truth family (analysis.meta: degraded copies of a base map, a
+  total order; model randomisation, a partial order: f = 0 before each
+  f > 0): the family's recovery statistic (+1 = recovered, -1 = reversed;
+  the Spearman with the known order, or the concordance over the known
+  pairs), its compatible-orders interval (analysis.order_stats: simultaneous
+  paired t-intervals of the members' differences; a percentile bootstrap of
+  so coarse a statistic under-covers), whether the interval reaches the
+  +-`target_half_width` target, and the images the known pairs would need
+  at 80% power (`images_needed`, with a status: "reversed" when a pair's
+  mean opposes the known order);
 - the seed-to-seed spread: classifiers whose config entries are identical
-  but for their name are training seeds of one model (their seeds derive
-  from the name, fudbench.seeding); per family, max - min of the macro
-  Spearman over the seeds of the row's model;
+  but for their name are training seeds of one model (their training seeds
+  derive from the name; their explain and evaluate noise from the seed
+  group, fudbench.seeding); per family, max - min of the recovery over the
+  seeds of the row's model;
 - where the sanity anchors rank (`random`, `background`) among all the run's
-  explainers (1 = best; a faithful metric puts them last);
+  explainers (1 = best) against where a faithful metric ranks them
+  (analysis.meta.anchor_expected_ranks), with a note where they differ;
 - its agreement with the other metrics: mean Kendall tau-b between its
-  ranking of all the run's explainers and each other metric's;
+  ranking of all the run's explainers and each other metric's (NaN with
+  fewer than 3 explainers);
 - its cost: seconds per image (all steps and draws) of the evaluator entry
   that writes it, from the records' `seconds` (fill + classifier time; one-
   off costs such as F-Fidelity's fine-tuning are not included).
 
-Pure numpy / pandas: the table job runs in the analysis env.
+Pure numpy / pandas / scipy: the table job runs in the analysis env.
 """
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np
 import pandas as pd
 
-from fudbench.analysis.meta import _image_matrix, average_ranks, ground_truth_correlations, metric_agreement
+from fudbench.analysis.meta import (_image_matrix, anchor_expected_ranks, average_ranks, family_order,
+                                    ground_truth_correlations, metric_agreement, score_kind)
+from fudbench.analysis.order_stats import ALPHA, POWER, images_needed  # noqa: F401 (images_needed: re-exported)
+from fudbench.seeding import seed_groups  # noqa: F401 (re-exported: the card's seed_group column)
 
 TARGET_HALF_WIDTH = 0.2
-
-
-def seed_groups(classifiers: dict) -> dict[str, str]:
-    """{model: its seed group}: the first-listed model with identical settings."""
-    groups, seen = {}, []
-    for name, settings in classifiers.items():
-        first = next((n for n, s in seen if s == settings), name)
-        groups[name] = first
-        seen.append((name, settings))
-    return groups
+STATISTIC = {"total": "spearman", "best_first": "known_pairs"}  # family order -> its recovery statistic
 
 
 def entry_of_curves(evaluators: dict) -> dict[str, str]:
@@ -50,52 +51,50 @@ def entry_of_curves(evaluators: dict) -> dict[str, str]:
     return {c.name: name for name, settings in evaluators.items() for c in entry_curves(name, settings)}
 
 
-def images_needed(matrix: np.ndarray, z: float = 1.96) -> float:
-    """Images needed for every adjacent pair of a family (columns in their true
-    order, oriented scores per image in rows) to be ordered at the interval's
-    level: max over pairs of (z / d)^2, d = mean / sd of the pair's per-image
-    differences (a paired z-test's sample size). inf when a pair ties on
-    every image (no number of images orders it). A rough guide to power, not
-    a bound: the Spearman interval narrows once most pairs are resolved."""
-    need = 0.0
-    for a, b in zip(matrix.T[:-1], matrix.T[1:]):
-        diff = a - b
-        mean, sd = abs(diff.mean()), (diff.std(ddof=1) if len(diff) > 1 else 0.0)
-        if mean <= 1e-12:
-            return math.inf  # no mean difference: no number of images orders the pair
-        if sd > 1e-12:
-            need = max(need, (z * sd / mean) ** 2)
-    return float(math.ceil(need)) if need else float(len(matrix))
-
-
-def _z(ci: float) -> float:
-    from statistics import NormalDist
-
-    return NormalDist().inv_cdf(0.5 + ci / 2)
-
-
-def family_power(per_image: pd.DataFrame, degraded: dict, curve_scores: dict, ci: float) -> pd.DataFrame:
-    """(model, family, curve) -> images_needed of the family's oriented per-image scores."""
+def _families(degraded: dict) -> dict[str, list[str]]:
+    """{family: its members, best (lowest fraction) first}."""
     families: dict[str, list[str]] = {}
     for name, (family, _) in degraded.items():
         families.setdefault(family, []).append(name)
-    rows, z = [], _z(ci)
+    return {f: sorted(m, key=lambda e: degraded[e][1]) for f, m in families.items()}
+
+
+def family_power(per_image: pd.DataFrame, degraded: dict, curve_scores: dict, power: float = POWER,
+                 alpha: float = ALPHA) -> pd.DataFrame:
+    """(model, family, curve) -> images_needed and its status (order_stats.images_needed)
+    of the family's oriented per-image scores, over the pairs of known order."""
+    rows = []
     for (model, curve), d in per_image.groupby(["model", "curve"], sort=False):
         if curve not in curve_scores:
             continue
         sign = 1.0 if curve_scores[curve][1] else -1.0
-        for family, members in families.items():
-            members = sorted(members, key=lambda e: degraded[e][1])
+        for family, members in _families(degraded).items():
             m = _image_matrix(d[d["explainer"].isin(members)], "score", members, "image")
             if not m.empty:
-                rows.append({"model": model, "family": family, "curve": curve,
-                             "images_needed": images_needed(sign * m.to_numpy(), z)})
-    return pd.DataFrame(rows, columns=["model", "family", "curve", "images_needed"])
+                n, status = images_needed(sign * m.to_numpy(), [degraded[e][1] for e in members],
+                                          family_order(family), power, alpha)
+                rows.append({"model": model, "family": family, "curve": curve, "images_needed": n,
+                             "needed_status": status})
+    return pd.DataFrame(rows, columns=["model", "family", "curve", "images_needed", "needed_status"])
+
+
+def anchor_note(ranks: dict, expected: dict, kind: str) -> str:
+    """What is off about the anchors' ranks, '' when each is where expected
+    (within half a place: ties get average ranks)."""
+    off = {m: ranks[m] - expected[m] for m in ranks if m in expected}
+    notes = [f"{m} {abs(d):g} place(s) {'above' if d < 0 else 'below'} its expected rank {expected[m]:g}"
+             for m, d in off.items() if abs(d) > 0.5]
+    if {"random", "background"} <= set(ranks) and ranks["background"] < ranks["random"]:
+        notes.append("background above random")
+    if abs(off.get("background", 0.0)) > 0.5 and kind == "one-sided":
+        notes.append("one-sided fill-based score: background last is expected, not guaranteed by construction")
+    return "; ".join(notes)
 
 
 def anchor_ranks(per_image: pd.DataFrame, anchors: dict, curve_scores: dict) -> pd.DataFrame:
     """(model, curve) -> rank of each anchor among all explainers with scores on
-    the same images (1 = best, average ranks for ties) and their number."""
+    the same images (1 = best, average ranks for ties), their number, the
+    ranks a faithful metric gives the anchors and a note where they differ."""
     rows = []
     for (model, curve), d in per_image.groupby(["model", "curve"], sort=False):
         if curve not in curve_scores:
@@ -105,10 +104,13 @@ def anchor_ranks(per_image: pd.DataFrame, anchors: dict, curve_scores: dict) -> 
             continue
         sign = 1.0 if curve_scores[curve][1] else -1.0
         ranks = average_ranks(-sign * m.to_numpy().mean(0))  # 1 = best
-        row = {"model": model, "curve": curve, "n_explainers": m.shape[1]}
-        for name, method in anchors.items():
-            if name in m.columns:
-                row[f"{method}_rank"] = float(ranks[list(m.columns).index(name)])
+        got = {method: float(ranks[list(m.columns).index(name)]) for name, method in anchors.items()
+               if name in m.columns}
+        expected = anchor_expected_ranks(got, m.shape[1])
+        row = {"model": model, "curve": curve, "n_explainers": m.shape[1], "score_kind": score_kind(curve),
+               "anchor_note": anchor_note(got, expected, score_kind(curve))}
+        for method, rank in got.items():
+            row[f"{method}_rank"], row[f"{method}_expected_rank"] = rank, expected[method]
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -116,9 +118,11 @@ def anchor_ranks(per_image: pd.DataFrame, anchors: dict, curve_scores: dict) -> 
 def mean_agreement(per_image: pd.DataFrame, curve_scores: dict) -> pd.DataFrame:
     """(model, curve) -> mean Kendall tau-b of the curve's explainer ranking with
     each other curve's, over all explainers, on the images every curve scored
-    (the off-diagonal mean of analysis.meta.metric_agreement's matrix)."""
-    matrices, _ = metric_agreement(per_image, sorted(per_image["explainer"].unique()), n_boot=0,
-                                   curve_scores=curve_scores)
+    (the off-diagonal mean of analysis.meta.metric_agreement's matrix; NaN,
+    with its note, below MIN_AGREEMENT_EXPLAINERS explainers)."""
+    matrices, long = metric_agreement(per_image, sorted(per_image["explainer"].unique()), n_boot=0,
+                                      curve_scores=curve_scores)
+    notes = long.groupby("model")["note"].first().to_dict() if len(long) else {}
     curve_of = {label: curve for curve, (label, *_rest) in curve_scores.items()}
     rows = []
     for model, tau in matrices.items():
@@ -127,9 +131,9 @@ def mean_agreement(per_image: pd.DataFrame, curve_scores: dict) -> pd.DataFrame:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows (R-OMS ties every explainer)
             means = np.nanmean(off, axis=1)
-        rows += [{"model": model, "curve": curve_of[label], "agreement_tau": float(m)}
-                 for label, m in zip(tau.index, means)]
-    return pd.DataFrame(rows, columns=["model", "curve", "agreement_tau"])
+        rows += [{"model": model, "curve": curve_of[label], "agreement_tau": float(m),
+                  "agreement_note": notes.get(model, "")} for label, m in zip(tau.index, means)]
+    return pd.DataFrame(rows, columns=["model", "curve", "agreement_tau", "agreement_note"])
 
 
 def entry_cost(seconds: pd.DataFrame, entries: dict) -> dict[tuple[str, str], float]:
@@ -140,15 +144,41 @@ def entry_cost(seconds: pd.DataFrame, entries: dict) -> dict[tuple[str, str], fl
     return per_image.groupby(["model", "entry"]).mean().to_dict()
 
 
+def _family_columns(card: pd.DataFrame, family: str, corr: pd.DataFrame, power: pd.DataFrame,
+                    target_half_width: float) -> None:
+    """The family's columns of the card (in place): f_statistic, f_recovery,
+    f_ci_low, f_ci_high, f_ci, f_powered, f_images_needed, f_needed_status,
+    f_seed_spread."""
+    f = family
+    key = list(zip(card["model"], [f] * len(card), card["curve"]))
+    rho = corr["recovery"].reindex(key).to_numpy()
+    lo, hi = corr["ci_low"].reindex(key).to_numpy(), corr["ci_high"].reindex(key).to_numpy()
+    card[f"{f}_statistic"] = STATISTIC[family_order(f)]
+    card[f"{f}_recovery"], card[f"{f}_ci_low"], card[f"{f}_ci_high"] = rho, lo, hi
+    card[f"{f}_ci"] = [f"[{a:.2f}, {b:.2f}]" if np.isfinite(a) and np.isfinite(b) else "" for a, b in zip(lo, hi)]
+    with np.errstate(invalid="ignore"):
+        card[f"{f}_powered"] = (hi - lo) / 2 <= target_half_width + 1e-9
+    card[f"{f}_images_needed"] = power["images_needed"].reindex(key).to_numpy()
+    card[f"{f}_needed_status"] = power["needed_status"].reindex(key).fillna("").to_numpy()
+    card[f"{f}_seed_spread"] = card.groupby(["seed_group", "curve"])[f"{f}_recovery"].transform(
+        lambda v: v.max() - v.min() if v.notna().sum() > 1 else np.nan)
+
+
 def report_card(per_image: pd.DataFrame, seconds: pd.DataFrame | None, explainers: dict, evaluators: dict,
                 classifiers: dict, n_boot: int = 1000, ci: float = 0.95, seed: int = 0,
                 target_half_width: float = TARGET_HALF_WIDTH) -> pd.DataFrame:
     """One row per (model, metric). per_image: model, explainer, curve, image,
     score (aggregate_records). seconds: model, explainer, curve, image, seconds
     (the records; None = no cost column). explainers / evaluators /
-    classifiers: the config's sections. Columns per family f: f_spearman,
-    f_ci_low, f_ci_high, f_ci ("[lo, hi]"), f_powered (half-width <=
-    target), f_images_needed, f_seed_spread (NaN without a second seed)."""
+    classifiers: the config's sections. Columns per family f: f_statistic
+    (spearman | known_pairs), f_recovery, f_ci_low, f_ci_high, f_ci ("[lo,
+    hi]"), f_powered (half-width <= target), f_images_needed (80% power,
+    two-sided 0.05; inf when reversed or tied), f_needed_status (ok |
+    reversed | tied | undefined), f_seed_spread (NaN without a second seed).
+    Anchors: random_rank, random_expected_rank, background_rank,
+    background_expected_rank, n_explainers, score_kind, anchor_note. Then
+    agreement_tau, agreement_note, seconds_per_image, n_images. n_boot: only
+    the micro intervals and agreement intervals use it (not on the card)."""
     from fudbench.analysis.meta import anchor_explainers, degraded_explainers
     from fudbench.evaluators import configured_curves
 
@@ -171,31 +201,22 @@ def report_card(per_image: pd.DataFrame, seconds: pd.DataFrame | None, explainer
     card = pd.DataFrame([{"model": m, "seed_group": groups[m], "metric": curve_scores[c][0], "curve": c,
                           "entry": entries[c], "higher_is_better": curve_scores[c][1]}
                          for m in models for c in curves])
-    families = list(dict.fromkeys(f for f, _ in degraded.values()))
     if degraded:
-        corr = ground_truth_correlations(per_image, degraded, None, n_boot=n_boot, ci=ci, seed=seed,
+        corr = ground_truth_correlations(per_image, degraded, None, n_boot=0, ci=ci, seed=seed,
                                          curve_scores=curve_scores)
         corr = corr[corr["kind"] == "macro"].set_index(["model", "family", "curve"])
-        power = family_power(per_image, degraded, curve_scores, ci).set_index(["model", "family", "curve"])
-        for f in families:
-            key = list(zip(card["model"], [f] * len(card), card["curve"]))
-            rho = corr["spearman"].reindex(key).to_numpy()
-            lo, hi = corr["ci_low"].reindex(key).to_numpy(), corr["ci_high"].reindex(key).to_numpy()
-            card[f"{f}_spearman"], card[f"{f}_ci_low"], card[f"{f}_ci_high"] = rho, lo, hi
-            card[f"{f}_ci"] = [f"[{a:.2f}, {b:.2f}]" if np.isfinite(a) and np.isfinite(b) else ""
-                               for a, b in zip(lo, hi)]
-            with np.errstate(invalid="ignore"):
-                card[f"{f}_powered"] = (hi - lo) / 2 <= target_half_width + 1e-9
-            card[f"{f}_images_needed"] = power["images_needed"].reindex(key).to_numpy()
-            spread = card.groupby(["seed_group", "curve"])[f"{f}_spearman"].transform(
-                lambda v: v.max() - v.min() if v.notna().sum() > 1 else np.nan)
-            card[f"{f}_seed_spread"] = spread
+        power = family_power(per_image, degraded, curve_scores).set_index(["model", "family", "curve"])
+        for f in _families(degraded):
+            _family_columns(card, f, corr, power, target_half_width)
     ranks = anchor_ranks(per_image, anchors, curve_scores)
     agree = mean_agreement(per_image, curve_scores)
     card = card.merge(ranks, on=["model", "curve"], how="left").merge(agree, on=["model", "curve"], how="left")
     for method in ("random", "background"):
-        if f"{method}_rank" not in card:
-            card[f"{method}_rank"] = np.nan
+        for column in (f"{method}_rank", f"{method}_expected_rank"):
+            if column not in card:
+                card[column] = np.nan
+    for column in ("anchor_note", "agreement_note"):
+        card[column] = card[column].fillna("") if column in card else ""
     if seconds is not None and len(seconds):
         cost = entry_cost(seconds, entries)
         card["seconds_per_image"] = [cost.get((m, e), np.nan) for m, e in zip(card["model"], card["entry"])]
@@ -208,4 +229,4 @@ def report_card(per_image: pd.DataFrame, seconds: pd.DataFrame | None, explainer
 
 def card_families(card: pd.DataFrame) -> list[str]:
     """The families of a report card, in its column order."""
-    return [c[: -len("_spearman")] for c in card.columns if c.endswith("_spearman")]
+    return [c[: -len("_recovery")] for c in card.columns if c.endswith("_recovery")]

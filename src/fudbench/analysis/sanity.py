@@ -39,7 +39,13 @@ KINDS = {
     "meta_ground_truth": "meta",
 }
 # CSV column holding each kind's point value
-VALUE_COLUMN = {"ood": "value", "quality": "mean", "kendall": "mean", "score": "mean", "meta": "spearman"}
+# (meta: the family's recovery statistic, which the .tex shows; tables from before it had only `spearman`)
+VALUE_COLUMN = {"ood": "value", "quality": "mean", "kendall": "mean", "score": "mean", "meta": "recovery"}
+
+
+def _value_column(kind: str, csv: pd.DataFrame) -> str:
+    column = VALUE_COLUMN[kind]
+    return "spearman" if kind == "meta" and column not in csv.columns else column
 
 _UNESCAPE = {r"\&": "&", r"\%": "%", r"\$": "$", r"\#": "#", r"\_": "_", r"\{": "{", r"\}": "}"}
 _ARROWS = {r"$\uparrow$": True, r"$\downarrow$": False}
@@ -217,7 +223,8 @@ def tex_matches_csv(tables_dir, names=None) -> list[str]:
         except ValueError as e:
             problems.append(f"{name}: unreadable .tex ({e})")
             continue
-        rows = csv_cells(kind, pd.read_csv(d / f"{name}.csv"))
+        csv = pd.read_csv(d / f"{name}.csv")
+        rows = csv_cells(kind, csv)
         if not shown:
             problems.append(f"{name}: no number cells in the .tex")
         for key, (cell, up) in shown.items():
@@ -225,7 +232,7 @@ def tex_matches_csv(tables_dir, names=None) -> list[str]:
             if row is None and not math.isnan(cell.mean):
                 problems.append(f"{name} {key}: in the .tex, not in the CSV")
                 continue
-            problems += _cell_problems(name, key, cell, row, VALUE_COLUMN[kind])
+            problems += _cell_problems(name, key, cell, row, _value_column(kind, csv))
             problems += _arrow_problems(name, key, up, row)
         # every CSV row is in the .tex, unless the .tex leaves out its whole column (Table 2: AUPR-In)
         column = (lambda k: k[-2:]) if kind == "ood" else (lambda k: k[-1])  # ood: (model group, metric)
@@ -294,7 +301,7 @@ def values_in_range(tables_dir, names=None) -> list[str]:
         kind, csv = KINDS[name], pd.read_csv(d / f"{name}.csv")
         for _, r in csv.iterrows():
             lo, hi = _range(kind, str(r.get("metric", "")))
-            for col in (VALUE_COLUMN[kind], "ci_low", "ci_high"):
+            for col in (_value_column(kind, csv), "ci_low", "ci_high"):
                 v = float(r[col])
                 if math.isfinite(v) and not lo - 1e-9 <= v <= hi + 1e-9:
                     problems.append(f"{name} {dict(r.iloc[:3])}: {col} = {v} outside [{lo}, {hi}]")

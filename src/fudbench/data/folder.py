@@ -2,7 +2,8 @@
 naming each one's class (docs/your_own.md).
 
 The labels file has a header with the columns `file,label` (other columns are
-ignored): `file` relative to `root`, `label` an integer class index of the
+ignored): `file` relative to `root` (an absolute path or one leading out of
+`root` is refused, naming the row), `label` an integer class index of the
 classifiers (the logit it selects). The evaluated images are the first n_eval
 files in sorted file order: to evaluate another subset, list only it.
 
@@ -56,6 +57,10 @@ def _row_problem(line: int, file: str, label: str, seen: dict, root: Path) -> st
         return f"line {line}: label {label!r} of {file} is not an integer class index"
     if value < 0:
         return f"line {line}: label {value} of {file} is negative; labels are class indices 0, 1, ..."
+    if os.path.isabs(file) or file == ".." or file.startswith(".." + os.sep):  # file is normalised
+        where = "is an absolute path" if os.path.isabs(file) else "leads out of data.folder.root"
+        return (f"line {line}: {file} {where}; list each image by its path relative to data.folder.root {root} "
+                f"(move or link images from elsewhere into it)")
     if not (root / file).is_file():
         return f"line {line}: {file} is not a file under {root}"
     return None

@@ -102,11 +102,33 @@ def find_curve(name: str, catalogue: Optional[dict] = None) -> Optional[CurveSpe
 
 def build_evaluator(name: str, settings: Optional[dict], evaluation: dict, assets: Optional[dict], device):
     """The runnable Evaluator of a config entry (settings over the spec's defaults)."""
+    from fudbench.plugins import blame, describe
+
     s = spec_of(name, settings)
     problems = s.check(settings or {}, f"evaluators.{name}")
     if problems:
         raise ValueError("; ".join(problems))
-    evaluator = load_object(s.build)(s.resolve(settings), evaluation, assets or {}, device)
-    if name != method_of(name, settings):
+    method = method_of(name, settings)
+    if is_import_path(method):  # a plug-in's build and run: errors inside name the entry and the plug-in
+        who, plugin = f"evaluator {name!r}" + ("" if name == method else f" (config key 'evaluators.{name}')"), \
+            describe(method)
+        with blame(who, plugin, f"building it ({s.build})"):
+            evaluator = load_object(s.build)(s.resolve(settings), evaluation, assets or {}, device)
+        run = evaluator.run
+
+        def named_run(*args, **kwargs):
+            with blame(who, plugin, "run"):
+                return run(*args, **kwargs)
+
+        evaluator.run = named_run
+    else:
+        evaluator = load_object(s.build)(s.resolve(settings), evaluation, assets or {}, device)
+    if name != method:
         evaluator.alias = name
+    options = (settings or {}).get("imputer_options") or {}
+    for _, imputer in getattr(evaluator, "curves", None) or []:
+        entry = getattr(imputer, "plugin_entry", None)  # a plug-in imputer (imputers.factory)
+        if entry is not None:
+            key = f"evaluators.{name}.imputer_options.{entry}" if entry in options else f"evaluators.{name}"
+            imputer.plugin_who = f"imputer {entry!r} (config key '{key}')"
     return evaluator

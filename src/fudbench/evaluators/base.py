@@ -39,6 +39,9 @@ class CurveSpec:
     samples_tables: tuple[str, ...] = ()      # MAIN_SAMPLES and/or APPENDIX_SAMPLES
     step_value: Optional[str] = None   # per-step column a micro (per-step) comparison ranks
     tau: bool = False                  # Kendall tau of its removal sequence (Table 4)
+    # its score is an area under the curve over the evaluation ratios (kept rho or removed 1 - rho): it needs
+    # at least two distinct ratios (checked up front by fudbench.evaluate; the config asks for two anyway)
+    auc_over_ratios: bool = False
 
     def aliased(self, entry: str) -> "CurveSpec":
         """This curve as written by the config entry `entry` aliasing its method."""
@@ -62,6 +65,8 @@ class EvaluatorSpec:
     # and the CurveSpecs (labels, directions, tables) of those rows
     derived: Optional[Callable] = None
     derived_curves: Callable[[dict], list] = field(default=lambda settings: [])
+    # of its assets, the ones its build works without (fudbench.evaluate does not ask for them)
+    optional_assets: frozenset = frozenset()
 
     def resolve(self, settings: Optional[dict]) -> dict:
         """The entry's settings over the defaults (`method` dropped)."""

@@ -31,7 +31,8 @@ class DistillSettings(FillSettings):
 
 def curves(settings: dict) -> list[CurveSpec]:
     return [CurveSpec(f"distill__{fill}", f"Distill {fill}", False, auc_removed, table="appendix_scores",
-                      keeps_samples=True, samples_label="Distill", samples_tables=(APPENDIX_SAMPLES,))
+                      keeps_samples=True, samples_label="Distill", samples_tables=(APPENDIX_SAMPLES,),
+                      auc_over_ratios=True)
             for fill in settings["fills"]]
 
 

@@ -22,7 +22,8 @@ from typing import Literal
 
 from fudbench.analysis.auc import auc_kept
 from fudbench.evaluators.base import ALIAS_SEPARATOR, APPENDIX_SAMPLES, MAIN_SAMPLES, CurveSpec, EvaluatorSpec
-from fudbench.imputers.diffusion.settings import ConstraintSettings, GuidanceSettings, RuntimeSettings, StepSettings
+from fudbench.imputers.diffusion.settings import (ConstraintSettings, GuidanceSettings, RuntimeSettings,
+                                                  StepSettings, jump_problems)
 from fudbench.settings import setting
 
 TOP, BOTTOM, SYMMETRIC = "fud", "fud_bottom", "fud_symmetric"
@@ -47,15 +48,16 @@ class FUDSettings(StepSettings, GuidanceSettings, ConstraintSettings, RuntimeSet
 
     def problems(self, key: str) -> list[str]:
         return [p for part in (StepSettings, GuidanceSettings, ConstraintSettings, RuntimeSettings)
-                for p in part.problems(self, key)]
+                for p in part.problems(self, key)] + jump_problems(self.steps, self, key)
 
 
 def curves(settings: dict) -> list[CurveSpec]:
     top = CurveSpec(TOP, "FUD", True, auc_kept, table="table7_scores", keeps_samples=True, samples_label="FUD",
-                    samples_tables=(MAIN_SAMPLES, APPENDIX_SAMPLES), step_value="confidence", tau=True)
+                    samples_tables=(MAIN_SAMPLES, APPENDIX_SAMPLES), step_value="confidence", tau=True,
+                    auc_over_ratios=True)
     if not settings["symmetric"]:
         return [top]
-    return [top, CurveSpec(BOTTOM, "FUD bottom", False, auc_kept, step_value="confidence")]
+    return [top, CurveSpec(BOTTOM, "FUD bottom", False, auc_kept, step_value="confidence", auc_over_ratios=True)]
 
 
 def symmetric_curves(settings: dict) -> list[CurveSpec]:

@@ -38,10 +38,10 @@ def curves(settings: dict) -> list[CurveSpec]:
     for fill in settings["fills"]:
         out.append(CurveSpec(f"gevaert_del__{fill}", f"Gevaert del. {fill}", False, auc_removed,
                              table="appendix_scores", keeps_samples=True, samples_label="Gevaert",
-                             samples_tables=(APPENDIX_SAMPLES,)))
+                             samples_tables=(APPENDIX_SAMPLES,), auc_over_ratios=True))
         if settings["insertion"]:
             out.append(CurveSpec(f"gevaert_ins__{fill}", f"Gevaert ins. {fill}", True, auc_kept,
-                                 table="appendix_scores"))
+                                 table="appendix_scores", auc_over_ratios=True))
     return out
 
 

@@ -109,7 +109,7 @@ def build_imputers(settings: dict, names, assets: Optional[dict], device) -> lis
     for name in names:
         options = options_of(settings, name)
         method = options.pop("method", name)
-        imputer = build_imputer(method, options, refs, assets, device)
+        imputer = build_imputer(method, options, refs, assets, device, entry=name)
         out.append(imputer)
     return out
 

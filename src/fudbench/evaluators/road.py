@@ -36,7 +36,7 @@ class ROADSettings(Settings):
 def curves(settings: dict) -> list[CurveSpec]:
     return [CurveSpec(f"road_{order}", ORDERS[order][0], ORDERS[order][1], auc_removed, table="road_scores",
                       keeps_samples=order == "morf", samples_label="ROAD" if order == "morf" else None,
-                      samples_tables=(APPENDIX_SAMPLES,) if order == "morf" else ())
+                      samples_tables=(APPENDIX_SAMPLES,) if order == "morf" else (), auc_over_ratios=True)
             for order in ORDERS if order in settings["orders"]]
 
 

@@ -125,5 +125,6 @@ def build(settings: dict, evaluation: dict, assets: dict, device):
 
 SPEC = EvaluatorSpec("srg", __doc__.splitlines()[0], SRGSettings, curves, f"{__name__}:build",
                      assets=lambda s: imputer_assets(s, s["imputers"]) | {"srg_reference"},
+                     optional_assets=frozenset({"srg_reference"}),  # without it, R-OMS is computed in the job
                      catalogue_variants=catalogue_variants,
                      derived=lambda records, per_image: relevance_gains(per_image), derived_curves=gain_curves)

@@ -53,7 +53,7 @@ def build_explainer(name: str, settings: dict, base=None):
     if method not in EXPLAINERS:
         from fudbench.explainers.plugin import plugin_explainer
 
-        return plugin_explainer(name, cls, {k: v for k, v in settings.items() if k != "method"})
+        return plugin_explainer(name, cls, {k: v for k, v in settings.items() if k != "method"}, method, base)
     try:
         kwargs = with_defaults(SETTINGS[method], {k: v for k, v in settings.items() if k != "method"})
     except ValueError as exc:

@@ -33,13 +33,18 @@ class Explainer(ABC):
             def checked(self, model, x, target, seeds=None, **kwargs):
                 from fudbench.checks import check_attribution, check_inputs
 
-                where = f"{type(self).__name__}.explain"
+                where = self.check_where()
                 check_inputs(where, x, target, seeds=seeds)
                 attribution = explain(self, model, x, target, seeds=seeds, **kwargs)
                 check_attribution(attribution, x, where, what="the returned map")
                 return attribution
 
+            checked.fudbench_checked = True  # plug-in wrappers call the method inside (__wrapped__)
             cls.explain = checked
+
+    def check_where(self) -> str:
+        """How input and output check errors name this explainer."""
+        return f"{type(self).__name__}.explain"
 
     def prepare(self, references: torch.Tensor) -> None:
         """Receive reference images of the evaluated set (default: unused)."""

@@ -7,13 +7,22 @@ The config entry's `method` is an import path to either
 - a function `fn(model, x, target, seeds=None, **settings) -> attribution`,
   called with the entry's settings.
 Either way the inputs and the returned map are checked like the built-in
-methods' (fudbench.checks, through the Explainer base).
+methods' (fudbench.checks, through the Explainer base), and it runs behind
+PluginExplainer, the same in the workflow and in fudbench.explain:
+- an exception raised inside it is re-raised as fudbench.plugins.PluginCallError
+  naming the config entry and the plug-in's import path and file;
+- a map that still requires grad (e.g. `return g * x` with x.requires_grad_())
+  is detached when the plug-in returns it, with one warning saying how to avoid
+  it (it would keep the autograd graph alive and cannot become a numpy array).
 """
 from __future__ import annotations
 
 import inspect
+import logging
 
 from fudbench.explainers.base import Explainer
+
+log = logging.getLogger(__name__)
 
 
 class FunctionExplainer(Explainer):
@@ -52,8 +61,65 @@ def interface_problems(name: str, obj, settings: dict) -> list[str]:
     return []
 
 
-def plugin_explainer(name: str, obj, settings: dict) -> Explainer:
+class PluginExplainer(Explainer):
+    """A plug-in explainer (an Explainer instance or a function) as the workflow and
+    fudbench.explain run it: errors inside it name the entry and the plug-in, its
+    map is detached if it still requires grad, and the inputs and the returned map
+    are checked (Explainer base) under the entry's name."""
+
+    def __init__(self, name: str, path: str, obj, settings: dict, base=None):
+        from fudbench.plugins import blame, describe
+
+        self.name, self.path = name, path
+        # in fudbench.explain the entry is the import path itself (named by describe): no config key
+        self.who = "explainer" if name == path else f"explainer {name!r} (config key 'explainers.{name}')"
+        self.plugin = describe(path, base)
+        self._warned = False
+        if inspect.isclass(obj):
+            with blame(self.who, self.plugin, f"building {obj.__qualname__}(**{settings})"):
+                self.inner = obj(**settings)
+            explain = type(self.inner).explain
+            # the plug-in's own method, not the Explainer base's checked wrapper (the checks run here, once)
+            raw = explain.__wrapped__ if getattr(explain, "fudbench_checked", False) else explain
+            self._call = lambda *args, **kwargs: raw(self.inner, *args, **kwargs)
+            self.uses_masks = bool(getattr(self.inner, "uses_masks", False))
+        else:
+            self.inner = FunctionExplainer(obj, settings)
+            self._call = lambda model, x, target, seeds=None, **kwargs: obj(model, x, target, seeds=seeds,
+                                                                            **settings, **kwargs)
+
+    def check_where(self) -> str:
+        return f"{self.who}, {self.plugin}: explain"
+
+    def prepare(self, references) -> None:
+        from fudbench.plugins import blame
+
+        with blame(self.who, self.plugin, "prepare"):
+            self.inner.prepare(references)
+
+    def explain(self, model, x, target, seeds=None, **kwargs):
+        import torch
+
+        from fudbench.plugins import blame
+
+        with blame(self.who, self.plugin, "explain"):
+            attribution = self._call(model, x, target, seeds=seeds, **kwargs)
+        if isinstance(attribution, torch.Tensor) and attribution.requires_grad:
+            if not self._warned:
+                log.warning("%s, %s: the returned map requires grad (it is still attached to the autograd graph, "
+                            "e.g. `return g * x` with x.requires_grad_()); detached it. Return a detached map "
+                            "(`(g * x).detach()`, or g * x.detach()) to silence this and free the graph sooner",
+                            self.who, self.plugin)
+                self._warned = True
+            attribution = attribution.detach()
+        return attribution
+
+
+def plugin_explainer(name: str, obj, settings: dict, path: str | None = None, base=None) -> Explainer:
+    """The explainer of config entry `name` whose method `path` names `obj`."""
     problems = interface_problems(name, obj, settings)
     if problems:
         raise ValueError("; ".join(problems))
-    return obj(**settings) if inspect.isclass(obj) else FunctionExplainer(obj, settings)
+    if path is None:
+        path = f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', obj)}"
+    return PluginExplainer(name, path, obj, settings, base)

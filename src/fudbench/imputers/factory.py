@@ -52,18 +52,39 @@ def load_references(assets: Optional[dict], who: str) -> torch.Tensor:
 
 
 def build_imputer(name: str, options: Optional[dict] = None, references=None, assets: Optional[dict] = None,
-                  device="cpu"):
+                  device="cpu", entry: Optional[str] = None):
     """A registered imputer, or a plug-in by import path: an Imputer subclass built
-    with the options as keyword arguments (fudbench.plugins)."""
+    with the options as keyword arguments (fudbench.plugins). `entry`: the name the
+    config gives it (an alias in imputer_options), for error messages."""
     builder = resolve(IMPUTERS, name, "imputer")
     if is_import_path(name):
         from fudbench.imputers.base import Imputer
+        from fudbench.plugins import blame, describe
 
         if not (isinstance(builder, type) and issubclass(builder, Imputer)):
             raise TypeError(f"imputer {name!r} is not an Imputer subclass (fudbench.imputers.base.Imputer: "
                             f"fill(x, keep_mask, context) -> x with the removed pixels filled)")
-        return builder(**(options or {}))
+        who, plugin = f"imputer {entry or name!r}", describe(name)
+        with blame(who, plugin, f"building {builder.__qualname__}(**{options or {}})"):
+            imputer = builder(**(options or {}))
+        return _named_plugin_fill(imputer, who, plugin, entry or name)
     return builder(imputer_options(name, options), references, assets, device)
+
+
+def _named_plugin_fill(imputer, who: str, plugin: str, entry: str):
+    """The plug-in imputer with its fill re-raising errors as PluginCallError naming it
+    (`plugin_who`: build_evaluator adds the config key of the evaluator entry)."""
+    from fudbench.plugins import blame
+
+    fill = imputer.fill
+    imputer.plugin_entry, imputer.plugin_who = entry, who
+
+    def named_fill(*args, **kwargs):
+        with blame(imputer.plugin_who, plugin, "fill"):
+            return fill(*args, **kwargs)
+
+    imputer.fill = named_fill
+    return imputer
 
 
 # ---------------------------------------------------------------- builders

@@ -189,7 +189,7 @@ def imported_classifier(cfg: dict, name: str = "classifier"):
     """(frozen Classifier(factory network, mean, std), sha256 of the weights file or None)."""
     from fudbench.models.imported import build_net, load_weights
 
-    net = build_net(cfg)
+    net = build_net(cfg, name)
     digest = load_weights(net, cfg, name)
     return Classifier(net, cfg["mean"], cfg["std"]).eval().requires_grad_(False), digest
 

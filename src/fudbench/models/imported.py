@@ -88,18 +88,25 @@ def resolved_entry(cfg: dict, repo) -> dict:
     return out
 
 
-def factory_source(cfg: dict, repo=None) -> str | None:
-    """The source file of an entry's factory (None: another arch, or a compiled module)."""
-    from fudbench.plugins import plugin_file
+def factory_sources(cfg: dict, repo=None) -> list[str]:
+    """Every source file of an entry's factory, its helper modules and package
+    included (fudbench.plugins.plugin_sources); [] for another arch."""
+    from fudbench.plugins import plugin_sources
 
-    return plugin_file(cfg["factory"], repo) if is_imported(cfg["arch"]) else None
+    return plugin_sources(cfg["factory"], repo) if is_imported(cfg["arch"]) else []
 
 
-def build_net(cfg: dict):
-    """The factory's network, called with the entry's kwargs (random or the factory's own weights)."""
+def build_net(cfg: dict, name: str | None = None):
+    """The factory's network, called with the entry's kwargs (random or the factory's own weights).
+    An exception inside the factory is re-raised naming the entry and the factory (PluginCallError)."""
     from torch import nn
 
-    net = load_factory(cfg["factory"])(**cfg.get("kwargs", {}))
+    from fudbench.plugins import blame, describe
+
+    factory = load_factory(cfg["factory"])
+    who = f"classifier {name!r} (config key 'models.classifiers.{name}.factory')" if name else "classifier factory"
+    with blame(who, describe(cfg["factory"]), f"building the network with kwargs {cfg.get('kwargs', {})}"):
+        net = factory(**cfg.get("kwargs", {}))
     if not isinstance(net, nn.Module):
         raise TypeError(f"the classifier factory {cfg['factory']} returned a {type(net).__name__}, not a "
                         f"torch.nn.Module")

@@ -15,11 +15,13 @@ from fudbench.report.latex import booktabs, escape, fmt_ci
 
 
 def meta_table(correlations: pd.DataFrame, models=None, families=None, digits: int = 2):
-    """(CSV frame, LaTeX) of the Spearman correlations with the ground-truth ranking.
+    """(CSV frame, LaTeX) of each metric's recovery of the families' known orders.
 
     Rows: metrics (arrow = the direction the metric scores); columns: model x
-    degraded family x {macro, micro}; cells: correlation +- half-width of
-    the bootstrap interval, "--" where undefined.
+    family x {macro, micro}; cells: the family's recovery statistic (the
+    Spearman for a total order, the known-pairs concordance for a partial
+    one: analysis.order_stats) +- half-width of its interval, "--" where
+    undefined.
     """
     d = correlations
     models = list(models) if models is not None else list(dict.fromkeys(d["model"]))
@@ -33,14 +35,17 @@ def meta_table(correlations: pd.DataFrame, models=None, families=None, digits: i
         cells = [escape(metric) + (r" $\uparrow$" if arrow[metric] else r" $\downarrow$")]
         for m, f, k in columns:
             r = lookup.get((m, f, metric, k))
-            cells.append("--" if r is None else fmt_ci(*_finite(r[["spearman", "ci_low", "ci_high"]]), digits))
+            cells.append("--" if r is None else fmt_ci(*_finite(r[["recovery", "ci_low", "ci_high"]]), digits))
         rows.append(cells)
     header = ["Metric", *[f"{m} {f} {k}" for m, f, k in columns]]
     tex = booktabs(header, rows,
-                   caption="Spearman correlation between each metric's ranking of degraded explainers and "
-                           "the true ranking (less noise = better; +1 = perfect, $-1$ = reversed). Macro: on "
-                           "the mean score over the curve; micro: per step, averaged over steps. Bootstrap "
-                           "95\\% CI over images ($\\pm$ half-width).",
+                   caption="How each metric's ranking of a family recovers its known order (+1 = recovered, "
+                           "$-1$ = reversed): the Spearman correlation with the fractions for degraded copies "
+                           "(less noise = better), the concordance over the known pairs (f = 0 before each "
+                           "f $>$ 0) for model randomisation. Macro: on the mean score over the curve, 95\\% "
+                           "interval from simultaneous paired t-intervals of the members' differences (the range "
+                           "over the orders they allow); micro: per step, averaged over steps, 95\\% percentile "
+                           "bootstrap over images ($\\pm$ half-width).",
                    label="tab:meta_ground_truth", align="l" + "r" * len(columns))
     order = {"model": models, "family": families, "metric": metrics, "kind": ["macro", "micro"]}
     csv = d.copy()
@@ -93,37 +98,48 @@ def agreement_heatmap(matrices: dict, paths=None, plots: dict | None = None, ann
     return fig
 
 
+def _rank_cell(r, method: str) -> str:
+    """'rank / n', starred where it is not the anchor's expected rank (half a place: ties)."""
+    rank, expected = _finite([r[f"{method}_rank"], r[f"{method}_expected_rank"]])
+    if not math.isfinite(rank):
+        return "--"
+    star = "$^\\ast$" if math.isfinite(expected) and abs(rank - expected) > 0.5 else ""
+    return f"{rank:g} / {int(r['n_explainers'])}{star}"
+
+
+def _family_cell(r, family: str, digits: int) -> str:
+    """'recovery [lo, hi]', a dagger where the interval misses the target, an
+    R where a known pair's mean opposes the known order."""
+    rho, lo, hi = _finite(r[[f"{family}_recovery", f"{family}_ci_low", f"{family}_ci_high"]])
+    if not math.isfinite(rho):
+        return "--"
+    marks = [m for m, on in (("\\dagger", not bool(r[f"{family}_powered"])),
+                             ("R", r.get(f"{family}_needed_status") == "reversed")) if on]
+    interval = f" [{lo:.{digits}f}, {hi:.{digits}f}]" if math.isfinite(lo) and math.isfinite(hi) else ""
+    return f"{rho:.{digits}f}{interval}" + (f"$^{{{','.join(marks)}}}$" if marks else "")
+
+
 def report_card_table(card: pd.DataFrame, target_half_width: float = 0.2, digits: int = 2) -> str:
     """LaTeX of the metric report card (fudbench.analysis.report_card). Rows:
-    model x metric; per family the macro Spearman and its interval, with a
-    dagger where the interval is wider than +-target_half_width; the seed
-    spread (largest over families) when the run has seeds of one model; the
-    anchors' ranks among all explainers; mean agreement; seconds per image."""
+    model x metric; per family the recovery statistic and its interval
+    (_family_cell's marks); the seed spread (largest over families) when the
+    run has seeds of one model; the anchors' ranks among all explainers,
+    starred where not as expected; mean agreement; seconds per image."""
     from fudbench.analysis.report_card import card_families
 
     families = card_families(card)
     seeds = any(card[f"{f}_seed_spread"].notna().any() for f in families)
-    header = ["Model", "Metric", *families, *(["Seed spread"] if seeds else []),
-              "Random rank", "Backgr. rank", "Agreement", "s / image"]
+    header = ["Model", "Metric", *[f + (" (pairs)" if _partial(card, f) else "") for f in families],
+              *(["Seed spread"] if seeds else []), "Random rank", "Backgr. rank", "Agreement", "s / image"]
     rows, breaks = [], []
     for i, (_, r) in enumerate(card.iterrows()):
         cells = [escape(r["model"]), escape(r["metric"]) + (r" $\uparrow$" if r["higher_is_better"] else
                                                            r" $\downarrow$")]
-        for f in families:
-            rho, lo, hi = _finite(r[[f"{f}_spearman", f"{f}_ci_low", f"{f}_ci_high"]])
-            if not math.isfinite(rho):
-                cells.append("--")
-                continue
-            dagger = "" if bool(r[f"{f}_powered"]) else r"$^\dagger$"
-            interval = f" [{lo:.{digits}f}, {hi:.{digits}f}]" if math.isfinite(lo) and math.isfinite(hi) else ""
-            cells.append(f"{rho:.{digits}f}{interval}{dagger}")
+        cells += [_family_cell(r, f, digits) for f in families]
         if seeds:
             spread = [v for f in families for v in _finite([r[f"{f}_seed_spread"]]) if math.isfinite(v)]
             cells.append(f"{max(spread):.{digits}f}" if spread else "--")
-        n = r["n_explainers"]
-        for method in ("random", "background"):
-            v = _finite([r[f"{method}_rank"]])[0]
-            cells.append(f"{v:g} / {int(n)}" if math.isfinite(v) else "--")
+        cells += [_rank_cell(r, "random"), _rank_cell(r, "background")]
         agree, cost = _finite(r[["agreement_tau", "seconds_per_image"]])
         cells.append(f"{agree:.{digits}f}" if math.isfinite(agree) else "--")
         cells.append(f"{cost:.3g}" if math.isfinite(cost) else "--")
@@ -131,22 +147,30 @@ def report_card_table(card: pd.DataFrame, target_half_width: float = 0.2, digits
         if i + 1 < len(card) and card["model"].iloc[i + 1] != r["model"]:
             breaks.append(i)
     n_images = int(card["n_images"].max()) if len(card) else 0
-    caption = (f"Metric report card ({n_images} images per model). Per ground-truth family: Spearman correlation "
-               "of the metric's ranking of the family with its known order (+1 = recovered, $-1$ = reversed), "
-               "95\\% bootstrap interval over images; $^\\dagger$: the interval is wider than "
-               f"$\\pm${target_half_width:g} (images\\_needed in the CSV estimates how many images would "
-               "resolve the order). "
-               + ("Seed spread: largest difference of a family's Spearman between training seeds of the model. "
-                  if seeds else "")
-               + "Random / background rank: where the anchors rank among all explainers (1 = best; faithful = "
-               "last). Agreement: mean Kendall $\\tau$ with the other metrics' rankings of all explainers. "
-               "s / image: the evaluator entry's fill and classifier time per image.")
+    caption = (f"Metric report card ({n_images} images per model). Per ground-truth family: how the metric's "
+               "ranking of the family recovers its known order (+1 = recovered, $-1$ = reversed): the Spearman "
+               "correlation for degraded copies, the concordance over the known pairs (f = 0 before each f $>$ 0) "
+               "for model randomisation (pairs); 95\\% interval from simultaneous paired t-intervals of the "
+               "members' differences (the range over the orders they allow); $^\\dagger$: the interval is wider "
+               f"than $\\pm${target_half_width:g}; $^R$: a known pair's mean difference opposes the known order "
+               "(images\\_needed in the CSV: images for every known pair at 80\\% power, two-sided 0.05). "
+               + ("Seed spread: largest difference of a family's statistic between training seeds of the model "
+                  "(explained and evaluated under the same noise). " if seeds else "")
+               + "Random / background rank: where the anchors rank among all explainers (1 = best); expected: "
+               "background last, random last but for background; $^\\ast$: elsewhere (anchor\\_note in the "
+               "CSV). Agreement: mean Kendall $\\tau$ with the other metrics' rankings of all explainers (-- "
+               "below 3 explainers). s / image: the evaluator entry's fill and classifier time per image.")
     return booktabs(header, rows, caption=caption, label="tab:report_card",
                     align="ll" + "l" * len(families) + "r" * (4 + seeds), midrules_after=breaks)
 
 
+def _partial(card: pd.DataFrame, family: str) -> bool:
+    column = f"{family}_statistic"
+    return column in card and (card[column] == "known_pairs").any()
+
+
 def report_card_figure(card: pd.DataFrame, paths=None, plots: dict | None = None):
-    """Forest plot: one panel per family, metrics down, the macro Spearman and
+    """Forest plot: one panel per family, metrics down, the recovery statistic and
     its interval per model (seeds of one model share a colour, marked apart)."""
     import matplotlib
 
@@ -175,7 +199,7 @@ def report_card_figure(card: pd.DataFrame, paths=None, plots: dict | None = None
             group = d["seed_group"].iloc[0]
             seed_index = list(card[card["seed_group"] == group]["model"].unique()).index(model)
             ys = np.array([y[m] for m in d["metric"]]) + offset[model]
-            rho = d[f"{f}_spearman"].to_numpy(float)
+            rho = d[f"{f}_recovery"].to_numpy(float)
             lo, hi = d[f"{f}_ci_low"].to_numpy(float), d[f"{f}_ci_high"].to_numpy(float)
             ok = np.isfinite(rho)
             err = np.vstack([rho - lo, hi - rho])[:, ok]
@@ -184,8 +208,8 @@ def report_card_figure(card: pd.DataFrame, paths=None, plots: dict | None = None
         ax.axvline(0, color="grey", lw=0.6)
         ax.axvspan(-1.05, 0, color="0.93", zorder=0)
         ax.set_xlim(-1.05, 1.05)
-        ax.set_title(f, fontsize=9)
-        ax.set_xlabel("Spearman with the known order", fontsize=8)
+        ax.set_title(f + (" (known pairs)" if _partial(card, f) else ""), fontsize=9)
+        ax.set_xlabel("recovery of the known order", fontsize=8)
         ax.tick_params(labelsize=7)
     axes[0][0].set_yticks(range(len(metrics)), metrics)
     axes[0][0].invert_yaxis()

@@ -15,7 +15,7 @@ from fudbench.imputers.diffusion.constraints import constraint_part
 from fudbench.imputers.diffusion.guidance import AntiClassGuidance, NoGuidance
 from fudbench.imputers.diffusion.loop import DiffusionImputer
 from fudbench.imputers.diffusion.runtime import ScoreModelRuntime
-from fudbench.imputers.diffusion.settings import (FUD_SAMPLER_SETTINGS, PLAIN_SAMPLER_SETTINGS, ConstraintSettings,
+from fudbench.imputers.diffusion.settings import (FUD_SAMPLER_SETTINGS, PLAIN_SAMPLER_SETTINGS, ConstraintSettings, RuntimeSettings,
                                                   settings_defaults)
 from fudbench.imputers.diffusion.steps import DDIMSteps
 
@@ -35,12 +35,15 @@ def fud_sampler(unet, schedule: dict, settings: dict) -> DiffusionImputer:
     runtime, steps, guidance, constraint = _parse(FUD_SAMPLER_SETTINGS, settings, "fud_sampler")
     ddim = DDIMSteps(schedule, steps)
     return DiffusionImputer(ScoreModelRuntime(unet, runtime), ddim, AntiClassGuidance(guidance, ddim.T),
-                            constraint_part(constraint))
+                            constraint_part(constraint), resampling=constraint)
+
+
+FP32 = RuntimeSettings(amp_dtype=None, channels_last=False)  # the plain imputer's fixed precision
 
 
 def plain_sampler(unet, schedule: dict, settings: dict) -> DiffusionImputer:
     """The same loop without guidance, hard constraint, fp32: the seeds/002 diffusion imputer."""
     steps, known = _parse(PLAIN_SAMPLER_SETTINGS, settings, "diffusion_plain")
-    return DiffusionImputer(ScoreModelRuntime(unet), DDIMSteps(schedule, steps), NoGuidance(),
+    return DiffusionImputer(ScoreModelRuntime(unet, FP32), DDIMSteps(schedule, steps), NoGuidance(),
                             constraint_part(ConstraintSettings(known=known.known, constraint="hard")),
                             name="diffusion_plain")

@@ -3,18 +3,25 @@ Appendix C; Table 5).
 
 - hard (default, the paper's FUD): the likelihood of the kept pixels given
   x_t is a product of Diracs; in practice the kept pixels are overwritten with
-  the known values after every step (Eq. 14), and the returned image copies
-  them from x bit for bit. known: clean starts from and overwrites with x
-  itself (x_T = M * x + (1 - M) * eps). known: renoise (RePaint-style
-  ablation) keeps the kept pixels at the current noise level from x_T on:
-  x_T = M * (sqrt(abar_t0) x + sqrt(1 - abar_t0) eps_known) + (1 - M) * eps,
-  t0 the first sampled timestep (with leading spacing t0 < T - 1, e.g. 990 of
-  1000 at 100 steps), and after every step the kept pixels of x_{t-1} are a
-  fresh draw from q(x_{t-1} | x) = N(sqrt(abar_{t-1}) x, (1 - abar_{t-1}) I).
-  eps_known and the later draws come, in that order, from one generator per
-  sample seeded with seed ^ 0x5EED (seed: the sample's context.seeds entry),
-  so batching changes nothing; at the last step abar_{-1} = 1 and the kept
-  pixels are x again.
+  their known values after every step (Eq. 14), and the returned image copies
+  them from x bit for bit. What the known values are at a noise level abar
+  is the `known` rule:
+  - clean (paper): x itself at every level (x_T = M * x + (1 - M) * eps).
+  - renoise_ddim (`renoise` is its alias): the point DDIM with eta = 0 puts x
+    at that level, sqrt(abar) x + sqrt(1 - abar) eps, with ONE eps per
+    sample, x_T's own draw (the starting noise of the filled pixels), reused
+    at every step: the deterministic sampler's forward path of x. So x_T =
+    sqrt(abar_t0) M * x + sqrt(1 - abar_t0) M * eps + (1 - M) * eps, t0 the
+    first sampled timestep (leading spacing: 990 of 1000 at 100 steps), and
+    no other randomness enters the loop.
+  - renoise_fresh (the DDPM / RePaint rule, `renoise` before): a fresh draw
+    from q(x_t | x) = N(sqrt(abar_t) x, (1 - abar_t) I) at every level, x_T's
+    included; the draws come, in that order, from one generator per sample
+    seeded with seed ^ 0x5EED (seed: the sample's context.seeds entry), so
+    batching changes nothing. A stochastic rule inside a deterministic (DDIM)
+    sampler: the kept pixels' noise changes at every step while the filled
+    pixels' is carried over.
+  At the last step abar = 1 and both renoise rules give x again.
 - soft: the kept pixels x~ (= the clean image x) are treated as an observation
   x~ ~ N(M * x_t, sigma^2 I), whose log-likelihood has the score
   grad_{x_t} log p(x~ | x_t, M) = M * (x~ - x_t) / sigma^2. That score is
@@ -31,7 +38,9 @@ Appendix C; Table 5).
 
 A part's start() is called once per sample() call and returns that call's
 constraint (its images, mask and random state): the loop takes x_T from its
-initial(), then calls its eps() and project() at every step.
+initial(), then calls its eps() and project() at every step, and project()
+after every re-noising jump of RePaint's resampling too (loop.py), so the
+kept pixels follow their rule at the level jumped back to.
 """
 from __future__ import annotations
 
@@ -80,6 +89,22 @@ class _GaussianObservation:
         return x_prev
 
 
+class _FixedNoiseOverwrite(_Overwrite):
+    """renoise_ddim: the known values on DDIM's path of x under x_T's own noise."""
+
+    def __init__(self, m: torch.Tensor, x_clean: torch.Tensor):
+        super().__init__(m, self._on_path)
+        self.x_clean = x_clean
+        self.noise = None
+
+    def _on_path(self, abar):
+        return math.sqrt(abar) * self.x_clean + math.sqrt(1 - abar) * self.noise
+
+    def initial(self, noise, abar_start):
+        self.noise = noise  # the one draw of the sample (x_T's), reused at every level
+        return super().initial(noise, abar_start)
+
+
 class HardConstraint:
     """hard, known: clean: the kept pixels are x itself at every step."""
 
@@ -89,9 +114,17 @@ class HardConstraint:
         return _Overwrite(m, lambda abar_prev: x_clean)
 
 
-class RenoiseConstraint(HardConstraint):
-    """hard, known: renoise: the kept pixels are a draw from q(x_t | x) at the current
-    noise level, x_T's included, from one generator per sample seeded with seed ^ 0x5EED."""
+class DDIMRenoiseConstraint(HardConstraint):
+    """hard, known: renoise_ddim (alias renoise): the kept pixels at sqrt(abar) x +
+    sqrt(1 - abar) eps, eps the sample's x_T noise (one draw, reused)."""
+
+    def start(self, x_clean: torch.Tensor, m: torch.Tensor, seeds: Sequence[int]) -> _Overwrite:
+        return _FixedNoiseOverwrite(m, x_clean)
+
+
+class FreshRenoiseConstraint(HardConstraint):
+    """hard, known: renoise_fresh: the kept pixels are a fresh draw from q(x_t | x) at
+    every level, x_T's included, from one generator per sample seeded with seed ^ 0x5EED."""
 
     def start(self, x_clean: torch.Tensor, m: torch.Tensor, seeds: Sequence[int]) -> _Overwrite:
         generators = [torch.Generator().manual_seed(int(s) ^ 0x5EED) for s in seeds]
@@ -114,7 +147,10 @@ class SoftConstraint:
         return _GaussianObservation(x_clean, m, self.sigma)
 
 
+KNOWN_RULES = {"clean": HardConstraint, "renoise_ddim": DDIMRenoiseConstraint, "renoise_fresh": FreshRenoiseConstraint}
+
+
 def constraint_part(settings: ConstraintSettings):
     if check(settings).constraint == "soft":
         return SoftConstraint(settings.soft_sigma)
-    return RenoiseConstraint() if settings.known == "renoise" else HardConstraint()
+    return KNOWN_RULES[settings.known_rule]()

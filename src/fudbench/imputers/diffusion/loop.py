@@ -1,7 +1,8 @@
 """Diffusion imputation: FUD's sampler (paper Algorithm 1, Appendix C, D).
 
     x_T = M * x + (1 - M) * eps                      (M: 1 = keep; x, x_t in [-1, 1])
-          [renoise: M * (sqrt(abar_t0) x + sqrt(1 - abar_t0) eps') + (1 - M) * eps]
+          [renoise_ddim:  M * (sqrt(abar_t0) x + sqrt(1 - abar_t0) eps) + (1 - M) * eps]
+          [renoise_fresh: M * (sqrt(abar_t0) x + sqrt(1 - abar_t0) eps') + (1 - M) * eps]
     for t in the DDIM timesteps (eta = 0):
         e = eps_theta(x_t, t)                        (first 3 output channels)
         if t is a guided timestep (paper: t < O = guidance_start * T):
@@ -11,14 +12,25 @@
         e   = (x_t - sqrt(abar_t) x0) / sqrt(1 - abar_t)            (eps of the clipped x0)
         x_{t-1} = sqrt(abar_{t-1}) x0 + sqrt(1 - abar_{t-1}) e     (abar_{-1} = 1)
         [hard constraint: x_{t-1} = M * x + (1 - M) * x_{t-1}]
-        [renoise: M * x replaced by M * a draw from q(x_{t-1} | x)]
+        [renoise_ddim: M * x replaced by M * (sqrt(abar_{t-1}) x + sqrt(1 - abar_{t-1}) eps), x_T's eps]
+        [renoise_fresh: M * x replaced by M * a fresh draw from q(x_{t-1} | x)]
+        [resampling (resamplings r > 1, jump_length j): at a jump point, x is
+         re-noised j levels back with q and those steps are redone, r - 1 times]
 
 Each line belongs to a part: eps_theta to the runtime (runtime.py), the
 guidance term and which timesteps get it to the guidance part (guidance.py),
-x_T's kept pixels and the bracketed lines to the constraint part
-(constraints.py), the DDIM update to the step maths (steps.py). With no
-guidance (NoGuidance, or guidance_scale = 0) this is the plain (RePaint-like)
-diffusion imputer.
+x_T's kept pixels and the bracketed constraint lines to the constraint part
+(constraints.py), the DDIM update and the resampling schedule to the step
+maths (steps.py). With no guidance (NoGuidance, or guidance_scale = 0) this
+is the plain diffusion imputer.
+
+RePaint's resampling (Lugmayr et al. 2022): the order of steps and jumps is
+steps.resample_schedule; a jump from level k to k - j draws x_{k-j} from
+q(x_{k-j} | x_k) = N(sqrt(abar_{k-j} / abar_k) x_k, (1 - abar_{k-j} / abar_k) I)
+in one draw (RePaint re-noises one step at a time, which has the same
+distribution), then the constraint projects the kept pixels. The jump noise
+comes from one generator per sample seeded with seed ^ 0x7E5A. With r = 1
+the loop is the plain one, bit for bit.
 
 Randomness is per sample (context.seeds): the starting noise of every sample
 is drawn from its own generator on the CPU, so a batched call equals
@@ -33,7 +45,8 @@ import torch
 
 from fudbench.imputers.base import ImputeContext, Imputer, compose, takes_x0_hat
 from fudbench.imputers.diffusion.runtime import ScoreModelRuntime
-from fudbench.imputers.diffusion.steps import DDIMSteps
+from fudbench.imputers.diffusion.settings import ResampleSettings
+from fudbench.imputers.diffusion.steps import DDIMSteps, renoise, resample_schedule
 
 
 def _noise_like(x: torch.Tensor, seeds) -> torch.Tensor:
@@ -44,18 +57,38 @@ def _noise_like(x: torch.Tensor, seeds) -> torch.Tensor:
     return out.to(x.device, x.dtype)
 
 
+class _JumpNoise:
+    """The noise of resampling jumps: one generator per sample (seed ^ 0x7E5A), drawn in order."""
+
+    def __init__(self, x: torch.Tensor, seeds):
+        self.like = x
+        self.generators = [torch.Generator().manual_seed(int(s) ^ 0x7E5A) for s in seeds]
+
+    def __call__(self) -> torch.Tensor:
+        shape = self.like.shape[1:]
+        return torch.stack([torch.randn(shape, generator=g) for g in self.generators]).to(self.like)
+
+
 class DiffusionImputer(Imputer):
     """The inpainting loop over its parts. Build it with fud_sampler or plain_sampler."""
 
     name = "diffusion"
     stochastic = True  # the fill depends on context.seeds
 
-    def __init__(self, runtime: ScoreModelRuntime, ddim: DDIMSteps, guidance, constraint, name: str = "diffusion"):
+    def __init__(self, runtime: ScoreModelRuntime, ddim: DDIMSteps, guidance, constraint, name: str = "diffusion",
+                 resampling: ResampleSettings = ResampleSettings()):
         self.runtime = runtime
         self.ddim = ddim
         self.guidance = guidance
         self.constraint = constraint
         self.name = name
+        self.resampling = resampling
+        resample_schedule(self.steps, resampling.jump_length, resampling.resamplings)  # fails here, not in a fill
+
+    @property
+    def schedule(self) -> list[tuple[str, int]]:
+        """The loop's steps and resampling jumps (steps.resample_schedule)."""
+        return resample_schedule(self.steps, self.resampling.jump_length, self.resampling.resamplings)
 
     def with_steps(self, steps: int) -> "DiffusionImputer":
         """The same sampler (same U-Net, compiled forward and settings) with another
@@ -84,11 +117,12 @@ class DiffusionImputer(Imputer):
     @torch.no_grad()
     def sample(self, x: torch.Tensor, keep_mask: torch.Tensor, context: ImputeContext,
                trace: bool = False, callback=None) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
-        """Returns (x_0 in [0, 1], and, if trace, the (N, steps + 1) L2 distances
-        ||x_t - x|| in [0, 1] space, from x_T on). With the hard constraint the
+        """Returns (x_0 in [0, 1], and, if trace, the (N, 1 + steps taken) L2 distances
+        ||x_t - x|| in [0, 1] space, from x_T on; steps taken = steps without
+        resampling, the redone steps included with it). With the hard constraint the
         kept pixels of x_0 are copied from x; with the soft one they are the
         sampler's own values.
-        callback(step, t, x_t) sees x_t (in [-1, 1]) after each step; a callback
+        callback(step, t, x_t) sees x_t (in [-1, 1]) after each step taken; a callback
         that takes an `x0_hat` keyword also gets that step's clipped x0 estimate."""
         if context.seeds is None or len(context.seeds) != len(x):
             raise ValueError("DiffusionImputer needs one seed per sample in context.seeds")
@@ -101,7 +135,14 @@ class DiffusionImputer(Imputer):
         x_t = kept.initial(_noise_like(x, context.seeds), self.ddim.alphas(0)[0])
         distances = [self._distance(x_t, x_clean)] if trace else None
         with_x0 = callback is not None and takes_x0_hat(callback)
-        for i, t in enumerate(self.ddim.timesteps):
+        jump_noise = _JumpNoise(x_t, context.seeds) if self.resampling.resamplings > 1 else None
+        for op, i in self.schedule:
+            if op == "jump":  # RePaint: back jump_length levels with q, the kept pixels at their rule there
+                back = i - self.resampling.jump_length
+                abar_back = self.ddim.level_abar(back)
+                x_t = kept.project(renoise(x_t, self.ddim.level_abar(i), abar_back, jump_noise()), abar_back)
+                continue
+            t = self.ddim.timesteps[i]
             abar_t, abar_prev = self.ddim.alphas(i)
             e = self.runtime.eps(x_t, torch.full((len(x),), t, dtype=torch.long, device=x.device))
             if t in guided:

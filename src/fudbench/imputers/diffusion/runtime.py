@@ -4,12 +4,14 @@ eps forward and the memory probe (docs/performance.md).
 amp_dtype runs the U-Net under torch.autocast (bf16 or fp16) with GroupNorm
 computed in fp32 (as guided-diffusion's fp16 mode does; attention softmax
 runs inside SDPA, which accumulates in fp32); channels_last and
-torch.compile are optional. Whatever the settings, eps comes out in fp32, so
+torch.compile are optional. `auto` precision and layout are resolved on the
+U-Net's device when the runtime is built (fudbench.hardware). Whatever the settings, eps comes out in fp32, so
 the sampler state stays fp32.
 """
 from __future__ import annotations
 
 import contextlib
+import logging
 import types
 from typing import Optional
 
@@ -18,7 +20,8 @@ import torch.nn.functional as F
 
 from fudbench.imputers.diffusion.settings import AMP_DTYPE_NAMES, RuntimeSettings, check
 
-AMP_DTYPES = {name: None if dtype is None else getattr(torch, dtype) for name, dtype in AMP_DTYPE_NAMES.items()}
+AMP_DTYPES = {name: None if dtype is None else getattr(torch, dtype)
+              for name, dtype in AMP_DTYPE_NAMES.items() if dtype != "auto"}
 
 
 def _group_norm_fp32(self, x):
@@ -45,12 +48,19 @@ class ScoreModelRuntime:
     The U-Net is patched in place (GroupNorm, memory format)."""
 
     def __init__(self, unet, settings: RuntimeSettings = RuntimeSettings()):
+        from fudbench.hardware import resolve_precision
+
         self.unet = unet
         self.settings = check(settings)
-        self.amp_dtype = AMP_DTYPES[settings.amp_dtype]
+        device = next(iter(unet.parameters()), torch.empty(0)).device
+        self.precision = resolve_precision(settings.amp_dtype, settings.channels_last, device)
+        self.amp_dtype = AMP_DTYPES[self.precision.amp_dtype]
+        self.channels_last = self.precision.channels_last
+        logging.getLogger(__name__).info("score model U-Net on %s: %s (%s)", device, self.precision.label,
+                                         self.precision.reason)
         if self.amp_dtype is not None:
             group_norm_in_fp32(unet)
-        if settings.channels_last:
+        if self.channels_last:
             unet.to(memory_format=torch.channels_last)
         self._forward = torch.compile(unet, dynamic=False) if settings.compile else unet
         self._bytes_per_sample: dict = {}
@@ -61,7 +71,7 @@ class ScoreModelRuntime:
         return torch.autocast(device.type, dtype=self.amp_dtype)
 
     def _eps(self, forward, x_t: torch.Tensor, t_batch: torch.Tensor) -> torch.Tensor:
-        inp = x_t.contiguous(memory_format=torch.channels_last) if self.settings.channels_last else x_t
+        inp = x_t.contiguous(memory_format=torch.channels_last) if self.channels_last else x_t
         with self._autocast(x_t.device):
             out = forward(inp, t_batch).sample
         return out[:, :3].float()

@@ -4,7 +4,8 @@ the config keys, the one home of their defaults and constraints.
     RuntimeSettings     runtime.py       amp_dtype, channels_last, compile
     StepSettings        steps.py         steps, clip_x0
     GuidanceSettings    guidance.py      guidance_scale, guidance_start, guidance_schedule
-    ConstraintSettings  constraints.py   known (KnownSettings), constraint, soft_sigma
+    ConstraintSettings  constraints.py   known (KnownSettings), constraint, soft_sigma,
+                        loop.py          resamplings, jump_length (ResampleSettings)
 
 A builder takes the flat union of its parts' fields (FUD_SAMPLER_SETTINGS,
 PLAIN_SAMPLER_SETTINGS). problems(key) lists what the JSON schema cannot say
@@ -14,15 +15,17 @@ built (`check`). Torch-free: the evaluator specs import it at parse time.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Optional
+from typing import Literal, Optional, Union
 
 from fudbench.settings import Settings, defaults, setting
 
-# amp_dtype name -> torch dtype name. The config takes null, bf16 or fp16; the rest are aliases for scripts.
-AMP_DTYPE_NAMES = {None: None, "none": None, "fp32": None, "float32": None,
+# amp_dtype name -> torch dtype name. The config takes auto, null, bf16 or fp16; the rest are aliases for
+# scripts. "auto" is resolved on the job's device (fudbench.hardware.resolve_precision).
+AMP_DTYPE_NAMES = {"auto": "auto", None: None, "none": None, "fp32": None, "float32": None,
                    "bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16"}
 CONSTRAINTS = ("hard", "soft")
-KNOWN = ("clean", "renoise")
+KNOWN = ("clean", "renoise_ddim", "renoise_fresh", "renoise")
+KNOWN_ALIASES = {"renoise": "renoise_ddim"}  # `renoise` means DDIM's rule (before: the fresh rule, renoise_fresh)
 GUIDANCE_SCHEDULES = ("threshold", "last_steps")
 
 
@@ -32,16 +35,23 @@ def _where(key: str, field: str) -> str:
 
 @dataclass(frozen=True)
 class RuntimeSettings(Settings):
-    amp_dtype: Optional[str] = setting(None, schema={"enum": [None, "bf16", "fp16"]},
+    amp_dtype: Optional[str] = setting("auto", schema={"enum": ["auto", None, "bf16", "fp16"]},
                                        description="U-Net under torch.autocast in this dtype, GroupNorm in fp32 "
-                                                   "(null = fp32)")
-    channels_last: bool = setting(False, description="U-Net in channels_last memory format")
+                                                   "(null = fp32; auto = bf16 where the device computes it "
+                                                   "natively, else fp32 on a CPU and fp16 on an older GPU)")
+    channels_last: Union[bool, str] = setting("auto", schema={"enum": ["auto", True, False]},
+                                              description="U-Net in channels_last memory format (auto = on "
+                                                          "a CPU, and on a GPU in half precision)")
     compile: bool = setting(False, description="torch.compile the U-Net")
 
     def problems(self, key: str) -> list[str]:
+        out = []
         if self.amp_dtype not in AMP_DTYPE_NAMES:
-            return [f"{_where(key, 'amp_dtype')}must be one of None, 'bf16', 'fp16', 'fp32'; got {self.amp_dtype!r}"]
-        return []
+            out.append(f"{_where(key, 'amp_dtype')}must be one of 'auto', None, 'bf16', 'fp16', 'fp32'; "
+                       f"got {self.amp_dtype!r}")
+        if self.channels_last not in ("auto", True, False):
+            out.append(f"{_where(key, 'channels_last')}must be auto, true or false; got {self.channels_last!r}")
+        return out
 
 
 @dataclass(frozen=True)
@@ -79,25 +89,54 @@ class GuidanceSettings(Settings):
 
 @dataclass(frozen=True)
 class KnownSettings(Settings):
-    known: Literal["clean", "renoise"] = setting(
-        "clean", description="kept pixels from x_T on: clean (paper) | renoise (RePaint-style: at the current "
-                             "noise level, a draw from q(x_t | x))")
+    known: Literal["clean", "renoise_ddim", "renoise_fresh", "renoise"] = setting(
+        "clean", description="kept pixels from x_T on: clean (paper: the clean image) | renoise_ddim (at the "
+                             "current noise level on DDIM's eta = 0 path: sqrt(abar_t) x + sqrt(1 - abar_t) eps "
+                             "with x_T's own eps, one draw per sample) | renoise_fresh (a fresh draw from "
+                             "q(x_t | x) at every step: the DDPM / RePaint rule) | renoise (= renoise_ddim)")
 
     def problems(self, key: str) -> list[str]:
         if self.known not in KNOWN:
-            return [f"{_where(key, 'known')}must be 'clean' or 'renoise', got {self.known!r}"]
+            return [f"{_where(key, 'known')}must be one of {KNOWN}, got {self.known!r}"]
         return []
+
+    @property
+    def known_rule(self) -> str:
+        """`known` with its alias resolved."""
+        return KNOWN_ALIASES.get(self.known, self.known)
 
 
 @dataclass(frozen=True)
-class ConstraintSettings(KnownSettings):
+class ResampleSettings(Settings):
+    resamplings: int = setting(1, minimum=1, description="RePaint's resampling r (Lugmayr et al. 2022): at each "
+                                                         "jump point the last jump_length steps are redone r - 1 "
+                                                         "more times after re-noising x with q; 1 = none (paper)")
+    jump_length: int = setting(10, minimum=1, description="RePaint's jump length j: steps gone back per "
+                                                          "resampling (jump points every j steps from the end)")
+
+    def problems(self, key: str) -> list[str]:
+        return [f"{_where(key, name)}must be >= 1, got {value!r}"
+                for name, value in (("resamplings", self.resamplings), ("jump_length", self.jump_length))
+                if not (isinstance(value, int) and value >= 1)]
+
+
+def jump_problems(steps, resampling: ResampleSettings, key: str) -> list[str]:
+    """Resampling needs a jump point: jump_length below the DDIM step count."""
+    if resampling.resamplings > 1 and resampling.jump_length >= steps:
+        return [f"{_where(key, 'jump_length')}must be below steps ({steps}) for resamplings "
+                f"({resampling.resamplings}) to resample anything, got {resampling.jump_length}"]
+    return []
+
+
+@dataclass(frozen=True)
+class ConstraintSettings(KnownSettings, ResampleSettings):
     constraint: Literal["hard", "soft"] = setting(
         "hard", description="kept pixels - hard overwrite (paper, default) or soft Gaussian likelihood (Table 5)")
     soft_sigma: float = setting(0.1, exclusiveMinimum=0, description="soft constraint's sigma in [-1, 1] pixel units")
 
     def problems(self, key: str) -> list[str]:
         # Named, not super(): an evaluator's settings class may inherit several parts.
-        out = KnownSettings.problems(self, key)
+        out = KnownSettings.problems(self, key) + ResampleSettings.problems(self, key)
         if self.constraint not in CONSTRAINTS:
             out.append(f"{_where(key, 'constraint')}must be one of {CONSTRAINTS}, got {self.constraint!r}")
         if self.constraint == "soft" and self.known != "clean":

@@ -1,0 +1,99 @@
+"""The damage ledger: intermediates a job found corrupt and deleted are remade.
+
+A job that reads an intermediate file (attributions, records, samples ...)
+and finds it corrupt deletes it (`fudbench.io.checked_read`). That alone does
+not make Snakemake remake it: Snakemake 9 reruns a job whose output is missing
+only if a job that needs the output runs too, and a job whose input is
+missing is not rerun for that (only an input *newer* than its outputs counts).
+So once the run's final tables exist, a deleted intermediate, and the other
+outputs Snakemake removed from the failed readers, stay missing and the next
+run reports "Nothing to be done" with the old tables.
+
+The fix: the reader also appends the deleted path to a ledger,
+`results/<run>/.damaged` (`note_deleted`). When the Snakefile is parsed,
+`remake_damaged` returns the ledger's paths that are still missing and that a
+rule of the current workflow can make; the Snakefile adds them to the inputs
+of `rule all`. A missing input of the target rule is what Snakemake does
+remake: it reruns the producer, and every job that reads the remade file
+reruns because its input was updated by a job that ran, so the readers that
+failed (and whose outputs Snakemake removed) and the tables above them are
+remade too, and nothing else. This uses only Snakemake's documented
+behaviour for missing targets (no internal API, nothing forced by hand), and
+works the same for dry runs (`-n` lists the jobs) and on a cluster.
+
+Why a ledger and not a check of every intermediate at parse time: a check
+would have to read thousands of files on each parse (every SLURM job parses
+the Snakefile again), and only the reader knows what "corrupt" means for its
+file. The ledger is read, never written, at parse time; an entry whose file
+exists again is ignored, so the ledger may be deleted at any time.
+
+Limit: a damaged file is found when a job reads it. Two damaged files where
+the reader of one runs only after the other was remade (e.g. a records file
+of one model and an attributions file of another: the aggregation reading the
+records waits for the evaluate jobs of the remade attributions) take one
+detect-and-remake round each. A job that reads many files of one kind should
+read them with `fudbench.io.read_every`, which finds all the corrupt ones in
+one run (the aggregation of the records does).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Iterable, Optional
+
+LEDGER_ENV = "FUD_DAMAGE_LEDGER"
+LEDGER_NAME = ".damaged"
+
+
+def note_deleted(path) -> Optional[str]:
+    """Append a deleted corrupt file to the run's ledger, if this process runs a
+    workflow job (the Snakefile names the ledger in FUD_DAMAGE_LEDGER). Returns
+    the ledger's path, or None outside a workflow (nothing is written)."""
+    ledger = os.environ.get(LEDGER_ENV)
+    if not ledger:
+        return None
+    line = (os.path.abspath(path) + "\n").encode()
+    try:
+        Path(ledger).parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            os.write(fd, line)  # one small O_APPEND write: concurrent readers do not interleave
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+    return ledger
+
+
+def ledger_entries(ledger) -> list[str]:
+    """The ledger's paths (absolute), each once, in the order they were noted."""
+    try:
+        lines = Path(ledger).read_text().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+    return list(dict.fromkeys(line.strip() for line in lines if line.strip()))
+
+
+def remake_damaged(results: str, rules: Iterable) -> list[str]:
+    """Parse time, from the Snakefile's `rule all`: point this run's jobs at the
+    ledger results/<run>/.damaged (environment variable FUD_DAMAGE_LEDGER,
+    inherited by every job), and return the paths noted in it that are still
+    missing and that one of `rules` can make (relative to the working
+    directory, as the rules name their outputs). A path no rule makes any more
+    (e.g. of an explainer removed from the config) is left out: requesting it
+    would fail the whole run."""
+    ledger = os.path.abspath(os.path.join(results, LEDGER_NAME))
+    os.environ[LEDGER_ENV] = ledger
+    rules = list(rules)
+    wanted = []
+    for entry in ledger_entries(ledger):
+        rel = os.path.relpath(entry)
+        if rel.startswith("..") or os.path.exists(rel):
+            continue
+        if any(rule.is_producer(rel) for rule in rules):
+            wanted.append(rel)
+    if wanted:
+        print(f"note: {len(wanted)} file(s) that a job found corrupt and deleted (listed in {results}/"
+              f"{LEDGER_NAME}) are remade, with every job that reads them: {', '.join(wanted)}", file=sys.stderr)
+    return wanted

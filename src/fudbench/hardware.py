@@ -1,0 +1,216 @@
+"""What the machine computes natively, the precision FUD's U-Net runs in, and
+the run's provenance (CPU model and flags or GPU name, versions, threads).
+
+Why: bf16 autocast is ~2x faster than fp32 on a CPU that computes bf16 in
+hardware (AVX512-BF16, AMX) and 7-40x slower on one that does not (AVX2
+only: the bf16 convolutions fall back to reference kernels). So `amp_dtype:
+auto` picks bf16 only where the device has it (docs/performance.md has both
+machines' timings). Torch-free at import: the Snakefile reads the CPU's
+model and flags at parse time.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Optional
+
+# CPU flags (as /proc/cpuinfo names them) that decide the speed of the jobs' kernels.
+RELEVANT_CPU_FLAGS = ("avx2", "fma", "f16c", "avx512f", "avx512_bf16", "avx512_fp16", "avx512_vnni",
+                      "amx_tile", "amx_bf16", "amx_fp16", "avx_vnni")
+# oneDNN's ISA cap (ONEDNN_MAX_CPU_ISA, or its older name DNNL_MAX_CPU_ISA) names that still
+# include native bf16; any other cap (e.g. AVX2, AVX512_CORE) makes bf16 convolutions emulated.
+_BF16_ISA_CAPS = ("ALL", "AVX512_CORE_BF16", "AVX512_CORE_AMX", "AVX512_CORE_AMX_FP16", "AVX10_1_512",
+                  "AVX10_1_512_AMX", "AVX10_1_512_AMX_FP16", "AVX10_2_512", "AVX10_2_512_AMX_2")
+AMP_CHOICES = ("auto", None, "bf16", "fp16")
+
+
+class PrecisionError(ValueError):
+    """A precision the device cannot run (e.g. fp16 autocast on a CPU)."""
+
+
+@lru_cache(maxsize=1)
+def cpu_info() -> dict:
+    """{'model': ..., 'flags': [the relevant flags present]} from /proc/cpuinfo
+    (platform.processor() elsewhere; flags then empty)."""
+    model, flags = platform.processor() or platform.machine(), set()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key == "model name" and value.strip():
+                    model = value.strip()
+                elif key in ("flags", "Features") and not flags:
+                    flags = set(value.split())
+    except OSError:
+        pass
+    return {"model": model, "flags": [f for f in RELEVANT_CPU_FLAGS if f in flags]}
+
+
+def onednn_isa_cap() -> Optional[str]:
+    return os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or None
+
+
+def cpu_has_native_bf16() -> bool:
+    """True where torch's CPU kernels compute bf16 in hardware: AVX512-BF16 or
+    AMX as torch reports them (its own CPUID check), unless oneDNN is capped
+    below them (ONEDNN_MAX_CPU_ISA, which is also how an AVX2 machine is
+    emulated on a newer one)."""
+    import torch
+
+    cap = onednn_isa_cap()
+    if cap is not None and cap.upper() not in _BF16_ISA_CAPS:
+        return False
+    probes = [getattr(torch.cpu, name, None) for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")]
+    probes = [p for p in probes if p is not None]
+    if probes:
+        return any(p() for p in probes)
+    return bool({"avx512_bf16", "amx_bf16"} & set(cpu_info()["flags"]))  # older torch: the kernel's flags
+
+
+def cpu_has_native_fp16() -> bool:
+    import torch
+
+    probe = getattr(torch.cpu, "_is_amx_fp16_supported", None)
+    return bool(probe()) if probe is not None else "amx_fp16" in cpu_info()["flags"]
+
+
+def cuda_has_bf16(device) -> bool:
+    """Native bf16 tensor cores: compute capability 8.0 (Ampere) and newer."""
+    import torch
+
+    return torch.cuda.get_device_capability(device)[0] >= 8
+
+
+@dataclass(frozen=True)
+class Precision:
+    """The U-Net's resolved precision and layout, and why."""
+    amp_dtype: Optional[str]  # None (fp32), "bf16" or "fp16"
+    channels_last: bool
+    reason: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.amp_dtype or 'fp32'}{', channels_last' if self.channels_last else ''}"
+
+
+def resolve_precision(amp_dtype, channels_last, device, warn=None) -> Precision:
+    """`auto` -> what the device computes natively; an explicit choice is kept,
+    with a PrecisionError where the device cannot run it and a warning (through
+    `warn`, default: stderr) where it runs it slowly.
+
+    amp_dtype: "auto", None/"fp32", "bf16" or "fp16" (aliases as in
+    imputers.diffusion.settings.AMP_DTYPE_NAMES); channels_last: "auto" or bool.
+    auto channels_last: on the CPU always (measured faster in fp32 and bf16 on
+    both kinds of CPU, docs/performance.md); on CUDA with a half-precision
+    autocast (tensor-core convolutions take NHWC), not in fp32.
+    """
+    import torch
+
+    from fudbench.imputers.diffusion.settings import AMP_DTYPE_NAMES
+
+    warn = warn or (lambda msg: print(f"[precision] warning: {msg}", file=sys.stderr, flush=True))
+    device = torch.device(device)
+    cuda = device.type == "cuda"
+    if amp_dtype == "auto":
+        if cuda:
+            dtype = "bf16" if cuda_has_bf16(device) else "fp16"
+            reason = f"auto: {'bf16' if dtype == 'bf16' else 'no bf16 on this GPU, fp16'} on {_gpu_name(device)}"
+        elif cpu_has_native_bf16():
+            dtype, reason = "bf16", "auto: this CPU computes bf16 natively (AVX512-BF16 or AMX)"
+        else:
+            dtype, reason = None, "auto: fp32, this CPU has no native bf16 (no AVX512-BF16, no AMX)"
+    else:
+        name = AMP_DTYPE_NAMES.get(amp_dtype, amp_dtype)
+        dtype = {None: None, "bfloat16": "bf16", "float16": "fp16"}.get(name, name)
+        reason = f"explicit amp_dtype: {amp_dtype}"
+        if cuda and dtype == "bf16" and not cuda_has_bf16(device):
+            raise PrecisionError(f"amp_dtype: bf16, but {_gpu_name(device)} has no native bf16 (compute "
+                                 f"capability < 8.0); use amp_dtype: auto (fp16 there) or fp16")
+        if not cuda and dtype == "fp16" and not cpu_has_native_fp16():
+            raise PrecisionError("amp_dtype: fp16 on a CPU without AMX-FP16: CPU autocast in fp16 is emulated "
+                                 "and many times slower than fp32; use amp_dtype: auto (or null for fp32)")
+        if not cuda and dtype == "bf16" and not cpu_has_native_bf16():
+            warn("amp_dtype: bf16 on a CPU without native bf16 (no AVX512-BF16, no AMX) runs the U-Net "
+                 "7-40x slower than fp32; amp_dtype: auto picks fp32 here")
+    if channels_last == "auto":
+        layout = True if not cuda else dtype is not None
+    else:
+        layout = bool(channels_last)
+    return Precision(dtype, layout, reason)
+
+
+def settings_precision(settings: dict, device) -> Optional[str]:
+    """The resolved U-Net precision of an evaluator's settings (their amp_dtype
+    and channels_last), e.g. 'bf16, channels_last'; None for evaluators without."""
+    if "amp_dtype" not in settings and "channels_last" not in settings:
+        return None
+    return resolve_precision(settings.get("amp_dtype", "auto"), settings.get("channels_last", "auto"), device,
+                             warn=lambda msg: None).label
+
+
+def _gpu_name(device) -> str:
+    import torch
+
+    return torch.cuda.get_device_name(device)
+
+
+def run_info(device="cpu", fud_settings: Optional[dict] = None) -> dict:
+    """Provenance of a run or a benchmark: machine, versions, threads and,
+    given FUD's settings, the precision its U-Net resolves to on `device`."""
+    import torch
+
+    device = torch.device(device)
+    cpu = cpu_info()
+    info = {
+        "cpu_model": cpu["model"],
+        "cpu_flags": " ".join(cpu["flags"]) or "unknown",
+        "cpu_native_bf16": cpu_has_native_bf16(),
+        "onednn_max_cpu_isa": onednn_isa_cap() or "",
+        "aten_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "device": str(device),
+        "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else "",
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda or "",
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+    if fud_settings is not None:
+        p = resolve_precision(fud_settings.get("amp_dtype", "auto"), fud_settings.get("channels_last", "auto"),
+                              device, warn=lambda msg: None)
+        info.update(fud_precision=p.label, fud_precision_reason=p.reason)
+    return info
+
+
+def describe_machine(device="cpu", fud_settings: Optional[dict] = None) -> str:
+    """run_info in a few lines, for benchmark outputs."""
+    i = run_info(device, fud_settings)
+    where = i["gpu"] or f"CPU {i['cpu_model']} ({i['torch_threads']} threads of {i['cores']} cores)"
+    lines = [f"# machine: {where}",
+             f"# cpu flags: {i['cpu_flags']}; native bf16: {i['cpu_native_bf16']}; aten capability: "
+             f"{i['aten_cpu_capability']}" + (f"; ONEDNN_MAX_CPU_ISA={i['onednn_max_cpu_isa']}"
+                                              if i["onednn_max_cpu_isa"] else ""),
+             f"# torch {i['torch']}, cuda {i['cuda'] or 'none'}, python {i['python']}"]
+    if "fud_precision" in i:
+        lines.append(f"# FUD U-Net precision: {i['fud_precision']} ({i['fud_precision_reason']})")
+    return "\n".join(lines)
+
+
+def describe_results(results) -> str:
+    """The machine that made a finished run (its run_info.json), for scripts
+    that report on a run's timings rather than measure themselves."""
+    import json
+    from pathlib import Path
+
+    path = Path(results) / "run_info.json"
+    if not path.is_file():
+        return f"# machine of {results}: unknown (no run_info.json; runs before rule run_info)"
+    i = json.loads(path.read_text())
+    where = i.get("gpu") or f"CPU {i.get('cpu_model')} ({i.get('torch_threads')} threads of {i.get('cores')} cores)"
+    return (f"# machine of {results}: {where}; cpu flags: {i.get('cpu_flags')}; torch {i.get('torch')}, "
+            f"cuda {i.get('cuda') or 'none'}; FUD U-Net: {i.get('fud_precision', 'n/a')}")

@@ -1,0 +1,84 @@
+"""Config files from the command line (fudbench.configfiles; docs/reliability.md,
+"Command line"): several --configfile files merge in order, a partial config
+overlays config/config.yaml, and a target mistaken for a config file is named."""
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from fudbench.configfiles import (ConfigFileError, collect_configfiles, merge_configs, report_argv,
+                                  resolve_config, snakemake_argv, with_default)
+
+
+def test_merge_configs_is_a_deep_merge_in_order():
+    a = {"run_name": "a", "data": {"n_eval": 16, "shard_size": 16, "synthetic": {"shapes": ["circle", "cross"]}},
+         "explainers": {"ig": {"n_steps": 50}}}
+    b = {"data": {"n_eval": 8, "synthetic": {"shapes": ["square"]}}, "explainers": {"sm": {}}}
+    c = {"run_name": "c", "data": {"shard_size": 4}}
+    merged = merge_configs(a, b, c)
+    assert merged == {"run_name": "c",
+                      "data": {"n_eval": 8, "shard_size": 4, "synthetic": {"shapes": ["square"]}},  # lists replaced
+                      "explainers": {"ig": {"n_steps": 50}, "sm": {}}}                            # mappings merged
+    assert list(merged["explainers"]) == ["ig", "sm"]  # keys keep their first position
+    assert a["data"]["n_eval"] == 16 and a["explainers"] == {"ig": {"n_steps": 50}}  # inputs untouched
+    merged["data"]["synthetic"]["shapes"].append("x")
+    assert b["data"]["synthetic"]["shapes"] == ["square"]  # no shared lists either
+
+
+def test_partial_config_overlays_the_default_and_a_complete_one_stands_alone(repo, tmp_path):
+    default = yaml.safe_load((repo / "config/config.yaml").read_text())
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text("run_name: x\ndata: {n_eval: 8}\n")
+    config = resolve_config([overlay])
+    assert config["run_name"] == "x" and config["data"]["n_eval"] == 8
+    assert config["data"]["shard_size"] == default["data"]["shard_size"]
+    assert config == merge_configs(default, {"run_name": "x", "data": {"n_eval": 8}})
+    # a complete config (every required top-level key) is used as it is: the
+    # default's explainers are not merged into the smoke profile's
+    smoke = yaml.safe_load((repo / "config/smoke.yaml").read_text())
+    assert resolve_config([repo / "config/smoke.yaml"]) == smoke
+    assert resolve_config([repo / "config/smoke.yaml", overlay]) == merge_configs(smoke, yaml.safe_load(
+        overlay.read_text()))
+    assert resolve_config([]) == default
+    assert with_default({"seed": 3}) == {**default, "seed": 3}  # --config alone overlays the default
+
+
+def test_repeated_configfile_options_are_collected_into_one():
+    argv = ["-n", "--configfile", "a.yaml", "--cores", "2", "--configfile", "b.yaml", "c.yaml", "t1",
+            "--configfiles=d.yaml", "--", "--configfile", "x"]
+    out, files = collect_configfiles(argv)
+    assert files == ["a.yaml", "b.yaml", "c.yaml", "t1", "d.yaml"]  # t1 is taken, as argparse would take it
+    assert out == ["-n", "--configfile", "a.yaml", "b.yaml", "c.yaml", "t1", "d.yaml", "--cores", "2", "--",
+                   "--configfile", "x"]
+    assert collect_configfiles(["all", "-n"]) == (["all", "-n"], [])
+
+
+def test_a_target_after_configfile_is_named_with_how_to_write_targets(repo, tmp_path):
+    csv, png = tmp_path / "x.csv", tmp_path / "fig.png"
+    csv.write_text("model,score\ncnn,0.5\n")
+    png.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
+    json = tmp_path / "quality.json"  # a target that is a mapping
+    json.write_text('{"classifiers": {"cnn": {"test_accuracy": 0.99}}, "gates": {}}')
+    smoke = str(repo / "config/smoke.yaml")
+    hint = r"put targets before --configfile \(\./fud run TARGET --configfile FILE\) or after --"
+    for argv, why in [
+        (["--configfile", smoke, "results/synthetic/tables/x.csv"], "does not exist"),
+        (["--configfile", smoke, str(csv)], "is not a config file: its top level is str, not a mapping"),
+        (["--configfile", smoke, "--configfile", str(png)], r"is not a YAML or JSON file \(UnicodeDecodeError"),
+        (["--configfile", smoke, str(tmp_path)], "is a directory"),
+        (["--configfile", smoke, str(json)], r"is not a config file: none of its keys \(classifiers, gates\) is a "
+                                             r"config key"),
+    ]:
+        with pytest.raises(ConfigFileError, match=rf"--configfile argument '{argv[-1]}' {why}.*{hint}"):
+            snakemake_argv(argv)
+    assert snakemake_argv(["results/smoke/tables/x.csv", "--configfile", smoke]) == [
+        "results/smoke/tables/x.csv", "--configfile", smoke]
+
+
+def test_report_takes_run_name_from_the_resolved_config(repo, tmp_path):
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text("data: {n_eval: 8}\n")  # no run_name: the default's
+    assert report_argv([str(overlay), "--cores", "1"]) == [
+        "--configfile", str(overlay), "--report", "results/synthetic/report.html", "--cores", "1"]
+    assert report_argv([str(repo / "config/smoke.yaml")])[-1] == "results/smoke/report.html"
+    assert report_argv([]) == ["--report", "results/synthetic/report.html"]

@@ -1,0 +1,120 @@
+"""amp_dtype / channels_last: auto resolved by the device's capability (mocked
+here, so the test says the same on every CPU), explicit choices kept, bad
+combinations named; the run's provenance."""
+import json
+
+import pytest
+import torch
+
+from fudbench import hardware
+from fudbench.hardware import PrecisionError, resolve_precision, run_info, settings_precision
+from fudbench.imputers.diffusion.runtime import ScoreModelRuntime
+from fudbench.imputers.diffusion.settings import RuntimeSettings
+
+
+@pytest.fixture
+def cpu(monkeypatch):
+    """Set the mocked CPU's native bf16 / fp16 (torch's own CPUID probes)."""
+    def set_cpu(bf16: bool, fp16: bool = False, amx: bool = False):
+        monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: bf16)
+        monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
+        monkeypatch.setattr(torch.cpu, "_is_amx_fp16_supported", lambda: fp16)
+        monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+        monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
+    return set_cpu
+
+
+def test_auto_is_fp32_on_a_cpu_without_native_bf16(cpu):
+    cpu(bf16=False)
+    p = resolve_precision("auto", "auto", "cpu")
+    assert (p.amp_dtype, p.channels_last) == (None, True)
+    assert "no native bf16" in p.reason and p.label == "fp32, channels_last"
+
+
+@pytest.mark.parametrize("flags", [{"bf16": True}, {"bf16": False, "amx": True}])
+def test_auto_is_bf16_on_a_cpu_with_avx512_bf16_or_amx(cpu, flags):
+    cpu(**flags)
+    p = resolve_precision("auto", "auto", "cpu")
+    assert (p.amp_dtype, p.channels_last) == ("bf16", True)
+
+
+def test_a_onednn_isa_cap_below_bf16_means_no_native_bf16(cpu, monkeypatch):
+    cpu(bf16=True)
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")  # how an AVX2 machine is emulated on a newer one
+    assert resolve_precision("auto", "auto", "cpu").amp_dtype is None
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "avx512_core_bf16")
+    assert resolve_precision("auto", "auto", "cpu").amp_dtype == "bf16"
+
+
+@pytest.mark.parametrize("bf16", [True, False])
+@pytest.mark.parametrize("explicit,expected", [(None, None), ("fp32", None), ("bf16", "bf16"),
+                                               ("bfloat16", "bf16")])
+def test_an_explicit_setting_is_kept(cpu, bf16, explicit, expected):
+    cpu(bf16=bf16)
+    warnings = []
+    p = resolve_precision(explicit, False, "cpu", warn=warnings.append)
+    assert (p.amp_dtype, p.channels_last) == (expected, False)
+    assert p.reason.startswith("explicit")
+    # bf16 asked for on a CPU that emulates it: kept, with a warning that says what auto would do
+    assert bool(warnings) == (expected == "bf16" and not bf16)
+    if warnings:
+        assert "slower than fp32" in warnings[0] and "auto picks fp32" in warnings[0]
+
+
+def test_fp16_on_a_cpu_is_refused(cpu):
+    cpu(bf16=True, fp16=False)
+    with pytest.raises(PrecisionError, match="fp16 on a CPU.*amp_dtype: auto"):
+        resolve_precision("fp16", "auto", "cpu")
+    cpu(bf16=True, fp16=True)
+    assert resolve_precision("fp16", "auto", "cpu").amp_dtype == "fp16"
+
+
+def test_bf16_on_a_gpu_without_it_is_refused(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (7, 5))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Tesla T4")
+    with pytest.raises(PrecisionError, match="Tesla T4 has no native bf16"):
+        resolve_precision("bf16", "auto", torch.device("cuda", 0))
+    p = resolve_precision("auto", "auto", torch.device("cuda", 0))
+    assert (p.amp_dtype, p.channels_last) == ("fp16", True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    assert resolve_precision("auto", "auto", torch.device("cuda", 0)).amp_dtype == "bf16"
+    assert resolve_precision(None, "auto", torch.device("cuda", 0)).channels_last is False  # fp32 on a GPU
+
+
+def test_the_runtime_resolves_auto_on_the_unets_device(cpu):
+    cpu(bf16=False)
+    unet = torch.nn.Conv2d(3, 3, 1)
+    runtime = ScoreModelRuntime(unet, RuntimeSettings())  # the dataclass default is auto
+    assert runtime.amp_dtype is None and runtime.channels_last
+    cpu(bf16=True)
+    assert ScoreModelRuntime(torch.nn.Conv2d(3, 3, 1), RuntimeSettings()).amp_dtype == torch.bfloat16
+    assert ScoreModelRuntime(torch.nn.Conv2d(3, 3, 1), RuntimeSettings(amp_dtype=None)).amp_dtype is None
+
+
+def test_settings_with_a_bad_value_are_named():
+    assert "channels_last" in RuntimeSettings(channels_last="sometimes").problems("evaluators.fud")[0]
+    assert "amp_dtype" in RuntimeSettings(amp_dtype="int8").problems("evaluators.fud")[0]
+
+
+def test_the_work_cache_key_sees_the_resolved_precision(cpu):
+    cpu(bf16=False)
+    fp32 = settings_precision({"amp_dtype": "auto", "channels_last": "auto"}, "cpu")
+    cpu(bf16=True)
+    assert settings_precision({"amp_dtype": "auto", "channels_last": "auto"}, "cpu") != fp32
+    assert settings_precision({"n_subsets": 100}, "cpu") is None  # evaluators without a U-Net
+
+
+def test_run_info_names_machine_versions_threads_and_precision(cpu):
+    cpu(bf16=False)
+    info = run_info("cpu", {"amp_dtype": "auto", "channels_last": "auto"})
+    for key in ("cpu_model", "cpu_flags", "torch", "cuda", "torch_threads", "cores", "fud_precision"):
+        assert key in info
+    assert info["fud_precision"] == "fp32, channels_last" and info["cpu_native_bf16"] is False
+    json.dumps(info)  # written as JSON
+    text = hardware.describe_machine("cpu", {"amp_dtype": "auto"})
+    assert text.startswith("# machine: CPU") and "FUD U-Net precision: fp32" in text
+
+
+def test_cpu_info_reads_the_model_and_relevant_flags():
+    info = hardware.cpu_info()
+    assert info["model"] and set(info["flags"]) <= set(hardware.RELEVANT_CPU_FLAGS)

@@ -1,0 +1,69 @@
+"""Ship the classifiers (and F-Fidelity's surrogates) a finished run trained,
+so that a default run on any machine starts from the same weights.
+
+    ./fud python tools/ship_models.py results/synthetic [--configfile config/config.yaml]
+
+For every classifier of the config with a `shipped` path (and `shipped_surrogate`),
+copies results/<run>/models/<model>.pt (<model>_surrogate.pt) there and writes
+the manifest beside it: sha256, the fingerprint of the settings it was trained
+with (fudbench.fingerprint), its metrics, and where it was made. The run must
+have trained them (source: train), with the same settings.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+
+from fudbench.config import load_yaml, validate_config  # noqa: E402
+from fudbench.evaluators import entries_of, spec_of  # noqa: E402
+from fudbench.fingerprint import classifier_training_inputs, surrogate_training_inputs  # noqa: E402
+from fudbench.hardware import cpu_info  # noqa: E402
+from fudbench.models.shipped import write_manifest  # noqa: E402
+from fudbench.paths import resolve_path  # noqa: E402
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("results", type=Path, help="a finished run's results directory")
+    ap.add_argument("--configfile", type=Path, default=REPO / "config/config.yaml")
+    args = ap.parse_args(argv)
+    config = load_yaml(args.configfile)
+    # validated as if trained here: the files to be shipped are what this writes
+    for c in config["models"]["classifiers"].values():
+        c["source"] = "train"
+    validate_config(config, REPO / "config/schema.yaml")
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    made = {"commit": commit, "cpu": cpu_info()["model"], "cpu_flags": " ".join(cpu_info()["flags"])}
+    ffid = entries_of(config["evaluators"], "ffid")
+    ffid_settings = spec_of(ffid[0], config["evaluators"][ffid[0]]).resolve(config["evaluators"][ffid[0]]) \
+        if ffid else None
+    models = args.results / "models"
+    for name, c in config["models"]["classifiers"].items():
+        jobs = []
+        if c.get("shipped"):
+            jobs.append((models / f"{name}.pt", models / f"{name}_metrics.json", c["shipped"],
+                         classifier_training_inputs(config, name)))
+        if c.get("shipped_surrogate") and ffid_settings:
+            jobs.append((models / f"{name}_surrogate.pt", models / f"{name}_surrogate_metrics.json",
+                         c["shipped_surrogate"], surrogate_training_inputs(config, name, ffid_settings)))
+        for source, metrics, target, inputs in jobs:
+            if not source.is_file():
+                raise SystemExit(f"{source} is missing: run the workflow with source: train first")
+            target = resolve_path(target, REPO)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+            manifest = write_manifest(target, inputs, metrics=json.loads(metrics.read_text()), made=made)
+            print(f"shipped {source} -> {target} (sha256 {manifest['sha256'][:12]}, "
+                  f"{target.stat().st_size / 1e6:.2f} MB)")
+
+
+if __name__ == "__main__":
+    main()
