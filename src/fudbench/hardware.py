@@ -24,7 +24,6 @@ RELEVANT_CPU_FLAGS = ("avx2", "fma", "f16c", "avx512f", "avx512_bf16", "avx512_f
 # include native bf16; any other cap (e.g. AVX2, AVX512_CORE) makes bf16 convolutions emulated.
 _BF16_ISA_CAPS = ("ALL", "AVX512_CORE_BF16", "AVX512_CORE_AMX", "AVX512_CORE_AMX_FP16", "AVX10_1_512",
                   "AVX10_1_512_AMX", "AVX10_1_512_AMX_FP16", "AVX10_2_512", "AVX10_2_512_AMX_2")
-AMP_CHOICES = ("auto", None, "bf16", "fp16")
 
 
 class PrecisionError(ValueError):

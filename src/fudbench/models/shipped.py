@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
-
 from fudbench.fingerprint import file_sha256, fingerprint
 
 
@@ -85,8 +83,3 @@ def _diff_keys(a, b, prefix="") -> list[str]:
             out += _diff_keys(a.get(k), b.get(k), f"{prefix}{k}.")
         return out
     return [] if a == b else [prefix.rstrip(".")]
-
-
-def shipped_source(classifier: dict) -> Optional[str]:
-    """The shipped checkpoint path of a classifier entry with source: shipped, else None."""
-    return classifier.get("shipped") if classifier.get("source", "train") == "shipped" else None
