@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+
 from fudbench.fingerprint import file_sha256, fingerprint
 
 
