@@ -11,7 +11,7 @@ p, w = snakemake.params, snakemake.wildcards
 result = explain_shard(
     model_path=snakemake.input.model, images_path=snakemake.input.images, shard=int(w.shard),
     shard_size=p.shard_size, explainer=w.explainer, settings=p.explainer, target_mode=p.target,
-    seed_key=explain_seed_key(p.job["seed"], p.seed_group, w.explainer), device=resolve_device(p.job["device"]),
+    seed_key=explain_seed_key(p.job["seed"], p.seed_group, w.explainer, p.explainer), device=resolve_device(p.job["device"]),
 )
 write_npz(snakemake.output[0], **result)
 log.info("%d images, %.4f s/image", len(result["ids"]), float(result["seconds_per_image"]))

@@ -20,9 +20,9 @@ def test_shipped_configs_are_valid(repo, name):
 
 
 def test_meta_profile_variants_differ_from_fud_in_their_option_only(repo):
-    """config/meta.yaml's FUD variants take `fud`'s settings by a YAML merge key:
+    """config/meta.yaml's FUD variants take `fud`'s settings by `variant_of`:
     each must differ from it in the option it names (and symmetric) only."""
-    evaluators = load_yaml(repo / "config/meta.yaml")["evaluators"]
+    evaluators = load_config(repo / "config/meta.yaml")["evaluators"]
     paper = evaluators["fud"]
     variants = {n: s for n, s in evaluators.items() if (s or {}).get("method") == "fud"}
     assert len(variants) >= 3
@@ -95,7 +95,7 @@ def test_diagnostics_and_timing_asking_for_more_images_than_shard_0_holds(defaul
     default["analysis"][section]["n_images"] = 50
     with pytest.raises(ConfigError, match=rf"config key 'analysis\.{section}\.n_images': 50 images requested, but "
                                           r"its rules read shard 0, which holds 4 \(data\.shard_size = 4, "
-                                          r"data\.n_eval = 16\); lower analysis\.\w+\.n_images to 4"):
+                                          r"data\.n_eval = 8\); lower analysis\.\w+\.n_images to 4"):
         _check(default, repo)
     default["analysis"][section]["n_images"] = 4  # exactly the shard: fine
     default["analysis"]["diagnostics"]["n_images"] = min(default["analysis"]["diagnostics"]["n_images"], 4)
@@ -119,3 +119,26 @@ def test_a_config_without_fud_is_supported(repo):
     cfg["evaluators"]["fud"] = {}  # with FUD they are checked again
     with pytest.raises(ConfigError, match=r"analysis\.diagnostics\.explainer': \['gone'\] not in explainers"):
         _check(cfg, repo)
+
+
+def test_meta_profile_is_an_overlay_of_the_default(repo):
+    """config/meta.yaml says only what differs from config/config.yaml: none of
+    its keys repeats the default's value, and the evaluators it does not name
+    are the default's, so a new evaluator is configured once."""
+    from fudbench.configfiles import is_overlay, load_config_file
+
+    default, meta = load_yaml(repo / "config/config.yaml"), load_config_file(repo / "config/meta.yaml")
+    assert is_overlay(meta)
+
+    def repeated(over, base, path=""):
+        for key, value in over.items():
+            if isinstance(value, dict) and isinstance(base.get(key), dict):
+                yield from repeated(value, base[key], f"{path}{key}.")
+            elif key in base and base[key] == value:
+                yield f"{path}{key}"
+
+    assert list(repeated(meta, default)) == []
+    resolved = load_config(repo / "config/meta.yaml")
+    for name in set(default["evaluators"]) - set(meta["evaluators"]):
+        assert resolved["evaluators"][name] == default["evaluators"][name]
+    assert list(resolved["models"]["classifiers"]) == ["cnn", "vit", "cnn_seed1", "vit_seed1"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from fudbench.configfiles import (ConfigFileError, collect_configfiles, merge_configs, report_argv,
-                                  resolve_config, snakemake_argv, with_default)
+from fudbench.configfiles import (ConfigFileError, collect_configfiles, expand_variants, finish_config, merge_configs,
+                                  report_argv, resolve_config, snakemake_argv, with_default)
 
 
 def test_merge_configs_is_a_deep_merge_in_order():
@@ -23,6 +23,36 @@ def test_merge_configs_is_a_deep_merge_in_order():
     assert a["data"]["n_eval"] == 16 and a["explainers"] == {"ig": {"n_steps": 50}}  # inputs untouched
     merged["data"]["synthetic"]["shapes"].append("x")
     assert b["data"]["synthetic"]["shapes"] == ["square"]  # no shared lists either
+
+
+def test_null_removes_a_mapping_and_keeps_a_plain_null():
+    """An overlay drops an entry of the default with `name: null`; a null over a
+    plain value (amp_dtype: null = fp32) or a new key stays a null."""
+    base = {"explainers": {"ig": {"n_steps": 50}, "sm": {}}, "evaluators": {"fud": {"amp_dtype": "auto"}}}
+    over = {"explainers": {"sm": None, "new": None}, "evaluators": {"fud": {"amp_dtype": None}}}
+    merged = merge_configs(base, over)
+    assert merged["explainers"] == {"ig": {"n_steps": 50}, "new": None}
+    assert merged["evaluators"]["fud"] == {"amp_dtype": None}
+    # what Snakemake's own merge of `--configfile a b` leaves (None values) is dropped in entry sections
+    finished = finish_config({"explainers": {"ig": {}, "sm": None}, "models": {"classifiers": {"cnn": None}}})
+    assert finished == {"explainers": {"ig": {}}, "models": {"classifiers": {}}}
+
+
+def test_variant_of_repeats_an_entry_with_the_keys_given_changed():
+    section = {"fud": {"steps": 25, "known": "clean"}, "fud_renoise": {"variant_of": "fud", "known": "renoise_ddim"},
+               "road2": {"variant_of": "road", "imputer": "telea"}, "road": {"method": "road", "orders": ["morf"]}}
+    out = expand_variants(section, "evaluators")
+    assert out["fud_renoise"] == {"steps": 25, "known": "renoise_ddim", "method": "fud"}
+    assert out["road2"] == {"method": "road", "orders": ["morf"], "imputer": "telea"}  # listed before its base
+    assert out["fud"] == section["fud"] and list(out) == list(section)
+    classifiers = expand_variants({"cnn": {"width": 32, "source": "shipped"},
+                                   "cnn_seed1": {"variant_of": "cnn", "source": "train"}}, "models.classifiers",
+                                  method=False)
+    assert classifiers["cnn_seed1"] == {"width": 32, "source": "train"}
+    with pytest.raises(ConfigFileError, match=r"evaluators\.x\.variant_of': no entry 'nope'"):
+        expand_variants({"fud": {}, "x": {"variant_of": "nope"}}, "evaluators")
+    with pytest.raises(ConfigFileError, match="is itself a variant"):
+        expand_variants({"fud": {}, "a": {"variant_of": "fud"}, "b": {"variant_of": "a"}}, "evaluators")
 
 
 def test_partial_config_overlays_the_default_and_a_complete_one_stands_alone(repo, tmp_path):

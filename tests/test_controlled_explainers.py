@@ -38,7 +38,8 @@ def test_degrade_interpolates_between_base_and_noise(batch):
     clean = build_explainer("degrade", {"base": "oracle", "fraction": 0.0}).explain(model, x, target, seeds, masks=masks)
     assert torch.equal(clean[:, 0], _minmax(masks.float()))
     noise = build_explainer("random", {}).explain(model, x, target, seeds)
-    full = build_explainer("degrade", {"base": "oracle", "fraction": 1.0}).explain(model, x, target, seeds, masks=masks)
+    full = build_explainer("degrade", {"base": "oracle", "fraction": 1.0, "mode": "replace"}).explain(
+        model, x, target, seeds, masks=masks)
     torch.testing.assert_close(full, noise)
     half = build_explainer("deg_half", {"method": "degrade", "base": "ig", "fraction": 0.5,
                                         "base_settings": {"n_steps": 4}}).explain(model, x, target, seeds)
@@ -50,10 +51,11 @@ def test_degrade_fraction_checked():
         build_explainer("degrade", {"base": "sm", "fraction": 1.5})
 
 
-def test_degrade_replace_degrades_a_binary_map_progressively(tiny_cnn):
-    """The oracle mask is binary: replacing a fraction p of its pixels with noise
-    must move background pixels above object pixels more often as p grows (a
-    convex mix with p <= 0.5 would not change the ranking at all)."""
+@pytest.mark.parametrize("mode", ["shuffle", "replace"])
+def test_degrade_degrades_a_binary_map_progressively(tiny_cnn, mode):
+    """The oracle mask is binary: degrading a fraction p of its pixels must move
+    background pixels above object pixels more often as p grows (a convex mix
+    with p <= 0.5 would not change the ranking at all)."""
     torch.manual_seed(0)
     x = torch.rand(4, 3, 16, 16)
     masks = torch.zeros(4, 16, 16, dtype=torch.uint8)
@@ -61,7 +63,7 @@ def test_degrade_replace_degrades_a_binary_map_progressively(tiny_cnn):
     target = tiny_cnn(x).argmax(1)
     seeds = [11, 12, 13, 14]
 
-    def top_k_precision(fraction, mode="replace"):
+    def top_k_precision(fraction, mode=mode):
         a = build_explainer("degrade", {"base": "oracle", "fraction": fraction, "mode": mode}).explain(
             tiny_cnn, x, target, seeds, masks=masks)[:, 0].flatten(1)
         top = a.argsort(dim=1, descending=True)[:, :64]  # as many pixels as the object has
@@ -71,11 +73,85 @@ def test_degrade_replace_degrades_a_binary_map_progressively(tiny_cnn):
     p3, a3 = top_k_precision(0.3)
     p6, _ = top_k_precision(0.6)
     assert p0 == 1.0 and p0 > p3 > p6
-    replaced = (a3 != a0).float().mean().item()
-    assert 0.2 < replaced < 0.4  # about a fraction 0.3 of the pixels
+    changed = (a3 != a0).float().mean().item()
+    assert 0.1 < changed < 0.4  # at most a fraction 0.3 of the pixels (shuffle: ties between them stay)
     assert top_k_precision(0.3, mode="mix")[0] == 1.0  # why "mix" is not the default
     with pytest.raises(ValueError, match="mode"):
         build_explainer("degrade", {"base": "oracle", "fraction": 0.3, "mode": "blend"})
+
+
+# --- the degradation is unbiased (issue 27, item 1) ---
+
+def _heavy_tailed_maps(n: int, side: int = 32) -> torch.Tensor:
+    """Attribution-like maps: most values near 0, a few large (|N(0, 1)|^3)."""
+    return torch.randn(n, side, side, generator=torch.Generator().manual_seed(7)).abs() ** 3
+
+
+def _decile_noise_share(degraded: torch.Tensor, noisy: torch.Tensor) -> tuple[float, float]:
+    """Share of the degraded (noisy) pixels among the top and the bottom 10% of
+    each degraded map, averaged over maps."""
+    flat, noisy = degraded.flatten(1), noisy.flatten(1).float()
+    k = flat.shape[1] // 10
+    order = flat.argsort(dim=1, descending=True, stable=True)
+    return noisy.gather(1, order[:, :k]).mean().item(), noisy.gather(1, order[:, -k:]).mean().item()
+
+
+@pytest.mark.parametrize("fraction", [0.2, 0.4, 0.6, 0.8])
+def test_shuffle_hits_the_top_and_the_bottom_alike_and_replace_does_not(fraction):
+    """At every p the shuffled pixels make up a share p of the top decile and of
+    the bottom decile (within sampling error over 200 maps of 1024 pixels);
+    `replace` puts its noise at the top of a heavy-tailed map and not at the
+    bottom: the bias that made `shuffle` the default."""
+    from fudbench.explainers.controlled import picked_order, seeded_uniform, shuffle_degrade
+
+    maps = _minmax(_heavy_tailed_maps(200))
+    seeds = list(range(200))
+    shuffled = shuffle_degrade(maps, fraction, seeds)
+    k = round(fraction * 1024)
+    picked = torch.zeros(200, 1024).scatter_(1, picked_order(1024, seeds)[:, :k], 1.0).view_as(maps)
+    top, bottom = _decile_noise_share(shuffled, picked)
+    se = (fraction * (1 - fraction) / (200 * 102)) ** 0.5
+    assert abs(top - fraction) < 5 * se + 0.005 and abs(bottom - fraction) < 5 * se + 0.005
+    # the values are kept: each map holds the same multiset
+    assert torch.equal(shuffled.flatten(1).sort(1).values, maps.flatten(1).sort(1).values)
+
+    replaced = seeded_uniform((32, 32), [s ^ 0x9E1EC7 for s in seeds], "cpu") < fraction
+    replaced_map = torch.where(replaced, seeded_uniform((32, 32), seeds, "cpu"), maps)
+    top, bottom = _decile_noise_share(replaced_map, replaced)
+    assert top > 0.9 and bottom < 0.1
+
+
+def test_shuffle_levels_are_nested_and_p_zero_is_the_base(batch):
+    """One family (one base map, one image seed): the pixels moved at p = 0.2
+    are among those moved at 0.4, and those at 0.4 among 0.8's."""
+    model, x, target, _ = batch
+    seeds = [5, 6, 7]
+    maps = {p: build_explainer("degrade", {"base": "random", "fraction": p}).explain(model, x, target, seeds)[:, 0]
+            for p in (0.0, 0.2, 0.4, 0.8)}
+    moved = {p: maps[p] != maps[0.0] for p in (0.2, 0.4, 0.8)}
+    assert (moved[0.2] <= moved[0.4]).all() and (moved[0.4] <= moved[0.8]).all()
+    for p, m in moved.items():  # distinct values: exactly round(p * HW) pixels move in each map
+        assert (m.flatten(1).sum(1) == round(p * 64)).all()
+    torch.testing.assert_close(maps[0.0], _minmax(build_explainer("random", {}).explain(
+        model, x, target, [s ^ 0xBA5E for s in seeds])[:, 0]))
+
+
+def test_family_members_share_their_seeds():
+    """Degrade and randomise_model entries are seeded by method, base and base
+    settings, not by entry name: the levels of one family draw the same
+    permutation and base noise; a plain entry keeps its own name."""
+    from fudbench.seeding import explain_seed_key, explainer_seed_name
+
+    d20 = {"method": "degrade", "base": "ig", "fraction": 0.2, "base_settings": {"n_steps": 50}}
+    d40 = {**d20, "fraction": 0.4}
+    assert explain_seed_key(0, "cnn", "ig_d20", d20) == explain_seed_key(0, "cnn", "ig_d40", d40)
+    assert explainer_seed_name("ig_d20", d20) != explainer_seed_name("ig_d20", {**d20, "base_settings": {}})
+    assert explainer_seed_name("ig_d20", d20) != explainer_seed_name("ig_d20", {**d20, "base": "sm"})
+    r = {"method": "randomise_model", "base": "ig", "fraction": 0.5}
+    assert explainer_seed_name("ig_r50", r) == explainer_seed_name("ig_r100", {**r, "fraction": 1.0})
+    assert explainer_seed_name("ig_r50", r) != explainer_seed_name("ig_d20", {**d20, "base_settings": {}})
+    assert explain_seed_key(0, "cnn", "ig") == explain_seed_key(0, "cnn", "ig", {"n_steps": 50}) \
+        == (0, "explain", "cnn", "ig")
 
 
 # --- background and randomise_model (issue 17, item 3) ---

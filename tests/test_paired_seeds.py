@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 import torch
 
-from fudbench.config import load_yaml
+from fudbench.config import load_config, load_yaml
 from fudbench.data.synthetic import make_benchmark
 from fudbench.io import write_npz
 from fudbench.models.classifiers import build_classifier, save_classifier
@@ -49,8 +49,9 @@ def test_default_config_keys_are_exactly_the_old_ones():
 
 
 def test_meta_profile_pairs_seeds_and_fud_variants():
-    config = load_yaml(REPO / "config/meta.yaml")
-    assert seed_groups(config["models"]["classifiers"]) == {"cnn": "cnn", "cnn_seed1": "cnn"}
+    config = load_config(REPO / "config/meta.yaml")
+    assert seed_groups(config["models"]["classifiers"]) == {"cnn": "cnn", "vit": "vit", "cnn_seed1": "cnn",
+                                                            "vit_seed1": "vit"}
     variants = [e for e, s in config["evaluators"].items() if (s or {}).get("method") == "fud"]
     assert set(variants) == {"fud_renoise", "fud_last_steps", "fud_patch"}
     assert {evaluator_noise(e, config["evaluators"][e]) for e in ["fud", *variants]} == {"fud"}
@@ -88,12 +89,12 @@ def assets(tmp_path_factory):
 
 def _explain(assets, model, explainer, settings, group):
     return explain_shard(assets / f"{model}.pt", assets / "eval.npz", 0, 6, explainer, settings, "predicted",
-                         explain_seed_key(0, group, explainer), "cpu")["attributions"]
+                         explain_seed_key(0, group, explainer, settings), "cpu")["attributions"]
 
 
 @pytest.mark.parametrize("explainer,settings", [
     ("random", {}),
-    ("noise_only", {"method": "degrade", "base": "sm", "fraction": 1.0}),  # p = 1: the degrade noise alone
+    ("noise_only", {"method": "degrade", "base": "sm", "fraction": 1.0, "mode": "replace"}),  # the noise alone
 ])
 def test_seed_group_members_draw_the_same_explainer_noise(assets, explainer, settings):
     method = settings.get("method", explainer)

@@ -416,10 +416,16 @@ def validate_config(config: dict, schema_path) -> dict:
 
 
 def load_config(path, schema_path=None) -> dict[str, Any]:
-    """Load and validate a config file (schema defaults to config/schema.yaml beside it)."""
+    """Load and validate a config file (schema defaults to config/schema.yaml
+    beside it). An overlay (a file without every required key, e.g.
+    config/meta.yaml) is resolved over the config.yaml beside it, or the
+    repository's, as the workflow resolves it (fudbench.configfiles)."""
+    from fudbench.configfiles import DEFAULT_CONFIG, resolve_config
+
     path = Path(path)
-    config = load_yaml(path)
     schema_path = schema_path or path.parent / "schema.yaml"
+    default = path.parent / "config.yaml"
+    config = resolve_config([path], default if default.is_file() else DEFAULT_CONFIG, schema_path)
     return validate_config(config, schema_path)
 
 

@@ -3,13 +3,20 @@ config unless they make a complete config (docs/reliability.md, "Command line").
 
 - Several files merge in order, as Snakemake merges `--configfile a b`: a later
   file's keys override, mappings merge key by key, anything else (lists
-  included) is replaced.
+  included) is replaced. A later `null` over a mapping removes it (an overlay
+  drops an explainer, evaluator or classifier of the default: `sm: null`);
+  an explainer, evaluator or classifier entry left `null` is removed too.
+- `variant_of: NAME` in an explainers, evaluators or models.classifiers entry
+  repeats entry NAME of the same section with only the keys given changed
+  (explainers and evaluators: `method` set to NAME's method), so a variant
+  states what differs and nothing else (expand_variants; config/meta.yaml's
+  FUD variants and second training seeds).
 - A file that lacks a top-level key the schema requires is an *overlay*: unless
   the files given together have every required key, they apply on top of
   config/config.yaml (the Snakefile does this, so `./fud run`, `./fud snakemake`
   and plain `snakemake` agree). A complete config (config/smoke.yaml,
-  config/meta.yaml, a copy of config/config.yaml) is used as it is: merging the
-  default under it would add the default's explainers and evaluators to it.
+  a copy of config/config.yaml) is used as it is: merging the default under it
+  would add the default's explainers and evaluators to it.
 - `./fud` collects repeated `--configfile` options into one (argparse would keep
   only the last) and checks that every argument of it is a YAML mapping, so a
   target written after `--configfile X` is named as such instead of failing in
@@ -41,17 +48,75 @@ class ConfigFileError(ValueError):
 
 
 def merge_configs(*configs: Mapping) -> dict:
-    """Deep merge in order (later wins; mappings merge, other values replace);
-    the inputs are not modified and keys keep their first position."""
+    """Deep merge in order (later wins; mappings merge, other values replace, a
+    `null` over a mapping removes the key); the inputs are not modified and
+    keys keep their first position."""
     merged: dict = {}
     for config in configs:
         for key, value in config.items():
-            if isinstance(value, Mapping):
-                base = merged.get(key)
+            base = merged.get(key)
+            if value is None and isinstance(base, Mapping):
+                del merged[key]
+            elif isinstance(value, Mapping):
                 merged[key] = merge_configs(base, value) if isinstance(base, Mapping) else merge_configs(value)
             else:
                 merged[key] = copy.deepcopy(value)
     return merged
+
+
+# Sections whose entries are mappings: a null entry there is a removal (Snakemake's own
+# merge of `--configfile a b` keeps it as a None value, which this drops).
+ENTRY_SECTIONS = (("explainers",), ("evaluators",), ("models", "classifiers"))
+# Sections where `variant_of` repeats an entry; explainers and evaluators also get the base's method.
+VARIANT_SECTIONS = {("explainers",): True, ("evaluators",): True, ("models", "classifiers"): False}
+
+
+def _section(config: Mapping, path: tuple[str, ...]):
+    for key in path:
+        config = config.get(key) if isinstance(config, Mapping) else None
+    return config if isinstance(config, dict) else None
+
+
+def expand_variants(section: dict, where: str, method: bool = True) -> dict:
+    """`section` (explainers, evaluators or classifiers) with every
+    `variant_of: NAME` entry replaced by entry NAME's settings, `method` set to
+    NAME's method (with `method`), and the entry's own keys over them. ConfigFileError for an unknown NAME or a chain
+    of variants (a variant of a variant: say the base directly)."""
+    out = {}
+    for name, entry in section.items():
+        if not isinstance(entry, Mapping) or "variant_of" not in entry:
+            out[name] = entry
+            continue
+        base_name = entry["variant_of"]
+        base = section.get(base_name)
+        if not isinstance(base, Mapping):
+            known = ", ".join(n for n, e in section.items() if isinstance(e, Mapping) and "variant_of" not in e)
+            raise ConfigFileError(f"config key '{where}.{name}.variant_of': no entry {base_name!r} in {where} "
+                                  f"to repeat (entries: {known})")
+        if "variant_of" in base:
+            raise ConfigFileError(f"config key '{where}.{name}.variant_of': {base_name!r} is itself a variant "
+                                  f"(of {base['variant_of']!r}); name the entry it repeats")
+        own = {k: v for k, v in entry.items() if k != "variant_of"}
+        out[name] = merge_configs(base, {"method": base.get("method", base_name)} if method else {}, own)
+    return out
+
+
+def finish_config(config: Mapping) -> dict:
+    """The merged config with null entries removed (ENTRY_SECTIONS) and variants
+    expanded (VARIANT_SECTIONS)."""
+    config = merge_configs(config)
+    for path in ENTRY_SECTIONS:
+        section = _section(config, path)
+        if section is not None:
+            for name in [n for n, e in section.items() if e is None]:
+                del section[name]
+    for path, method in VARIANT_SECTIONS.items():
+        section = _section(config, path)
+        if section is not None:
+            expanded = expand_variants(section, ".".join(path), method)
+            section.clear()
+            section.update(expanded)
+    return config
 
 
 def load_config_file(path, where: str | None = None) -> dict:
@@ -91,10 +156,11 @@ def is_overlay(config: Mapping, schema_path=SCHEMA) -> bool:
 
 def with_default(config: Mapping, default=DEFAULT_CONFIG, schema_path=SCHEMA) -> dict:
     """The workflow's config: `config` (the command line's files merged, and --config)
-    on top of the default config if it is an overlay, else `config` itself."""
+    on top of the default config if it is an overlay, else `config` itself;
+    null entries removed and variants expanded (finish_config)."""
     if is_overlay(config, schema_path):
-        return merge_configs(load_config_file(default, f"default config {default}"), config)
-    return merge_configs(config)
+        return finish_config(merge_configs(load_config_file(default, f"default config {default}"), config))
+    return finish_config(config)
 
 
 def resolve_config(files, default=DEFAULT_CONFIG, schema_path=SCHEMA) -> dict:

@@ -14,6 +14,7 @@ keys are what they were before groups existed (docs/architecture.md, "Seeds").
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 
 import numpy as np
@@ -54,8 +55,25 @@ def seed_groups(classifiers: dict) -> dict[str, str]:
     return groups
 
 
-def explain_seed_key(seed: int, seed_group: str, explainer: str) -> tuple:
+def explainer_seed_name(entry: str, settings: dict | None = None) -> str:
+    """The name an explainer entry's seeds are keyed by: its own name, except
+    for a wrapper (degrade, randomise_model), which is keyed by its method, base
+    and base settings. So the members of one family (ig_d20, ig_d40 ...) draw
+    the same base-map noise and degrade the same pixel order (nested levels),
+    and differ only by their level."""
+    from fudbench.explainers import WRAPPERS
+
+    settings = settings or {}
+    method = settings.get("method", entry)
+    if method not in WRAPPERS:
+        return entry
+    base_settings = json.dumps(settings.get("base_settings") or {}, sort_keys=True)
+    return f"{method}:{settings['base']}:{base_settings}"
+
+
+def explain_seed_key(seed: int, seed_group: str, explainer: str, settings: dict | None = None) -> tuple:
     """The seed key of an explain job (per-image seeds add the image id): the
     model's seed group, not its name, so the seeds of one model get the same
-    random maps, degrade noise, EG baselines ...; the explainer entry's name."""
-    return (seed, "explain", seed_group, explainer)
+    random maps, degrade noise, EG baselines ...; the explainer entry's name,
+    or its family's for a wrapper (explainer_seed_name)."""
+    return (seed, "explain", seed_group, explainer_seed_name(explainer, settings))

@@ -511,28 +511,27 @@ def run_consistency(tables_dir, config: dict) -> list[str]:
 
 
 def trained_model_relations(tables_dir, config: dict, min_metrics: int = 1) -> list[str]:
-    """What a TRAINED model's tables must show: the ground-truth mask (the
-    oracle family's p = 0 member) above the random map under Insertion and
-    ROAD MoRF, and each degraded family in its true order under at
-    least `min_metrics` metrics, on every model. Relations whose explainers the
-    config lacks are reported as problems: a run meant for them must have them."""
+    """What a TRAINED model's tables must show: the ground-truth mask (an
+    `oracle` entry, or the oracle family's p = 0 member) above the random map
+    under Insertion and ROAD MoRF on every model, and each degraded family of
+    the config in its true order under at least `min_metrics` metrics. A
+    config without a mask or without `random` is reported as a problem: a run
+    meant for these checks must have them."""
     models = list(config["models"]["classifiers"])
-    degraded = _degraded(config)
     families: dict[str, list[tuple[float, str]]] = {}
-    for name, (family, p) in degraded.items():
+    for name, (family, p) in _degraded(config).items():
         families.setdefault(family, []).append((p, name))
+    masks = [n for n, e in config["explainers"].items() if (e or {}).get("method", n) == "oracle"]
+    masks += [n for p, n in sorted(families.get("oracle", [])) if p == 0]
     problems = []
-    oracle = [n for p, n in sorted(families.get("oracle", [])) if p == 0]
-    if not oracle or "random" not in config["explainers"]:
-        problems.append("no oracle p = 0 explainer or no random explainer in the config")
+    if not masks or "random" not in config["explainers"]:
+        problems.append("no oracle explainer (or oracle family at p = 0) or no random explainer in the config")
     else:
         # Not ROAD LeRF: removing the least relevant pixels of a random map scatters
         # the removals, which noisy-linear imputation refills almost perfectly,
         # while the mask's removals are one block (the default run: random above
         # the mask on both models). That is a property of the fill, not a broken table.
-        problems += beats(tables_dir, oracle[0], "random", ["Insertion", "ROAD MoRF"], models)
-    if not families:
-        problems.append("no degraded family in the config")
+        problems += beats(tables_dir, masks[0], "random", ["Insertion", "ROAD MoRF"], models)
     for family, members in families.items():
         problems += family_in_order(tables_dir, [n for _, n in sorted(members)], models, min_metrics)
     return problems

@@ -137,13 +137,15 @@ class SaliencySettings(Settings):
 
 @dataclass(frozen=True)
 class DegradeSettings(Settings):
-    """`base`'s map with a seeded fraction of its pixel scores replaced by (or
-    mixed with) noise; base_settings are validated as the base's own settings."""
+    """`base`'s map with a seeded fraction of its pixel scores shuffled among
+    themselves (`shuffle`, unbiased), replaced by uniform noise (`replace`,
+    biased towards the top of the ranking: fudbench.explainers.controlled) or
+    mixed with it (`mix`); base_settings are validated as the base's own."""
 
     base: str = setting(description="a registered explainer method (not degrade)")
     fraction: float = setting(minimum=0, maximum=1)
     base_settings: dict = setting(default_factory=dict)
-    mode: Literal["replace", "mix"] = setting("replace")
+    mode: Literal["shuffle", "replace", "mix"] = setting("shuffle")
 
 
 @dataclass(frozen=True)
