@@ -76,14 +76,14 @@ def fud_forwards_per_image(config: dict) -> int:
 
 
 def main(argv=None) -> int:
-    from fudbench.config import load_yaml
+    from fudbench.configfiles import resolve_config
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results", type=Path, help="a finished run's results/<run_name>")
-    ap.add_argument("--configfile", type=Path, required=True, help="the run's config")
+    ap.add_argument("--configfile", type=Path, required=True, help="the run's config (an overlay is resolved over config/config.yaml)")
     ap.add_argument("--images", type=int, nargs="+", default=[64, 128, 256], help="evaluated images to extrapolate to")
     args = ap.parse_args(argv)
-    config = load_yaml(args.configfile)
+    config = resolve_config([args.configfile])
     n_eval = int(config["data"]["n_eval"])
     times = benchmark_times(args.results)
     from fudbench.hardware import describe_results

@@ -200,7 +200,7 @@ rule table8_ood:
 
 ALL_QUALITY = expand(
     f"{RESULTS}/quality/{{evaluator}}/shard{{shard}}.parquet",
-    evaluator=EVALUATORS,
+    evaluator=SAMPLING_EVALUATORS,
     shard=SHARDS,
 )
 

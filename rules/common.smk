@@ -1,7 +1,7 @@
 # Shared constants, wildcard constraints, resource helpers and targets.
 from fudbench.config import fud_diagnostics_on
 from fudbench.data.shards import n_shards
-from fudbench.evaluators import entries_of, method_of, spec_of
+from fudbench.evaluators import entries_of, entry_curves, method_of, spec_of
 from fudbench.fingerprint import score_model_training_inputs
 from fudbench.plugins import absolute, entry_sources, is_import_path
 from fudbench.report.paper_tables import tables_of
@@ -14,6 +14,8 @@ MODELS = list(config["models"]["classifiers"])
 SEED_GROUPS = seed_groups(config["models"]["classifiers"])
 EXPLAINERS = list(config["explainers"])
 EVALUATORS = list(config["evaluators"])
+# Evaluator entries that keep intermediate samples: only they get quality jobs (piq metrics of the samples).
+SAMPLING_EVALUATORS = [e for e, s in config["evaluators"].items() if any(c.keeps_samples for c in entry_curves(e, s))]
 SHARDS = list(range(n_shards(config["data"]["n_eval"], config["data"]["shard_size"])))
 # GPU rules ask the scheduler for a GPU only when the run is meant for one.
 GPU = 1 if config["device"] == "cuda" else 0
@@ -191,6 +193,7 @@ def meta_targets():
         *figure_paths("metric_agreement"),
         *table_paths("report_card"),
         *figure_paths("report_card"),
+        *table_paths("claims"),
     ]
 
 

@@ -91,3 +91,23 @@ rule plot_report_card:
         ENV_REPORT
     script:
         "../scripts/plot_report_card.py"
+
+
+# The headline claims, each decided by a paired bootstrap over images (fudbench.analysis.claims).
+rule claims:
+    input:
+        per_image=rules.aggregate_records.output.per_image,
+    output:
+        tex=f"{RESULTS}/tables/claims.tex",
+        csv=reported_table(f"{RESULTS}/tables/claims.csv", "claims"),
+    params:
+        explainers=config["explainers"],
+        evaluators=config["evaluators"],
+        analysis={k: config["analysis"][k] for k in ("bootstrap", "ci")},
+        seed=config["seed"],
+    log:
+        f"{RESULTS}/logs/claims.log",
+    conda:
+        ENV_ANALYSIS
+    script:
+        "../scripts/claims.py"

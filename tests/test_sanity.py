@@ -45,10 +45,11 @@ def _write(d, name, summary, tex):
 def _tables(d, scores=SCORES):
     """table7_scores, road_scores, meta_ground_truth, table2/8/11_ood of the toy."""
     per_image = _per_image(scores)
-    _write(d, "table7_scores", *table7_scores(per_image, ["cnn"], EXPLAINERS, 200, 0.95, 0))
+    explainers = list(scores["insertion"])
+    _write(d, "table7_scores", *table7_scores(per_image, ["cnn"], explainers, 200, 0.95, 0))
     spec, labels = SCORE_TABLES["road_scores"], score_labels()
     road = [c for c in labels if spec["select"](c) and c in set(per_image["curve"])]
-    _write(d, "road_scores", *score_table(per_image, ["cnn"], EXPLAINERS, road, labels, 200, 0.95, 0,
+    _write(d, "road_scores", *score_table(per_image, ["cnn"], explainers, road, labels, 200, 0.95, 0,
                                           caption=spec["caption"], tex_label=spec["tex_label"]))
     degraded = {e: (s["base"], s["fraction"]) for e, s in CONFIG["explainers"].items() if "base" in s}
     corr = ground_truth_correlations(per_image, degraded, n_boot=50, seed=0,
@@ -77,6 +78,21 @@ def test_oracle_below_random_is_reported(tmp_path):
     scores["insertion"]["oracle_d00"], scores["insertion"]["random"] = 0.3, 0.8
     problems = sanity.trained_model_relations(_tables(tmp_path, scores), CONFIG)
     assert len(problems) == 1 and "Insertion" in problems[0] and "oracle_d00" in problems[0]
+
+
+def test_a_plain_oracle_entry_is_the_mask_and_a_config_without_one_is_reported(tmp_path):
+    """The default profile has `oracle` (no family): the mask-above-random check
+    uses it; a config with neither an oracle entry nor the family is reported."""
+    scores = {c: {**v, "oracle": v["oracle_d00"]} for c, v in SCORES.items()}
+    d = _tables(tmp_path, scores)
+    plain = {"models": CONFIG["models"], "explainers": {"ig": {}, "random": {}, "oracle": {}}}
+    assert sanity.trained_model_relations(d, plain) == []
+    scores["insertion"]["oracle"] = 0.1
+    (tmp_path / "low").mkdir()
+    problems = sanity.trained_model_relations(_tables(tmp_path / "low", scores), plain)
+    assert len(problems) == 1 and "oracle" in problems[0] and "Insertion" in problems[0]
+    problems = sanity.trained_model_relations(d, {"models": CONFIG["models"], "explainers": {"random": {}}})
+    assert problems and "no oracle explainer" in problems[0]
 
 
 def test_a_family_in_no_metric_order_is_reported(tmp_path):

@@ -110,6 +110,7 @@ SMOKE_TABLES = {
     "meta_ground_truth": (None, False),       # Spearman is undefined when a 1-epoch model ties everything
     "metric_agreement": (None, False),
     "report_card": (2 * 32, False),           # models x scored curves of the configured evaluators
+    "claims": (None, False),                  # claims x models x families the smoke config allows
 }
 
 
@@ -161,5 +162,5 @@ def test_smoke_report_has_every_table_and_figure(repo, smoke_run, tmp_path):
     html = report.read_text(errors="replace")
     assert len(html) > 100_000
     for name in ("table2_ood.csv", "table5_constraint.csv", "table10_timing.csv", "fig3_auroc_by_step.png",
-                 "fig4_qualitative.png", "meta_ground_truth.csv", "report_card.csv"):
+                 "fig4_qualitative.png", "meta_ground_truth.csv", "report_card.csv", "claims.csv"):
         assert name in html, name

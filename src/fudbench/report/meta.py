@@ -220,3 +220,27 @@ def report_card_figure(card: pd.DataFrame, paths=None, plots: dict | None = None
         plt.rcParams["savefig.dpi"] = plots.get("dpi", 150)
         save_figure(fig, paths)
     return fig
+
+
+def claims_table(claims: pd.DataFrame, ci: float = 0.95, digits: int = 2) -> str:
+    """LaTeX of the claims table (fudbench.analysis.claims): one row per claim,
+    model and family with the mean per-image statistic, its interval and the
+    verdict."""
+    header = ["Claim", "Model", "Family", "Estimate", "Interval", "n", "Verdict"]
+    rows, breaks = [], []
+    for i, (_, r) in enumerate(claims.iterrows()):
+        lo, hi = r["ci_low"], r["ci_high"]
+        interval = f"[{lo:.{digits}f}, {hi:.{digits}f}]" if math.isfinite(lo) and math.isfinite(hi) else "--"
+        rows.append([escape(r["claim"]), escape(r["model"]), escape(r["family"]), f"{r['estimate']:.{digits}f}",
+                     interval, str(int(r["n_images"])), escape(r["verdict"])])
+        if i + 1 < len(claims) and claims["claim"].iloc[i + 1] != r["claim"]:
+            breaks.append(i)
+    caption = (f"Headline claims, each decided at the run's size: the mean over images of a per-image statistic "
+               f"with its {ci:.0%} percentile bootstrap interval over images (paired: both metrics of a comparison "
+               "on the same resampled images). Recovery: the Spearman correlation of the metric's scores of the "
+               "family's members on one image with the known order (concordance over the known pairs for model "
+               "randomisation), 0 where it ties every member; recovery difference: the first metric's minus the "
+               "second's on the same image; anchor lead: the anchors' mean score minus the other explainers', "
+               "oriented so that higher is better. Holds: interval above 0; fails: below 0.")
+    caption = caption.replace("%", "\\%")
+    return booktabs(header, rows, caption=caption, label="tab:claims", align="llllrrl", midrules_after=breaks)

@@ -1,0 +1,162 @@
+"""The headline claims of the meta-evaluation, each decided at the run's size.
+
+A claim is the mean over images of a per-image statistic, with a percentile
+bootstrap interval of that mean (the images resampled together, so two
+metrics compared are paired by image; a bootstrap of a mean covers at 16
+images, tests/test_bootstrap.py). Its verdict: `holds` when the interval
+lies above 0, `fails` when below, `undecided at n = N` otherwise.
+
+Per-image statistics (the families and anchors of analysis.meta):
+- recovery r_i(M, f): on image i, the recovery statistic of metric M's
+  oriented scores of family f's members (order_stats.recovery_rows: the
+  Spearman with the known order, the known-pairs concordance for a partial
+  order); an image on which M ties every member gets 0 (no information).
+  The mean of r_i is the per-image ("micro over images") recovery, not the
+  report card's macro recovery of the mean scores: it is a mean, so its
+  interval covers, and two metrics' r_i pair by image;
+- anchors first a_i(M): M's mean oriented score of the anchors (`random`,
+  `background`) minus its mean oriented score of every other explainer on
+  image i: above 0 when M scores the maps without information above the
+  rest, what a faithful metric must not do.
+
+The claims (CLAIMS; each where its curves and families exist, per model):
+symmetric FUD beats paper FUD on each family; paper FUD recovers each
+family; INFID ranks the anchors first; ROAD MoRF recovers each family; and
+each FUD variant (an aliased `method: fud` entry) beats paper FUD on each
+family.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from fudbench.analysis.bootstrap import bootstrap_ci
+
+COLUMNS = ["claim", "model", "family", "statistic", "metric", "versus", "estimate", "ci_low", "ci_high",
+           "n_images", "verdict"]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """`kind`: recovers (metric's r_i > 0), beats (metric's r_i - versus's r_i > 0)
+    or anchors_first (a_i > 0). `text` names it in the table."""
+
+    text: str
+    kind: str
+    curve: str
+    versus: str | None = None
+
+
+def headline_claims(curves) -> list[Claim]:
+    """The claims that the run's curves allow (FUD variants: curves fud@<entry>)."""
+    curves = list(curves)
+    out = []
+    if "fud_symmetric" in curves and "fud" in curves:
+        out.append(Claim("symmetric FUD beats paper FUD", "beats", "fud_symmetric", "fud"))
+    if "fud" in curves:
+        out.append(Claim("paper FUD recovers the family", "recovers", "fud"))
+    if "infidelity" in curves:
+        out.append(Claim("INFID ranks the anchors first", "anchors_first", "infidelity"))
+    if "road_morf" in curves:
+        out.append(Claim("ROAD MoRF recovers the family", "recovers", "road_morf"))
+    for curve in curves:
+        if curve.startswith("fud@"):
+            out.append(Claim(f"FUD [{curve.partition('@')[2]}] beats paper FUD", "beats", curve, "fud"))
+    return out
+
+
+def verdict(low: float, high: float, n: int) -> str:
+    if np.isfinite(low) and low > 0:
+        return "holds"
+    if np.isfinite(high) and high < 0:
+        return "fails"
+    return f"undecided at n = {n}"
+
+
+def _scores(per_image: pd.DataFrame, model: str, curve: str, explainers: list[str], sign: float) -> pd.DataFrame:
+    """images x explainers of oriented scores (rows every explainer has)."""
+    d = per_image[(per_image["model"] == model) & (per_image["curve"] == curve)
+                  & per_image["explainer"].isin(explainers)]
+    m = d.pivot_table(index="image", columns="explainer", values="score", aggfunc="mean")
+    if any(e not in m.columns for e in explainers):
+        return pd.DataFrame()
+    return sign * m[explainers].dropna()
+
+
+def per_image_recovery(per_image, model, curve, sign, members, fractions, order) -> pd.Series:
+    """r_i of one metric and family on one model, by image (0 where it ties every member)."""
+    from fudbench.analysis.order_stats import recovery_rows
+
+    m = _scores(per_image, model, curve, members, sign)
+    if m.empty:
+        return pd.Series(dtype=float)
+    r = recovery_rows(m.to_numpy(), fractions, order)
+    return pd.Series(np.where(np.isfinite(r), r, 0.0), index=m.index)
+
+
+def per_image_anchor_lead(per_image, model, curve, sign, anchors, others) -> pd.Series:
+    """a_i: the anchors' mean oriented score minus the other explainers', by image."""
+    m = _scores(per_image, model, curve, [*anchors, *others], sign)
+    if m.empty:
+        return pd.Series(dtype=float)
+    return m[anchors].mean(axis=1) - m[others].mean(axis=1)
+
+
+def decide_claims(per_image: pd.DataFrame, explainers: dict, curve_scores: dict, claims: list[Claim] | None = None,
+                  n_boot: int = 1000, ci: float = 0.95, seed: int = 0) -> pd.DataFrame:
+    """One row per (claim, model, family) with COLUMNS. per_image: model,
+    explainer, curve, image, score; explainers: the config's section;
+    curve_scores: {curve: (label, higher is better, score)} of the run."""
+    from fudbench.analysis.meta import anchor_explainers, degraded_explainers, family_order
+    from fudbench.seeding import derive_seed
+
+    present = [c for c in curve_scores if c in set(per_image["curve"])]
+    claims = headline_claims(present) if claims is None else claims
+    degraded = degraded_explainers(explainers)
+    families: dict[str, list[str]] = {}
+    for name, (family, _) in degraded.items():
+        families.setdefault(family, []).append(name)
+    families = {f: sorted(m, key=lambda e: degraded[e][1]) for f, m in families.items()}
+    anchors = list(anchor_explainers(explainers))
+    others = [e for e in explainers if e not in anchors]
+    sign = {c: 1.0 if curve_scores[c][1] else -1.0 for c in present}
+    label = {c: curve_scores[c][0] for c in present}
+    rows = []
+    for claim in claims:
+        if claim.curve not in sign or (claim.versus and claim.versus not in sign):
+            continue
+        for model in sorted(per_image["model"].unique()):
+            if claim.kind == "anchors_first":
+                if not anchors or not others:
+                    continue
+                targets = [("anchors", per_image_anchor_lead(per_image, model, claim.curve, sign[claim.curve],
+                                                             anchors, others), "anchor lead")]
+            else:
+                targets = []
+                for family, members in families.items():
+                    fractions = [degraded[e][1] for e in members]
+                    order = family_order(family)
+
+                    def r(curve, members=members, fractions=fractions, order=order):
+                        return per_image_recovery(per_image, model, curve, sign[curve], members, fractions, order)
+
+                    value = r(claim.curve)
+                    if claim.kind == "beats":
+                        other = r(claim.versus)
+                        value = (value - other).dropna()
+                        stat = "recovery difference"
+                    else:
+                        stat = "recovery"
+                    targets.append((family, value, stat))
+            for family, value, stat in targets:
+                if value.empty:
+                    continue
+                est, lo, hi = bootstrap_ci(value.to_numpy(), n_boot, ci,
+                                           derive_seed(seed, "claims", claim.text, model, family))
+                rows.append({"claim": claim.text, "model": model, "family": family, "statistic": stat,
+                             "metric": label[claim.curve], "versus": label.get(claim.versus, ""),
+                             "estimate": est, "ci_low": lo, "ci_high": hi, "n_images": len(value),
+                             "verdict": verdict(lo, hi, len(value))})
+    return pd.DataFrame(rows, columns=COLUMNS)
