@@ -34,6 +34,8 @@ rule table:
         seed=config["seed"],
         models=MODELS,
         explainers=EXPLAINERS,
+        # the report's caption of the appendix score table, from its curves' specs
+        caption=lambda w: appendix_caption(configured_appendix_curves(), latex=False) if w.table == "appendix_scores" else "",
     wildcard_constraints:
         table="table4_kendall|table7_scores|srg_scores|road_scores|ffidelity_scores|appendix_scores",
     log:

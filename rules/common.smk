@@ -4,7 +4,7 @@ from fudbench.data.shards import n_shards
 from fudbench.evaluators import entries_of, entry_curves, method_of, spec_of
 from fudbench.fingerprint import score_model_training_inputs
 from fudbench.plugins import absolute, entry_sources, is_import_path
-from fudbench.report.paper_tables import tables_of
+from fudbench.report.paper_tables import appendix_caption, tables_of
 from fudbench.seeding import seed_groups
 
 RESULTS = f"results/{config['run_name']}"
@@ -176,6 +176,13 @@ def diagnostics_targets():
 # Appendix tables, present when a configured evaluator writes curves they show.
 APPENDIX_TABLES = ("srg_scores", "road_scores", "ffidelity_scores", "appendix_scores", "table9_quality",
                    "table11_ood")
+
+
+def configured_appendix_curves():
+    """The configured curves the appendix score table shows, in config order."""
+    from fudbench.evaluators import configured_curves
+
+    return [c for c, spec in configured_curves(config["evaluators"]).items() if spec.table == "appendix_scores"]
 
 
 def appendix_targets():

@@ -6,7 +6,7 @@ import pandas as pd
 from fudbench.io import write_csv, write_text
 from fudbench.jobs import setup_job
 from fudbench.report import tables
-from fudbench.report.paper_tables import SCORE_TABLES, score_labels
+from fudbench.report.paper_tables import SCORE_TABLES, score_labels, score_table_caption
 
 log = setup_job(snakemake)
 p, name = snakemake.params, snakemake.wildcards.table
@@ -20,7 +20,7 @@ else:
     spec, labels = SCORE_TABLES[name], score_labels(per_image["curve"].unique())
     curves = [c for c in labels if spec["select"](c) and c in set(per_image["curve"])]
     summary, tex = tables.score_table(per_image, p.models, p.explainers, curves, labels, p.analysis["bootstrap"],
-                                      p.analysis["ci"], p.seed, caption=spec["caption"],
+                                      p.analysis["ci"], p.seed, caption=score_table_caption(name, curves),
                                       tex_label=spec["tex_label"])
 write_csv(snakemake.output.csv, summary, index=False, float_format="%.6g")
 write_text(snakemake.output.tex, tex)

@@ -7,11 +7,11 @@ import pytest
 import torch
 import yaml
 
-from fudbench.imputer_registry import IMPUTERS
 from fudbench.imputers import (BoxBlurImputer, GaussianNoiseImputer, HistogramImputer, ImputeContext,
                                MaxDistanceImputer, MeanImputer, NoisyLinearImputer, SampleAverageImputer,
                                TeleaImputer, TrainSetImputer, UniformNoiseImputer, ZeroImputer)
 from fudbench.imputers.factory import build_imputer
+from fudbench.imputers.registry import IMPUTERS
 
 
 class NormalisedModel(torch.nn.Module):
@@ -246,6 +246,27 @@ def test_factory_builds_by_name_and_rejects_bad_options(tmp_path):
     np.savez(tmp_path / "bad.npz", pictures=refs)
     with pytest.raises(ValueError, match="no 'images' array"):
         build_imputer("train_set", {}, None, {"reference_images": str(tmp_path / "bad.npz")})
+
+
+def test_descriptive_mean_names_fill_as_the_short_ones(tmp_path):
+    """`dataset_mean` is `mean` (the reference images' channel mean) and
+    `image_mean` is `sample_average` (each image's own): same builder, options
+    and fills; the short names keep working."""
+    from fudbench.imputers.registry import ALIASES, canonical
+
+    assert ALIASES == {"dataset_mean": "mean", "image_mean": "sample_average"}
+    assert canonical("dataset_mean") == "mean" and canonical("telea") == "telea"
+    refs = np.stack([np.full((3, 4, 4), v, np.uint8) for v in (51, 102, 153)])
+    np.savez(tmp_path / "refs.npz", images=refs)
+    assets = {"reference_images": str(tmp_path / "refs.npz")}
+    x = torch.rand(2, 3, 4, 4, generator=torch.Generator().manual_seed(0))
+    keep = (torch.rand(2, 1, 4, 4, generator=torch.Generator().manual_seed(1)) > 0.5).float()
+    for alias, short in ALIASES.items():
+        a, b = build_imputer(alias, {}, None, assets), build_imputer(short, {}, None, assets)
+        assert type(a) is type(b)
+        assert torch.equal(a.fill(x, keep, ImputeContext(seeds=[0, 1])), b.fill(x, keep, ImputeContext(seeds=[0, 1])))
+    image_mean = build_imputer("image_mean").fill(x, torch.zeros_like(keep), ImputeContext(seeds=[0, 1]))
+    torch.testing.assert_close(image_mean[:, :, 0, 0], x.mean(dim=(2, 3)))
 
 
 def test_every_registered_imputer_is_in_the_schema(repo):

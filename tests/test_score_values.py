@@ -12,7 +12,7 @@ import pytest
 from fudbench.analysis import sanity
 from fudbench.analysis.curves import derived_scores, per_image_scores
 from fudbench.io import write_csv, write_text
-from fudbench.report.paper_tables import SCORE_TABLES, score_labels
+from fudbench.report.paper_tables import SCORE_TABLES, score_labels, score_table_caption
 from fudbench.report.tables import score_table
 
 
@@ -31,7 +31,7 @@ def _table(name, per_image, tmp_path=None):
     spec, labels = SCORE_TABLES[name], score_labels()
     curves = [c for c in labels if spec["select"](c) and c in set(per_image["curve"])]
     summary, tex = score_table(per_image, ["cnn"], ["ig"], curves, labels, 400, 0.95, 0,
-                               caption=spec["caption"], tex_label=spec["tex_label"])
+                               caption=score_table_caption(name, curves), tex_label=spec["tex_label"])
     if tmp_path is not None:
         write_csv(tmp_path / f"{name}.csv", summary, index=False, float_format="%.6g")
         write_text(tmp_path / f"{name}.tex", tex)

@@ -213,3 +213,19 @@ def test_srg_kinds_are_checked_and_mif_needs_an_attribution(brightness_classifie
     with pytest.raises(ValueError, match="attribution"):
         SRG("mean", segmentation="squares", square_side=4, kinds=("lif",)).run(
             brightness_classifier, x, torch.zeros(1, dtype=torch.long), None, MeanImputer([0.5] * 3), [0], (0,))
+
+
+def test_dataset_mean_spelling_gives_the_records_of_mean(brightness_classifier):
+    """`dataset_mean` is `mean` by a descriptive name (imputers.registry.ALIASES):
+    R-OMS's random orderings are keyed by the short name, so the two spellings
+    give the same records under their own curve names."""
+    x, g = _blocks(4, seed=5)
+    y = brightness_classifier(x).argmax(1)
+    a = torch.randn(x.shape, generator=g)
+    runs = {}
+    for name in ("mean", "dataset_mean"):
+        proto = SRG(name, segmentation="squares", square_side=4, n_random=3)
+        rec = _run(proto, brightness_classifier, x, y, a)
+        rec["curve"] = rec["curve"].str.replace("dataset_mean", "mean")
+        runs[name] = rec.drop(columns=["seconds"])
+    pd.testing.assert_frame_equal(runs["mean"], runs["dataset_mean"])

@@ -270,13 +270,15 @@ def bold_marks_best(tables_dir, names=("table3_quality", "table9_quality", "tabl
     return problems
 
 
-# label pattern -> (low, high) of the values a score table may hold
-_SCORE_RANGES = [
-    (r"^INFID", (0.0, math.inf)),
-    (r"^FUD symmetric", (-1.0, 1.0)),  # AUC(top) - AUC(bottom)
-    (r"^(FUD|Insertion|Deletion|ROAD|Distill|Gevaert|MIF|LIF|R-OMS)", (0.0, 1.0)),
-    (r".", (-1.0, 1.0)),  # correlations (Sen-N, IDSDS), gains (MRG, LRG, SRG), fidelities
-]
+def curve_of_label(label: str):
+    """The CurveSpec a table column label names (an aliased entry's "<label> [<entry>]"
+    by its base label), from the evaluators' catalogue; None if unknown."""
+    from fudbench.analysis.curves import CATALOGUE
+
+    base = re.sub(r" \[[^\]]+\]$", "", label)
+    return next((c for c in CATALOGUE.values() if c.label == base), None)
+
+
 _QUALITY_RANGES = {"PSNR": (0.0, math.inf), "SSIM": (-1.0, 1.0), "MS-SSIM": (-1.0, 1.0), "FSIM": (0.0, 1.0),
                    "GMSD": (0.0, math.inf), "HaarPSI": (0.0, 1.0), "VSI": (0.0, 1.0)}
 
@@ -288,7 +290,8 @@ def _range(kind: str, label: str) -> tuple[float, float]:
         return -1.0, 1.0
     if kind == "quality":
         return _QUALITY_RANGES.get(label, (-math.inf, math.inf))
-    return next(r for pattern, r in _SCORE_RANGES if re.match(pattern, label))
+    spec = curve_of_label(label)  # its spec's value_range (unknown labels are not checked)
+    return spec.value_range if spec is not None else (-math.inf, math.inf)
 
 
 def values_in_range(tables_dir, names=None) -> list[str]:
@@ -479,11 +482,13 @@ def consistency_problems(tables_dir) -> list[str]:
 
 # ------------------------------------------------------------------ per run, from its config
 
-# Table labels of the evaluators whose fill is deterministic and that see only
-# the pixel ranking (abs-sum reduction): an explainer and its p = 0 degraded
-# copy (the same ranking, min-max scaled) get identical scores under them.
-RANKING_ONLY_METRICS = ("Insertion", "Deletion", "Distill blur", "Distill max_distance", "Gevaert del. constant",
-                        "Gevaert del. box_blur", "Gevaert ins. constant", "Gevaert ins. box_blur")
+def ranking_only_metrics() -> list[str]:
+    """Table labels of the curves whose score sees only the pixel ranking and
+    fills deterministically (CurveSpec.ranking_only): an explainer and its
+    p = 0 degraded copy (the same ranking, min-max scaled) score the same."""
+    from fudbench.analysis.curves import CATALOGUE
+
+    return [c.label for c in CATALOGUE.values() if c.ranking_only]
 
 
 def _degraded(config: dict) -> dict[str, tuple[str, float]]:
@@ -496,14 +501,14 @@ def run_consistency(tables_dir, config: dict) -> list[str]:
     """Everything that holds for any model and seed, for a run of `config`:
     consistency_problems, the meta-evaluation's macro correlations against
     the score tables, and each p = 0 degraded copy scoring as its base
-    explainer under RANKING_ONLY_METRICS (those the run has)."""
+    explainer under ranking_only_metrics() (those the run has)."""
     problems = consistency_problems(tables_dir)
     degraded = _degraded(config)
     if degraded:
         problems += meta_agrees_with_scores(tables_dir, degraded)
     models = list(config["models"]["classifiers"])
     present = set(score_means(tables_dir)["metric"])
-    metrics = [m for m in RANKING_ONLY_METRICS if m in present]
+    metrics = [m for m in ranking_only_metrics() if m in present]
     for name, (base, p) in degraded.items():
         if p == 0 and base in config["explainers"]:
             problems += same_scores(tables_dir, base, name, metrics, models)

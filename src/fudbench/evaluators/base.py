@@ -22,6 +22,10 @@ from typing import Callable, Optional
 from fudbench.settings import settings_schema, with_defaults
 
 ALIAS_SEPARATOR = "@"
+# Value ranges of per-image scores: an area under a probability curve, a correlation or difference of areas.
+PROBABILITY_AREA, CORRELATION = (0.0, 1.0), (-1.0, 1.0)
+NON_NEGATIVE = (0.0, float("inf"))
+
 # Table groups of intermediate samples: the main evaluators' (Tables 2, 3, 8)
 # and the appendix protocols' (Tables 9, 11, with FUD as the reference row).
 MAIN_SAMPLES, APPENDIX_SAMPLES = "main", "appendix"
@@ -42,6 +46,13 @@ class CurveSpec:
     # its score is an area under the curve over the evaluation ratios (kept rho or removed 1 - rho): it needs
     # at least two distinct ratios (checked up front by fudbench.evaluate; the config asks for two anyway)
     auc_over_ratios: bool = False
+    # the values its per-image score can take (the sanity checks hold the tables to it)
+    value_range: tuple[float, float] = CORRELATION
+    # the score sees only the pixel ranking of the map and fills deterministically: a map and its p = 0
+    # degraded copy (the same ranking, rescaled) score the same (sanity.run_consistency checks it)
+    ranking_only: bool = False
+    # one phrase for table captions: what the score is and its direction (score tables built from the config)
+    caption: Optional[str] = None
 
     def aliased(self, entry: str) -> "CurveSpec":
         """This curve as written by the config entry `entry` aliasing its method."""

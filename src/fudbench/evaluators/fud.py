@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from fudbench.analysis.auc import auc_kept
-from fudbench.evaluators.base import ALIAS_SEPARATOR, APPENDIX_SAMPLES, MAIN_SAMPLES, CurveSpec, EvaluatorSpec
+from fudbench.evaluators.base import (ALIAS_SEPARATOR, APPENDIX_SAMPLES, MAIN_SAMPLES, PROBABILITY_AREA, CurveSpec,
+                                      EvaluatorSpec)
 from fudbench.imputers.diffusion.settings import (ConstraintSettings, GuidanceSettings, RuntimeSettings,
                                                   StepSettings, jump_problems)
 from fudbench.settings import setting
@@ -54,10 +55,11 @@ class FUDSettings(StepSettings, GuidanceSettings, ConstraintSettings, RuntimeSet
 def curves(settings: dict) -> list[CurveSpec]:
     top = CurveSpec(TOP, "FUD", True, auc_kept, table="table7_scores", keeps_samples=True, samples_label="FUD",
                     samples_tables=(MAIN_SAMPLES, APPENDIX_SAMPLES), step_value="confidence", tau=True,
-                    auc_over_ratios=True)
+                    auc_over_ratios=True, value_range=PROBABILITY_AREA)
     if not settings["symmetric"]:
         return [top]
-    return [top, CurveSpec(BOTTOM, "FUD bottom", False, auc_kept, step_value="confidence", auc_over_ratios=True)]
+    return [top, CurveSpec(BOTTOM, "FUD bottom", False, auc_kept, step_value="confidence", auc_over_ratios=True,
+                           value_range=PROBABILITY_AREA)]
 
 
 def symmetric_curves(settings: dict) -> list[CurveSpec]:
@@ -66,7 +68,8 @@ def symmetric_curves(settings: dict) -> list[CurveSpec]:
     name it (analysis.meta_metrics); appendix_scores shows it, Table 7 keeps the paper's columns."""
     if not settings["symmetric"]:
         return []
-    return [CurveSpec(SYMMETRIC, "FUD symmetric", True, symmetric_score, table="appendix_scores")]
+    return [CurveSpec(SYMMETRIC, "FUD symmetric", True, symmetric_score, table="appendix_scores",
+                      caption="FUD symmetric (keep-top minus keep-bottom area, higher better)")]
 
 
 def _base(curve: str) -> str:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from fudbench.analysis.auc import auc_kept, auc_removed
-from fudbench.evaluators.base import APPENDIX_SAMPLES, CurveSpec, EvaluatorSpec
+from fudbench.evaluators.base import APPENDIX_SAMPLES, PROBABILITY_AREA, CurveSpec, EvaluatorSpec
 from fudbench.evaluators.imputing import IMPUTER_OPTIONS_SCHEMA, FillSettings, build_imputers, imputer_assets
 from fudbench.settings import setting
 
@@ -36,13 +36,21 @@ class GevaertSettings(FillSettings):
 def curves(settings: dict) -> list[CurveSpec]:
     out = []
     for fill in settings["fills"]:
-        out.append(CurveSpec(f"gevaert_del__{fill}", f"Gevaert del. {fill}", False, auc_removed,
-                             table="appendix_scores", keeps_samples=True, samples_label="Gevaert",
-                             samples_tables=(APPENDIX_SAMPLES,), auc_over_ratios=True))
+        common = {"table": "appendix_scores", "auc_over_ratios": True, "value_range": PROBABILITY_AREA,
+                  "ranking_only": fill in DETERMINISTIC_FILLS}
+        out.append(CurveSpec(f"gevaert_del__{fill}", f"Gevaert del. {fill}", False, auc_removed, keeps_samples=True,
+                             samples_label="Gevaert", samples_tables=(APPENDIX_SAMPLES,), **common,
+                             caption="Gevaert et al. deletion (area under confidence over the removed fraction, "
+                                     "lower better)"))
         if settings["insertion"]:
-            out.append(CurveSpec(f"gevaert_ins__{fill}", f"Gevaert ins. {fill}", True, auc_kept,
-                                 table="appendix_scores", auc_over_ratios=True))
+            out.append(CurveSpec(f"gevaert_ins__{fill}", f"Gevaert ins. {fill}", True, auc_kept, **common,
+                                 caption="Gevaert et al. insertion (area under confidence over the kept fraction, "
+                                         "higher better)"))
     return out
+
+
+# Gevaert's fills (the config's names) that draw no noise
+DETERMINISTIC_FILLS = ("constant", "box_blur")
 
 
 def catalogue_variants() -> list[dict]:

@@ -4,15 +4,16 @@ correlation of cell attribution and output drop; higher is better."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from fudbench.evaluators.base import APPENDIX_SAMPLES, CurveSpec, EvaluatorSpec
-from fudbench.evaluators.imputing import IMPUTER_OPTIONS_SCHEMA, build_imputers, imputer_assets, imputer_problems
-from fudbench.settings import Settings, setting
+from fudbench.evaluators.imputing import IMPUTER_OPTIONS_SCHEMA, SingleFillSettings
+from fudbench.settings import setting
 
 
 @dataclass(frozen=True)
-class IDSDSSettings(Settings):
+class IDSDSSettings(SingleFillSettings):
+    FILL_KEY: ClassVar[str] = "fill"
     grid: int = setting(4, minimum=1, description="cells per side (Hesse: 4)")
     output: Literal["logit", "probability"] = setting(
         "logit", description="model output whose drop is correlated (reference code: logit)")
@@ -21,9 +22,6 @@ class IDSDSSettings(Settings):
     imputer_options: dict = setting(default_factory=dict, schema=IMPUTER_OPTIONS_SCHEMA)
     batch_size: int = setting(64, minimum=1)
 
-    def problems(self, key: str) -> list[str]:
-        return imputer_problems([self.fill], self.imputer_options, f"{key}.fill")
-
 
 def first_correlation(g) -> float:
     return float(g["correlation"].iloc[0])
@@ -31,18 +29,19 @@ def first_correlation(g) -> float:
 
 def curves(settings: dict) -> list[CurveSpec]:
     return [CurveSpec("idsds", "IDSDS", True, first_correlation, table="appendix_scores", keeps_samples=True,
-                      samples_label="IDSDS", samples_tables=(APPENDIX_SAMPLES,))]
+                      samples_label="IDSDS", samples_tables=(APPENDIX_SAMPLES,),
+                      caption="IDSDS (Spearman correlation of cell attribution and output drop, higher better)")]
 
 
 def build(settings: dict, evaluation: dict, assets: dict, device):
     from fudbench.evaluators.base import Evaluator
     from fudbench.protocols.idsds import IDSDS
 
-    (imputer,) = build_imputers(settings, [settings["fill"]], assets, device)
+    imputer = IDSDSSettings.build_fill(settings, assets, device)
     protocol = IDSDS(grid=settings["grid"], output=settings["output"], batch_size=settings["batch_size"],
                      keep_samples=True)
     return Evaluator("idsds", [(protocol, imputer)])
 
 
 SPEC = EvaluatorSpec("idsds", __doc__.splitlines()[0], IDSDSSettings, curves, f"{__name__}:build",
-                     assets=lambda s: imputer_assets(s, [s["fill"]]))
+                     assets=IDSDSSettings.assets)

@@ -38,7 +38,7 @@ def imputer_options_schema() -> dict:
     """The JSON schema of an evaluator's imputer_options, generated from the imputers'
     declarations (fudbench.imputers.settings): a registered name takes its own options;
     a new name is an alias and needs `method:` (its options are checked by imputer_problems)."""
-    from fudbench.imputer_registry import IMPUTERS
+    from fudbench.imputers.registry import IMPUTERS
     from fudbench.imputers.settings import IMPUTER_SETTINGS
     from fudbench.settings import settings_schema
 
@@ -55,7 +55,7 @@ def imputer_problems(names, imputer_options: dict, key: str, defaults: Optional[
     import paths; an alias's options that its registered method does not take."""
     from jsonschema import Draft202012Validator
 
-    from fudbench.imputer_registry import IMPUTERS
+    from fudbench.imputers.registry import IMPUTERS
     from fudbench.imputers.settings import IMPUTER_SETTINGS
     from fudbench.plugins import is_import_path
     from fudbench.settings import settings_schema
@@ -128,3 +128,33 @@ class FillSettings(Settings):
     def resolved(cls, settings: dict) -> dict:
         """Settings with the fills' options over DEFAULT_OPTIONS."""
         return {**settings, "imputer_options": merged_options(cls.DEFAULT_OPTIONS, settings.get("imputer_options"))}
+
+
+class SingleFillSettings(Settings):
+    """Base of the settings of evaluators with one fill, an imputer name or alias
+    under the key FILL_KEY (IDSDS: `fill`, ROAD: `imputer`) with its
+    `imputer_options`: the checks, assets and build of that one fill, so a
+    single-fill evaluator declares only its own settings.
+
+        @dataclass(frozen=True)
+        class MySettings(SingleFillSettings):
+            FILL_KEY: ClassVar[str] = "fill"
+            fill: str = setting("zero", description="imputer name or alias")
+            imputer_options: dict = setting(default_factory=dict, schema=IMPUTER_OPTIONS_SCHEMA)
+    """
+
+    FILL_KEY: ClassVar[str] = "fill"
+
+    def problems(self, key: str) -> list[str]:
+        return imputer_problems([getattr(self, self.FILL_KEY)], self.imputer_options, f"{key}.{self.FILL_KEY}")
+
+    @classmethod
+    def assets(cls, settings: dict) -> set[str]:
+        """The asset keys its fill reads (EvaluatorSpec's `assets`)."""
+        return imputer_assets(settings, [settings[cls.FILL_KEY]])
+
+    @classmethod
+    def build_fill(cls, settings: dict, assets: Optional[dict], device):
+        """Its fill, built (in a job: imports torch)."""
+        (imputer,) = build_imputers(settings, [settings[cls.FILL_KEY]], assets, device)
+        return imputer

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from fudbench.analysis.auc import mean_of
-from fudbench.evaluators.base import MAIN_SAMPLES, CurveSpec, EvaluatorSpec
+from fudbench.evaluators.base import MAIN_SAMPLES, NON_NEGATIVE, CurveSpec, EvaluatorSpec
 from fudbench.settings import Settings, setting
 
 
@@ -21,7 +21,8 @@ class InfidSettings(Settings):
 
 def curves(settings: dict) -> list[CurveSpec]:
     return [CurveSpec("infidelity", "INFID", False, mean_of("infidelity"), table="table7_scores",
-                      keeps_samples=True, samples_label="INFID", samples_tables=(MAIN_SAMPLES,))]
+                      keeps_samples=True, samples_label="INFID", samples_tables=(MAIN_SAMPLES,),
+                      value_range=NON_NEGATIVE)]
 
 
 def build(settings: dict, evaluation: dict, assets: dict, device):

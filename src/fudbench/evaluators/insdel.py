@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fudbench.analysis.auc import auc_kept, auc_removed
-from fudbench.evaluators.base import MAIN_SAMPLES, CurveSpec, EvaluatorSpec
+from fudbench.evaluators.base import MAIN_SAMPLES, PROBABILITY_AREA, CurveSpec, EvaluatorSpec
 from fudbench.settings import Settings, setting
 
 
@@ -23,10 +23,12 @@ class InsDelSettings(Settings):
 
 
 def curves(settings: dict) -> list[CurveSpec]:
-    return [CurveSpec("insertion", "Insertion", True, auc_kept, table="table7_scores", step_value="confidence"),
-            CurveSpec("deletion", "Deletion", False, auc_removed, table="table7_scores", step_value="confidence"),
+    area = {"value_range": PROBABILITY_AREA, "ranking_only": True}  # zero / blur fills: deterministic
+    return [CurveSpec("insertion", "Insertion", True, auc_kept, table="table7_scores", step_value="confidence", **area),
+            CurveSpec("deletion", "Deletion", False, auc_removed, table="table7_scores", step_value="confidence",
+                      **area),
             CurveSpec("deletion_ratios", "Deletion (1 - rho)", False, keeps_samples=True, samples_label="INS/DEL",
-                      samples_tables=(MAIN_SAMPLES,), tau=True)]
+                      samples_tables=(MAIN_SAMPLES,), tau=True, value_range=PROBABILITY_AREA)]
 
 
 def build(settings: dict, evaluation: dict, assets: dict, device):

@@ -9,18 +9,19 @@ intermediate samples (Tables 9 and 11).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 from fudbench.analysis.auc import auc_removed, normalised_auc
-from fudbench.evaluators.base import APPENDIX_SAMPLES, CurveSpec, EvaluatorSpec
-from fudbench.evaluators.imputing import IMPUTER_OPTIONS_SCHEMA, build_imputers, imputer_assets, imputer_problems
-from fudbench.settings import Settings, setting
+from fudbench.evaluators.base import APPENDIX_SAMPLES, PROBABILITY_AREA, CurveSpec, EvaluatorSpec
+from fudbench.evaluators.imputing import IMPUTER_OPTIONS_SCHEMA, SingleFillSettings
+from fudbench.settings import setting
 
 ORDERS = {"morf": ("ROAD MoRF", False), "lerf": ("ROAD LeRF", True)}
 
 
 @dataclass(frozen=True)
-class ROADSettings(Settings):
+class ROADSettings(SingleFillSettings):
+    FILL_KEY: ClassVar[str] = "imputer"
     imputer: str = setting("noisy_linear", description="imputer name or alias (ROAD: noisy_linear)")
     imputer_options: dict = setting(default_factory=dict, schema=IMPUTER_OPTIONS_SCHEMA)
     orders: list[Literal["morf", "lerf"]] = setting(default_factory=lambda: ["morf", "lerf"], minItems=1,
@@ -29,19 +30,18 @@ class ROADSettings(Settings):
                                                           "normalised attribution (ROAD: 1e-4)")
     batch_size: int = setting(64, minimum=1)
 
-    def problems(self, key: str) -> list[str]:
-        return imputer_problems([self.imputer], self.imputer_options, f"{key}.imputer")
-
 
 def curves(settings: dict) -> list[CurveSpec]:
     return [CurveSpec(f"road_{order}", ORDERS[order][0], ORDERS[order][1], auc_removed, table="road_scores",
                       keeps_samples=order == "morf", samples_label="ROAD" if order == "morf" else None,
-                      samples_tables=(APPENDIX_SAMPLES,) if order == "morf" else (), auc_over_ratios=True)
+                      samples_tables=(APPENDIX_SAMPLES,) if order == "morf" else (), auc_over_ratios=True,
+                      value_range=PROBABILITY_AREA)
             for order in ORDERS if order in settings["orders"]]
 
 
 def accuracy_curves(settings: dict) -> list[CurveSpec]:
-    return [CurveSpec(f"road_{order}_accuracy", f"{ORDERS[order][0]} acc.", ORDERS[order][1], table="road_scores")
+    return [CurveSpec(f"road_{order}_accuracy", f"{ORDERS[order][0]} acc.", ORDERS[order][1], table="road_scores",
+                      value_range=PROBABILITY_AREA)
             for order in ORDERS if order in settings["orders"]]
 
 
@@ -68,7 +68,7 @@ def build(settings: dict, evaluation: dict, assets: dict, device):
     from fudbench.evaluators.base import Evaluator, removal_fractions
     from fudbench.protocols.road import ROAD
 
-    (imputer,) = build_imputers(settings, [settings["imputer"]], assets, device)
+    imputer = ROADSettings.build_fill(settings, assets, device)
     fractions = removal_fractions(evaluation["ratios"])
     return Evaluator("road", [
         (ROAD(fractions, order=order, jitter=settings["jitter"], batch_size=settings["batch_size"],
@@ -77,5 +77,5 @@ def build(settings: dict, evaluation: dict, assets: dict, device):
 
 
 SPEC = EvaluatorSpec("road", "ROAD (Rong 2022) MoRF / LeRF at p = 1 - rho", ROADSettings, curves,
-                     f"{__name__}:build", assets=lambda s: imputer_assets(s, [s["imputer"]]),
+                     f"{__name__}:build", assets=ROADSettings.assets,
                      derived=lambda records, per_image: road_accuracy(records), derived_curves=accuracy_curves)

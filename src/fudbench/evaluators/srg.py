@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from fudbench.analysis.auc import auc_removed
-from fudbench.evaluators.base import CurveSpec, EvaluatorSpec
+from fudbench.evaluators.base import PROBABILITY_AREA, CurveSpec, EvaluatorSpec
 from fudbench.evaluators.imputing import IMPUTER_OPTIONS_SCHEMA, build_imputers, imputer_assets, imputer_problems
 from fudbench.settings import Settings, setting
 
@@ -50,9 +50,9 @@ def curve_name(kind: str, imputer: str) -> str:
 def curves(settings: dict) -> list[CurveSpec]:
     out = []
     for imp in settings["imputers"]:
-        out += [CurveSpec(curve_name("mif", imp), f"MIF ({imp})", False, auc_removed),
-                CurveSpec(curve_name("lif", imp), f"LIF ({imp})", True, auc_removed),
-                CurveSpec(curve_name("roms", imp), f"R-OMS ({imp})", True, auc_removed)]
+        out += [CurveSpec(curve_name("mif", imp), f"MIF ({imp})", False, auc_removed, value_range=PROBABILITY_AREA),
+                CurveSpec(curve_name("lif", imp), f"LIF ({imp})", True, auc_removed, value_range=PROBABILITY_AREA),
+                CurveSpec(curve_name("roms", imp), f"R-OMS ({imp})", True, auc_removed, value_range=PROBABILITY_AREA)]
     return out
 
 
@@ -63,7 +63,7 @@ def gain_curves(settings: dict) -> list[CurveSpec]:
 
 def catalogue_variants() -> list[dict]:
     """The analysis knows the curves of every registered imputer."""
-    from fudbench.imputer_registry import IMPUTERS
+    from fudbench.imputers.registry import IMPUTERS
 
     return [{"imputers": list(IMPUTERS)}]
 

@@ -1,4 +1,4 @@
-"""Imputers by name, for evaluator configs (names in fudbench.imputer_registry).
+"""Imputers by name, for evaluator configs (names in fudbench.imputers.registry).
 
     build_imputer(name, options, references, assets, device) -> Imputer
 
@@ -15,7 +15,7 @@ from typing import Optional
 
 import torch
 
-from fudbench.imputer_registry import IMPUTERS
+from fudbench.imputers.registry import IMPUTERS
 from fudbench.imputers.diffusion import plain_sampler
 from fudbench.imputers.settings import IMPUTER_SETTINGS
 from fudbench.plugins import is_import_path

@@ -69,8 +69,8 @@ class DiffusionPlainOptions(PlainStepSettings, KnownSettings):
 
 
 IMPUTER_SETTINGS = {
-    "zero": NoOptions, "blur": BlurOptions, "mean": MeanOptions, "classifier_mean": NoOptions,
-    "sample_average": NoOptions, "uniform": UniformOptions, "gaussian": GaussianOptions, "train_set": NoOptions,
+    "zero": NoOptions, "blur": BlurOptions, "mean": MeanOptions, "dataset_mean": MeanOptions,
+    "classifier_mean": NoOptions, "sample_average": NoOptions, "image_mean": NoOptions, "uniform": UniformOptions, "gaussian": GaussianOptions, "train_set": NoOptions,
     "histogram": NoOptions, "telea": TeleaOptions, "noisy_linear": NoisyLinearOptions, "box_blur": BoxBlurOptions,
     "max_distance": NoOptions, "diffusion_plain": DiffusionPlainOptions,
 }

@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from fudbench.imputers.registry import canonical
 from fudbench.masks import pixel_order, reduce_attribution
 from fudbench.protocols.base import CurveResult, Protocol, Shard, records_frame, sample_response
 from fudbench.seeding import derive_seed
@@ -147,7 +148,8 @@ class SRG(Protocol):
 
     def evaluate(self, shard: Shard, attribution: Optional[torch.Tensor]) -> CurveResult:
         n = len(shard.x)
-        shared = (shard.seed_key[0], "srg_shared", self.curve)
+        # by the imputer's short name: `dataset_mean` draws what `mean` draws (imputers.registry.ALIASES)
+        shared = (shard.seed_key[0], "srg_shared", f"srg__{canonical(self.imputer_name)}")
         n_fill = self.n_imputations if shard.imputer.stochastic else 1
         labels = superpixels(shard.x.detach().float().cpu().numpy(), self.segmentation, self.n_segments,
                              self.compactness, self.square_side)

@@ -89,13 +89,30 @@ SCORE_TABLES = {
         "tex_label": "tab:ffidelity"},
     "appendix_scores": {
         "select": in_table("appendix_scores"),
-        "caption": "Appendix protocols' scores: IDSDS (Spearman correlation of cell attribution and output drop, "
-                   "higher better), FUD symmetric (keep-top minus keep-bottom area, when configured; higher "
-                   "better), Distill baselines and Gevaert et al. deletion (area under confidence over the "
-                   "removed fraction, lower better) and insertion (higher better); mean over images, $\\pm$ "
-                   "half-width of the bootstrap 95\\% CI.",
+        # built from the captions of the curves it shows (CurveSpec.caption): appendix_caption
+        "caption": None,
         "tex_label": "tab:appendix-scores"},
 }
+
+
+def appendix_caption(curves, latex: bool = True) -> str:
+    """The appendix score table's caption: each shown curve's CurveSpec.caption
+    (its label where it has none), once each, in column order."""
+    from fudbench.evaluators import find_curve
+
+    parts = []
+    for curve in curves:
+        spec = find_curve(curve)
+        text = (spec.caption or spec.label) if spec is not None else curve
+        if text not in parts:
+            parts.append(text)
+    ci = "$\\pm$ half-width of the bootstrap 95\\% CI" if latex else "+- half-width of the bootstrap 95% CI"
+    return f"Appendix protocols' scores: {'; '.join(parts)}; mean over images, {ci}."
+
+
+def score_table_caption(name: str, curves, latex: bool = True) -> str:
+    """The caption of score table `name` showing `curves`."""
+    return appendix_caption(curves, latex) if name == "appendix_scores" else SCORE_TABLES[name]["caption"]
 
 
 def tables_of(evaluators: dict) -> set[str]:

@@ -1,0 +1,51 @@
+"""docs/results/meta: the committed verdict of the meta profile
+(tools/export_meta_results.py). With FUD_META_RESULTS=<a finished meta run of
+the same commit on the same kind of CPU> its CSVs must equal the run's (but
+for the timing columns, fudbench.report.TIMING_COLUMNS); without it only the
+export tool is checked."""
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tools"))
+
+from export_meta_results import TABLES, exported_files, main  # noqa: E402
+
+
+def test_export_refuses_an_unfinished_run_and_copies_a_finished_one(tmp_path):
+    results = tmp_path / "results"
+    with pytest.raises(FileNotFoundError, match="not a finished meta run"):
+        exported_files(results)
+    (results / "tables").mkdir(parents=True)
+    (results / "figures").mkdir()
+    for stem in TABLES:
+        (results / "tables" / f"{stem}.csv").write_text("a,b\n1,2\n")
+        (results / "tables" / f"{stem}.tex").write_text("x")
+    for stem in ("report_card", "metric_agreement"):
+        (results / "figures" / f"{stem}.png").write_bytes(b"png")
+    (results / "run_info.json").write_text('{"commit": "abc1234", "cpu_model": "AMD EPYC", "cores": 2}')
+    assert main([str(results), str(tmp_path / "out"), "--command", "./fud run", "--wall", "1 h"]) == 0
+    readme = (tmp_path / "out" / "README.md").read_text()
+    assert "abc1234" in readme and "AMD EPYC" in readme and "1 h" in readme
+    assert (tmp_path / "out" / "claims.csv").read_text() == "a,b\n1,2\n"
+
+
+def test_committed_verdict_equals_a_run_of_its_commit():
+    where = os.environ.get("FUD_META_RESULTS")
+    committed = REPO / "docs" / "results" / "meta"
+    if not where:
+        pytest.skip("FUD_META_RESULTS is not set: point it at a finished meta run of the commit in "
+                    "docs/results/meta/README.md")
+    if not committed.is_dir():
+        pytest.skip("docs/results/meta has not been exported yet")
+    import pandas as pd
+
+    from fudbench.report import TIMING_COLUMNS
+
+    for stem in TABLES:
+        timing = list(TIMING_COLUMNS.get(f"{stem}.csv", ()))  # seconds per image: the machine's, not the run's
+        ran, kept = (pd.read_csv(d / f"{stem}.csv").drop(columns=timing) for d in (Path(where) / "tables", committed))
+        pd.testing.assert_frame_equal(ran, kept, check_exact=True, obj=stem)
