@@ -20,7 +20,7 @@ from fudbench.imputers.diffusion.loop import _noise_like
 from fudbench.masks import keep_mask, n_pixels, ranks_from_order, region_order, reverse_order, top_count
 from fudbench.models.score import build_unet, save_score_model, schedule_config
 from fudbench.protocols import TopKCurve
-from fudbench.protocols.srg import superpixels
+from fudbench.superpixels import segment as superpixels
 
 SCORE_CFG = {"block_out_channels": [8, 16], "attention": [False, True], "layers_per_block": 1,
              "num_train_timesteps": 100, "beta_schedule": "linear"}

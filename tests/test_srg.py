@@ -10,7 +10,9 @@ from fudbench.analysis.curves import CURVE_SCORES, per_image_scores
 from fudbench.evaluators.srg import relevance_gains
 from fudbench.imputers import ImputeContext, Imputer, MeanImputer, UniformNoiseImputer
 from fudbench.imputers.base import compose
-from fudbench.protocols.srg import SRG, occlusion_steps, superpixel_relevance, superpixels
+from fudbench.protocols.srg import SRG, occlusion_steps
+from fudbench.superpixels import region_means as superpixel_relevance
+from fudbench.superpixels import segment as superpixels
 
 
 def _blocks(n=12, seed=0):

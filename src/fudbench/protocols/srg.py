@@ -47,11 +47,11 @@ from fudbench.imputers.registry import canonical
 from fudbench.masks import pixel_order, reduce_attribution
 from fudbench.protocols.base import CurveResult, Protocol, Shard, records_frame, sample_response
 from fudbench.seeding import derive_seed
+from fudbench.superpixels import SEGMENTATIONS, region_means, segment
 
 KINDS = ("mif", "lif", "roms")
 RESPONSE = ("confidence", "prediction", "energy", "l2")  # sample_response's order
 TALLIED = ("removed_pixels", *RESPONSE, "seconds")       # per curve, image and step
-SEGMENTATIONS = ("slic", "squares")
 
 
 def srg_curve_name(kind: str, imputer_name: str) -> str:
@@ -64,41 +64,6 @@ def occlusion_steps(n_superpixels: int, n_steps: int = 15) -> list[int]:
         raise ValueError(f"need at least one superpixel, got {n_superpixels}")
     geo = np.rint(np.geomspace(1, n_superpixels, n_steps)).astype(int) if n_steps > 0 else []
     return sorted({0, n_superpixels, *(int(v) for v in geo)})
-
-
-def superpixels(images: np.ndarray, method: str = "slic", n_segments: int = 16, compactness: float = 10.0,
-                square_side: int = 8) -> list[np.ndarray]:
-    """(N, C, H, W) images in [0, 1] -> one (H, W) int label map per image,
-    labels 0..K-1 consecutive."""
-    n, c, h, w = images.shape
-    if method == "squares":
-        if not 1 <= square_side <= min(h, w):
-            raise ValueError(f"square side {square_side} must be in [1, {min(h, w)}] for {h}x{w} images")
-        cols = -(-w // square_side)
-        yy, xx = np.mgrid[0:h, 0:w]
-        labels = (yy // square_side) * cols + xx // square_side
-        return [labels.copy() for _ in range(n)]
-    if method != "slic":
-        raise ValueError(f"segmentation must be one of {SEGMENTATIONS}, got {method!r}")
-    from skimage.segmentation import slic
-
-    out = []
-    for img in images:
-        hwc = np.ascontiguousarray(np.moveaxis(img.astype(np.float64), 0, -1))
-        seg = slic(hwc if c > 1 else hwc[..., 0], n_segments=n_segments, compactness=compactness, start_label=0,
-                   channel_axis=-1 if c > 1 else None)
-        out.append(np.unique(seg, return_inverse=True)[1].reshape(h, w))
-    return out
-
-
-def superpixel_relevance(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """Mean per-pixel score inside each superpixel; any non-finite pixel makes it -inf (least relevant)."""
-    flat, lab = scores.ravel().astype(np.float64), labels.ravel()
-    k = int(lab.max()) + 1
-    bad = ~np.isfinite(flat)
-    rel = np.bincount(lab, np.where(bad, 0.0, flat), k) / np.bincount(lab, minlength=k)
-    rel[np.bincount(lab, bad.astype(float), k) > 0] = -np.inf
-    return rel
 
 
 class Fill(NamedTuple):
@@ -151,7 +116,7 @@ class SRG(Protocol):
         # by the imputer's short name: `dataset_mean` draws what `mean` draws (imputers.registry.ALIASES)
         shared = (shard.seed_key[0], "srg_shared", f"srg__{canonical(self.imputer_name)}")
         n_fill = self.n_imputations if shard.imputer.stochastic else 1
-        labels = superpixels(shard.x.detach().float().cpu().numpy(), self.segmentation, self.n_segments,
+        labels = segment(shard.x.detach().float().cpu().numpy(), self.segmentation, self.n_segments,
                              self.compactness, self.square_side)
         steps = [occlusion_steps(int(lab.max()) + 1, self.n_steps) for lab in labels]
         orders = self._orders(shard, attribution, labels, steps, shared)
@@ -226,7 +191,7 @@ class SRG(Protocol):
         for i, image_id in enumerate(shard.ids):
             o = {}
             if scores is not None:
-                rel = superpixel_relevance(scores[i], labels[i])
+                rel = region_means(scores[i], labels[i])
                 mif = pixel_order(torch.from_numpy(rel).view(1, 1, -1), [shard.seed("order", image_id)])[0]
                 o.update({kd: order for kd, order in ((("mif", 0), mif), (("lif", 0), mif.flip(0)))
                           if kd[0] in self.kinds})

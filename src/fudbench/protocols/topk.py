@@ -15,8 +15,8 @@ with the same results.
 FUD's variants (the defaults leave the curve as described above):
 - granularity 'patch' (squares of side `patch_size`) or 'slic' (SLIC
   superpixels of the clean image, `n_segments`, `compactness`; both from
-  fudbench.protocols.srg.superpixels): regions are ranked by the mean of the
-  reduced per-pixel attribution (srg.superpixel_relevance: a region with a
+  fudbench.superpixels.segment): regions are ranked by the mean of the
+  reduced per-pixel attribution (superpixels.region_means: a region with a
   non-finite pixel ranks last; ties by the seeded permutation) and taken
   whole: the top f is the smallest rank-order prefix of whole regions with at
   least round(f * H * W) pixels (masks.top_count). The records' kept /
@@ -38,7 +38,7 @@ import torch
 from fudbench.masks import (keep_mask, pixel_order, ranks_from_order, reduce_attribution, region_order, reverse_order,
                             top_count)
 from fudbench.protocols.base import CurveResult, Item, Points, Protocol, Shard
-from fudbench.protocols.srg import superpixel_relevance, superpixels
+from fudbench.superpixels import region_means, segment
 
 GRANULARITIES = ("pixel", "patch", "slic")
 
@@ -76,14 +76,14 @@ class TopKCurve(Protocol):
         if self.granularity == "pixel":
             return pixel_order(scores, order_seeds), None
         labels = self._regions(shard.x)
-        relevance = [superpixel_relevance(s, lab) for s, lab in zip(scores.cpu().numpy(), labels)]
+        relevance = [region_means(s, lab) for s, lab in zip(scores.cpu().numpy(), labels)]
         return region_order(relevance, labels, order_seeds)
 
     def _regions(self, x: torch.Tensor) -> list[np.ndarray]:
         images = x.float().cpu().numpy()
         if self.granularity == "patch":
-            return superpixels(images, "squares", square_side=self.patch_size)
-        return superpixels(images, "slic", n_segments=self.n_segments, compactness=self.compactness)
+            return segment(images, "squares", square_side=self.patch_size)
+        return segment(images, "slic", n_segments=self.n_segments, compactness=self.compactness)
 
     def _curve(self, shard: Shard, curve: str, order: torch.Tensor, cuts: Optional[list],
                keep_samples: bool) -> CurveResult:
