@@ -24,8 +24,7 @@ def test_export_refuses_an_unfinished_run_and_copies_a_finished_one(tmp_path):
     for stem in TABLES:
         (results / "tables" / f"{stem}.csv").write_text("a,b\n1,2\n")
         (results / "tables" / f"{stem}.tex").write_text("x")
-    for stem in ("report_card", "metric_agreement"):
-        (results / "figures" / f"{stem}.png").write_bytes(b"png")
+    (results / "figures" / "report_card.png").write_bytes(b"png")
     (results / "run_info.json").write_text('{"commit": "abc1234", "cpu_model": "AMD EPYC", "cores": 2}')
     assert main([str(results), str(tmp_path / "out"), "--command", "./fud run", "--wall", "1 h"]) == 0
     readme = (tmp_path / "out" / "README.md").read_text()

@@ -18,8 +18,8 @@ import shutil
 import sys
 from pathlib import Path
 
-TABLES = ("report_card", "claims", "meta_ground_truth", "metric_agreement")
-FIGURES = ("report_card", "metric_agreement")
+TABLES = ("report_card", "claims", "meta_ground_truth")   # the agreement matrix (~250 KB + 600 KB figure) stays in the run
+FIGURES = ("report_card",)
 
 
 def exported_files(results: Path) -> list[tuple[Path, str]]:
@@ -28,8 +28,6 @@ def exported_files(results: Path) -> list[tuple[Path, str]]:
     for stem in TABLES:
         for ext in ("csv", "tex"):
             path = results / "tables" / f"{stem}.{ext}"
-            if ext == "tex" and stem == "metric_agreement":
-                continue  # the agreement has a CSV and a figure only
             out.append((path, path.name))
     out += [(results / "figures" / f"{stem}.png", f"{stem}.png") for stem in FIGURES]
     out.append((results / "run_info.json", "run_info.json"))
@@ -53,7 +51,7 @@ def readme(info: dict, command: str, wall: str) -> str:
         "",
         "Files: `report_card.csv/.tex/.png` (per model and metric: recovery of each family with its interval, "
         "anchor ranks, agreement, cost), `claims.csv/.tex` (the headline claims decided), "
-        "`meta_ground_truth.csv/.tex` (macro and micro recovery), `metric_agreement.csv/.png`, `run_info.json`.",
+        "`meta_ground_truth.csv/.tex` (macro and micro recovery), `run_info.json`.",
         "",
     ])
 
