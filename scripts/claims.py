@@ -4,7 +4,7 @@ import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.pat
 import pandas as pd
 
 from fudbench.analysis.claims import decide_claims
-from fudbench.evaluators import configured_curves
+from fudbench.analysis.curves import configured_curve_scores
 from fudbench.io import write_csv, write_text
 from fudbench.jobs import setup_job
 from fudbench.report.meta import claims_table
@@ -12,9 +12,7 @@ from fudbench.report.meta import claims_table
 log = setup_job(snakemake)
 p = snakemake.params
 per_image = pd.read_parquet(snakemake.input.per_image).dropna(subset=["score"])
-specs = configured_curves(p.evaluators)
-curve_scores = {c: (s.label, s.higher_is_better, s.score) for c, s in specs.items()}
-claims = decide_claims(per_image, p.explainers, curve_scores, n_boot=p.analysis["bootstrap"], ci=p.analysis["ci"],
+claims = decide_claims(per_image, p.explainers, configured_curve_scores(p.evaluators), n_boot=p.analysis["bootstrap"], ci=p.analysis["ci"],
                        seed=p.seed)
 write_csv(snakemake.output.csv, claims, index=False, float_format="%.6g")
 write_text(snakemake.output.tex, claims_table(claims, p.analysis["ci"]))

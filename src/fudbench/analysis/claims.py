@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from fudbench.analysis.bootstrap import bootstrap_ci
+from fudbench.analysis.meta import _image_matrix, anchor_explainers, degraded_explainers, family_members, family_order
 
 COLUMNS = ["claim", "model", "family", "statistic", "metric", "versus", "estimate", "ci_low", "ci_high",
            "n_images", "verdict"]
@@ -76,13 +77,10 @@ def verdict(low: float, high: float, n: int) -> str:
 
 
 def _scores(per_image: pd.DataFrame, model: str, curve: str, explainers: list[str], sign: float) -> pd.DataFrame:
-    """images x explainers of oriented scores (rows every explainer has)."""
+    """images x explainers of oriented scores (rows every explainer has; empty if one is missing)."""
     d = per_image[(per_image["model"] == model) & (per_image["curve"] == curve)
                   & per_image["explainer"].isin(explainers)]
-    m = d.pivot_table(index="image", columns="explainer", values="score", aggfunc="mean")
-    if any(e not in m.columns for e in explainers):
-        return pd.DataFrame()
-    return sign * m[explainers].dropna()
+    return sign * _image_matrix(d, "score", explainers, "image")
 
 
 def per_image_recovery(per_image, model, curve, sign, members, fractions, order) -> pd.Series:
@@ -109,16 +107,12 @@ def decide_claims(per_image: pd.DataFrame, explainers: dict, curve_scores: dict,
     """One row per (claim, model, family) with COLUMNS. per_image: model,
     explainer, curve, image, score; explainers: the config's section;
     curve_scores: {curve: (label, higher is better, score)} of the run."""
-    from fudbench.analysis.meta import anchor_explainers, degraded_explainers, family_order
     from fudbench.seeding import derive_seed
 
     present = [c for c in curve_scores if c in set(per_image["curve"])]
     claims = headline_claims(present) if claims is None else claims
     degraded = degraded_explainers(explainers)
-    families: dict[str, list[str]] = {}
-    for name, (family, _) in degraded.items():
-        families.setdefault(family, []).append(name)
-    families = {f: sorted(m, key=lambda e: degraded[e][1]) for f, m in families.items()}
+    families = family_members(degraded)
     anchors = list(anchor_explainers(explainers))
     others = [e for e in explainers if e not in anchors]
     sign = {c: 1.0 if curve_scores[c][1] else -1.0 for c in present}

@@ -54,6 +54,14 @@ def curve_score(curve: str):
     return None if c is None or c.score is None else (c.label, c.higher_is_better, c.score)
 
 
+def configured_curve_scores(evaluators: dict) -> dict:
+    """{curve: (label, higher is better, score function or None)} of every curve
+    (and derived score) a config's evaluators write, in config order."""
+    from fudbench.evaluators import configured_curves
+
+    return {c: (s.label, s.higher_is_better, s.score) for c, s in configured_curves(evaluators).items()}
+
+
 def per_image_scores(records: pd.DataFrame) -> pd.DataFrame:
     """One row per (model, explainer, curve, image): the curve's score and,
     for the TAU_CURVES, Kendall's tau of its removal sequence."""

@@ -125,6 +125,14 @@ def degraded_explainers(explainers: dict) -> dict[str, tuple[str, float]]:
     return out
 
 
+def family_members(degraded: dict) -> dict[str, list[str]]:
+    """{family: its members, best (lowest fraction) first} of degraded_explainers' output."""
+    families: dict[str, list[str]] = {}
+    for name, (family, _) in degraded.items():
+        families.setdefault(family, []).append(name)
+    return {f: sorted(m, key=lambda e: degraded[e][1]) for f, m in families.items()}
+
+
 def anchor_explainers(explainers: dict) -> dict[str, str]:
     """{explainer name: anchor method} of the entries running `random` or `background`."""
     out = {}

@@ -35,7 +35,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from fudbench.analysis.meta import (_image_matrix, anchor_expected_ranks, average_ranks, family_order,
+from fudbench.analysis.meta import (_image_matrix, anchor_expected_ranks, average_ranks, family_members, family_order,
                                     ground_truth_correlations, metric_agreement, score_kind)
 from fudbench.analysis.order_stats import ALPHA, POWER, images_needed  # noqa: F401 (images_needed: re-exported)
 from fudbench.seeding import seed_groups  # noqa: F401 (re-exported: the card's seed_group column)
@@ -51,14 +51,6 @@ def entry_of_curves(evaluators: dict) -> dict[str, str]:
     return {c.name: name for name, settings in evaluators.items() for c in entry_curves(name, settings)}
 
 
-def _families(degraded: dict) -> dict[str, list[str]]:
-    """{family: its members, best (lowest fraction) first}."""
-    families: dict[str, list[str]] = {}
-    for name, (family, _) in degraded.items():
-        families.setdefault(family, []).append(name)
-    return {f: sorted(m, key=lambda e: degraded[e][1]) for f, m in families.items()}
-
-
 def family_power(per_image: pd.DataFrame, degraded: dict, curve_scores: dict, power: float = POWER,
                  alpha: float = ALPHA) -> pd.DataFrame:
     """(model, family, curve) -> images_needed and its status (order_stats.images_needed)
@@ -68,7 +60,7 @@ def family_power(per_image: pd.DataFrame, degraded: dict, curve_scores: dict, po
         if curve not in curve_scores:
             continue
         sign = 1.0 if curve_scores[curve][1] else -1.0
-        for family, members in _families(degraded).items():
+        for family, members in family_members(degraded).items():
             m = _image_matrix(d[d["explainer"].isin(members)], "score", members, "image")
             if not m.empty:
                 n, status = images_needed(sign * m.to_numpy(), [degraded[e][1] for e in members],
@@ -179,16 +171,14 @@ def report_card(per_image: pd.DataFrame, seconds: pd.DataFrame | None, explainer
     background_expected_rank, n_explainers, score_kind, anchor_note. Then
     agreement_tau, agreement_note, seconds_per_image, n_images. n_boot: only
     the micro intervals and agreement intervals use it (not on the card)."""
+    from fudbench.analysis.curves import configured_curve_scores
     from fudbench.analysis.meta import anchor_explainers, degraded_explainers
-    from fudbench.evaluators import configured_curves
 
     entries = entry_of_curves(evaluators)
-    specs = configured_curves(evaluators)
     scored = per_image.dropna(subset=["score"]) if "score" in per_image else per_image.iloc[:0]
     present = set(scored["curve"])
     # curves with a per-image score and derived scores (SRG's gains, FUD symmetric ...)
-    curve_scores = {c: (specs[c].label, specs[c].higher_is_better, specs[c].score) for c in entries
-                    if c in present}
+    curve_scores = {c: v for c, v in configured_curve_scores(evaluators).items() if c in present}
     if not curve_scores:
         raise ValueError("report card: no scored curve of the configured evaluators in the per-image scores")
     curves = list(curve_scores)
@@ -206,7 +196,7 @@ def report_card(per_image: pd.DataFrame, seconds: pd.DataFrame | None, explainer
                                          curve_scores=curve_scores)
         corr = corr[corr["kind"] == "macro"].set_index(["model", "family", "curve"])
         power = family_power(per_image, degraded, curve_scores).set_index(["model", "family", "curve"])
-        for f in _families(degraded):
+        for f in family_members(degraded):
             _family_columns(card, f, corr, power, target_half_width)
     ranks = anchor_ranks(per_image, anchors, curve_scores)
     agree = mean_agreement(per_image, curve_scores)

@@ -25,6 +25,7 @@ import math
 import re
 import sys
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
@@ -270,9 +271,11 @@ def bold_marks_best(tables_dir, names=("table3_quality", "table9_quality", "tabl
     return problems
 
 
+@lru_cache(maxsize=None)
 def curve_of_label(label: str):
     """The CurveSpec a table column label names (an aliased entry's "<label> [<entry>]"
-    by its base label), from the evaluators' catalogue; None if unknown."""
+    by its base label), from the evaluators' catalogue; None if unknown. Cached:
+    values_in_range asks once per table row."""
     from fudbench.analysis.curves import CATALOGUE
 
     base = re.sub(r" \[[^\]]+\]$", "", label)
@@ -522,12 +525,13 @@ def trained_model_relations(tables_dir, config: dict, min_metrics: int = 1) -> l
     the config in its true order under at least `min_metrics` metrics. A
     config without a mask or without `random` is reported as a problem: a run
     meant for these checks must have them."""
+    from fudbench.analysis.meta import family_members
+
     models = list(config["models"]["classifiers"])
-    families: dict[str, list[tuple[float, str]]] = {}
-    for name, (family, p) in _degraded(config).items():
-        families.setdefault(family, []).append((p, name))
+    degraded = _degraded(config)
+    families = family_members(degraded)
     masks = [n for n, e in config["explainers"].items() if (e or {}).get("method", n) == "oracle"]
-    masks += [n for p, n in sorted(families.get("oracle", [])) if p == 0]
+    masks += [n for n in families.get("oracle", []) if degraded[n][1] == 0]
     problems = []
     if not masks or "random" not in config["explainers"]:
         problems.append("no oracle explainer (or oracle family at p = 0) or no random explainer in the config")
@@ -537,8 +541,8 @@ def trained_model_relations(tables_dir, config: dict, min_metrics: int = 1) -> l
         # while the mask's removals are one block (the default run: random above
         # the mask on both models). That is a property of the fill, not a broken table.
         problems += beats(tables_dir, masks[0], "random", ["Insertion", "ROAD MoRF"], models)
-    for family, members in families.items():
-        problems += family_in_order(tables_dir, [n for _, n in sorted(members)], models, min_metrics)
+    for members in families.values():
+        problems += family_in_order(tables_dir, members, models, min_metrics)
     return problems
 
 
