@@ -18,14 +18,20 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 # import name -> pip package name where they differ
 PACKAGE_OF = {"sklearn": "scikit-learn", "PIL": "pillow", "yaml": "pyyaml", "skimage": "scikit-image",
-              "cv2": "opencv-python-headless"}
+              "cv2": "opencv-python-headless", "pytorch_grad_cam": "grad-cam"}
 STDLIB = set(sys.stdlib_module_names) | {"_fudbench_path", "snakemake"}
 
 
 def env_packages(name: str) -> set[str]:
     spec = yaml.safe_load((REPO / "envs" / name).read_text())
     pip = next(d["pip"] for d in spec["dependencies"] if isinstance(d, dict) and "pip" in d)
-    return {re.split(r"[=<>!]", p)[0].strip().lower() for p in pip}
+    packages = {re.split(r"[=<>!]", p)[0].strip().lower() for p in pip}
+    # Snakemake runs <env>.post-deploy.sh in the new env: what it pip-installs counts too
+    post = REPO / "envs" / name.replace(".yaml", ".post-deploy.sh")
+    if post.exists():
+        for line in re.findall(r"pip install ([^\n]+)", post.read_text()):
+            packages |= {re.split(r"[=<>!]", w)[0].lower() for w in line.split() if not w.startswith("-")}
+    return packages
 
 
 def rule_scripts() -> dict[str, tuple[str, str]]:

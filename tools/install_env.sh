@@ -32,10 +32,13 @@ if [ ! -f "$marker" ]; then
   "$py" -m venv "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check uv >&2 \
     || echo "[install] uv unavailable, falling back to pip" >&2
+  # The lock is the full resolution: install exactly it (--no-deps), so a
+  # dependency overridden away at compile time (requirements-overrides.txt:
+  # quantus' opencv-python) is not pulled back in.
   if [ -x "$venv/bin/uv" ]; then
-    "$venv/bin/uv" pip install --python "$venv/bin/python" -r "$repo/requirements.lock" >&2
+    "$venv/bin/uv" pip install --no-deps --python "$venv/bin/python" -r "$repo/requirements.lock" >&2
   else
-    "$venv/bin/python" -m pip install --disable-pip-version-check -r "$repo/requirements.lock" >&2
+    "$venv/bin/python" -m pip install --no-deps --disable-pip-version-check -r "$repo/requirements.lock" >&2
   fi
   # Fail now, not in the middle of a workflow, if torchvision's ops do not load.
   "$venv/bin/python" -c "import torch, torchvision, torchvision.ops; torchvision.ops.nms(torch.zeros(1,4), torch.zeros(1), 0.5)" >&2
