@@ -10,39 +10,60 @@ import pandas as pd
 import pytest
 import torch
 
+from fudbench.evaluators import EVALUATORS, build_evaluator, spec
 from fudbench.imputers import GaussianNoiseImputer, Imputer
-from fudbench.protocols import TopKCurve
 from fudbench.protocols.base import Shard
-from fudbench.protocols.ffidelity import FidelityCurve
-from fudbench.protocols.idsds import IDSDS
-from fudbench.protocols.infidelity import Infidelity
-from fudbench.protocols.road import ROAD
-from fudbench.protocols.sensitivity_n import SensitivityN
 from fudbench.protocols.srg import SRG
 from fudbench.protocols.stored import StoredCurve
 
-PROTOCOLS = {
-    "topk_keep": lambda bs: TopKCurve("k", [0.25, 0.5, 0.75], mode="keep", batch_size=bs, keep_samples=True),
-    "topk_remove": lambda bs: TopKCurve("r", [0.25, 0.5, 0.75], mode="remove", batch_size=bs, keep_samples=True),
-    "road_morf": lambda bs: ROAD([0.2, 0.6], order="morf", batch_size=bs, keep_samples=True),
-    "road_lerf": lambda bs: ROAD([0.2, 0.6], order="lerf", batch_size=bs, keep_samples=True),
-    "idsds": lambda bs: IDSDS(grid=2, batch_size=bs, keep_samples=True),
-    "sensitivity_n": lambda bs: SensitivityN(fractions=(0.25, 0.5), n_subsets=3, batch_size=bs, keep_samples=True),
-    "srg": lambda bs: SRG("gauss", segmentation="squares", square_side=4, n_steps=3, n_imputations=2, n_random=2,
-                          batch_size=bs),
-    "ffid": lambda bs: FidelityCurve("ffid_plus", "plus", sparsities=(0.25, 0.5), n_samples=3, beta=0.5,
-                                     batch_size=bs, keep_samples=True),
-    # Infidelity batches images of n_perturb = 4 inputs each: 16 -> 4 images per captum call.
-    "infidelity": lambda bs: Infidelity(n_perturb=4, batch_size=2 * bs, keep_samples=True),
-}
-BATCH = 8  # work items per batch, of which only 3 fit (Infidelity: 8 inputs, i.e. 2 images)
-LIMITS = {"infidelity": 8}
-LIMIT = 3
-# What fails: the model (every protocol) or the imputer (all but Infidelity, which perturbs by itself).
-FAILING = [(name, part) for name in PROTOCOLS for part in ("model", "imputer")
-           if not (name == "infidelity" and part == "imputer")]
+# The protocols under test are every registered evaluator's, built with its
+# quick settings (EvaluatorSpec.quick): a new evaluator is covered here without
+# being named.
+BATCH = 8  # work items per batch
+EVALUATION = {"ratios": [0.25, 0.5, 0.75], "reduction": "abs_sum"}
+FAILING = [(method, part) for method in EVALUATORS for part in ("model", "imputer")]
 ERRORS = {"OutOfMemoryError": lambda: torch.OutOfMemoryError("CUDA out of memory"),
           "RuntimeError": lambda: RuntimeError("CUDA error: out of memory")}
+
+
+@pytest.fixture(scope="module")
+def assets(tmp_path_factory, tiny_cnn, tiny_unet):
+    """The files the evaluators may ask for, at the tiny models' 8 px."""
+    from fudbench.models.classifiers import save_classifier
+    from fudbench.models.score import save_score_model
+
+    d = tmp_path_factory.mktemp("protocol_assets")
+    save_classifier(d / "surrogate.pt", tiny_cnn, {"arch": "small_cnn", "width": 4}, 4, 8, {})
+    unet_cfg = {"block_out_channels": [8, 16], "attention": [False, True], "layers_per_block": 1,
+                "num_train_timesteps": 100, "beta_schedule": "linear"}
+    save_score_model(d / "score.pt", tiny_unet[0], unet_cfg, 8, {})
+    images = torch.randint(0, 256, (4, 3, 8, 8), generator=torch.Generator().manual_seed(0), dtype=torch.uint8)
+    np.savez(d / "train.npz", images=images.numpy(), labels=np.zeros(4, np.int64))
+    return {"score_model": d / "score.pt", "surrogate": d / "surrogate.pt", "reference_images": d / "train.npz"}
+
+
+def protocols(method: str, assets: dict, batch: int = BATCH) -> list:
+    """(protocol, imputer) of each curve of the registered evaluator, fresh."""
+    s = spec(method)
+    settings = {**s.quick, "batch_size": batch}
+    needed = s.assets(s.resolve(settings)) - s.optional_assets
+    return build_evaluator(method, settings, EVALUATION, {k: assets[k] for k in needed}, "cpu").curves
+
+
+class CountingModel(torch.nn.Module):
+    """The model, remembering the largest batch it was called with."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model, self.largest = model, 0
+
+    def forward(self, x):
+        self.largest = max(self.largest, len(x))
+        return self.model(x)
+
+    @property
+    def normalize(self):
+        return self.model.normalize
 
 
 class LimitedModel(torch.nn.Module):
@@ -56,6 +77,10 @@ class LimitedModel(torch.nn.Module):
         if len(x) > self.limit:
             raise self.error()
         return self.model(x)
+
+    @property
+    def normalize(self):  # fills defined in the classifier's normalised space read it
+        return self.model.normalize
 
 
 class LimitedImputer(Imputer):
@@ -85,37 +110,45 @@ def data(tiny_cnn):
     return x, y, torch.randn(3, 3, 8, 8, generator=g)
 
 
-@pytest.mark.parametrize("name, failing", FAILING)
-def test_out_of_memory_backs_off_and_records_equal_an_unfailing_run(name, failing, tiny_cnn, data, caplog):
-    imputer = GaussianNoiseImputer(std=0.2, around_image=True)  # stochastic: seeds must follow the items
-    ok_proto, flaky_proto = PROTOCOLS[name](BATCH), PROTOCOLS[name](BATCH)
+@pytest.mark.parametrize("method, failing", FAILING)
+def test_out_of_memory_backs_off_and_records_equal_an_unfailing_run(method, failing, tiny_cnn, data, assets, caplog):
+    """Each curve fails at half the largest batch an unfailing run makes, in the
+    model or in the imputer, and then records exactly what the unfailing run did."""
     error = ERRORS["OutOfMemoryError" if failing == "model" else "RuntimeError"]
-    limit = LIMITS.get(name, LIMIT)
-    flaky_model = LimitedModel(tiny_cnn, limit, error) if failing == "model" else tiny_cnn
-    flaky_imputer = LimitedImputer(imputer, limit, error) if failing == "imputer" else imputer
+    for (ok_proto, imputer), (flaky_proto, _) in zip(protocols(method, assets), protocols(method, assets)):
+        counting = CountingModel(tiny_cnn)
+        ok = _run(ok_proto, counting, imputer, data)
+        if failing == "imputer" and imputer is None:
+            continue  # the protocol perturbs by itself (Infidelity)
+        limit = counting.largest // 2
+        if limit == 0:
+            continue  # one input per call: nothing to back off to
+        flaky_model = LimitedModel(tiny_cnn, limit, error) if failing == "model" else tiny_cnn
+        flaky_imputer = LimitedImputer(imputer, limit, error) if failing == "imputer" else imputer
+        with caplog.at_level(logging.WARNING, logger="fudbench.batching"):
+            flaky = _run(flaky_proto, flaky_model, flaky_imputer, data)
+        assert ok_proto.batch_state.shrinks == 0 and ok_proto.batch_state.size == ok_proto.batch_cap
+        state = flaky_proto.batch_state
+        assert state.shrinks > 0 and state.size < flaky_proto.batch_cap, ok_proto.curve
+        assert "out of memory at batch size" in caplog.text
+        pd.testing.assert_frame_equal(ok.records.drop(columns="seconds"), flaky.records.drop(columns="seconds"),
+                                      check_exact=True)
+        assert (ok.samples is None) == (flaky.samples is None)
+        if ok.samples is not None:
+            assert np.array_equal(ok.samples, flaky.samples)
 
-    ok = _run(ok_proto, tiny_cnn, imputer, data)
-    with caplog.at_level(logging.WARNING, logger="fudbench.batching"):
-        flaky = _run(flaky_proto, flaky_model, flaky_imputer, data)
 
-    assert ok_proto.batch_state.shrinks == 0 and ok_proto.batch_state.size == ok_proto.batch_cap
-    state = flaky_proto.batch_state
-    assert state.shrinks > 0 and state.size < flaky_proto.batch_cap
-    assert "out of memory at batch size" in caplog.text
-    pd.testing.assert_frame_equal(ok.records.drop(columns="seconds"), flaky.records.drop(columns="seconds"),
-                                  check_exact=True)
-    assert (ok.samples is None) == (flaky.samples is None)
-    if ok.samples is not None:
-        assert np.array_equal(ok.samples, flaky.samples)
-
-
-@pytest.mark.parametrize("name", list(PROTOCOLS))
-def test_other_errors_propagate_without_back_off(name, tiny_cnn, data):
-    proto = PROTOCOLS[name](BATCH)
-    model = LimitedModel(tiny_cnn, 0, lambda: ValueError("not a memory problem"))
-    with pytest.raises(ValueError, match="not a memory problem"):
-        _run(proto, model, GaussianNoiseImputer(std=0.2), data)
-    assert proto.batch_state.shrinks == 0
+@pytest.mark.parametrize("method", list(EVALUATORS))
+def test_other_errors_propagate_without_back_off(method, tiny_cnn, data, assets):
+    for (proto, imputer), (probe, _) in zip(protocols(method, assets), protocols(method, assets)):
+        counting = CountingModel(tiny_cnn)
+        _run(probe, counting, imputer, data)
+        if counting.largest == 0:
+            continue  # the curve scores with its own model (F-Fidelity's surrogate)
+        model = LimitedModel(tiny_cnn, 0, lambda: ValueError("not a memory problem"))
+        with pytest.raises(ValueError, match="not a memory problem"):
+            _run(proto, model, imputer, data)
+        assert proto.batch_state is None or proto.batch_state.shrinks == 0
 
 
 class EstimatingImputer(GaussianNoiseImputer):
@@ -123,21 +156,29 @@ class EstimatingImputer(GaussianNoiseImputer):
         return 2.0 ** 20
 
 
-@pytest.mark.parametrize("name", list(PROTOCOLS))
-def test_first_batch_is_fitted_to_free_gpu_memory(name, monkeypatch):
+@pytest.mark.parametrize("method", list(EVALUATORS))
+def test_first_batch_is_fitted_to_free_gpu_memory(method, assets, monkeypatch):
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (10 * 2**20, 80 * 2**30))
-    proto = PROTOCOLS[name](64)
-    on_gpu = SimpleNamespace(is_cuda=True, shape=(3, 3, 8, 8), device=torch.device("cuda"))
-    imputer = None if name == "infidelity" else EstimatingImputer()
-    state = proto._batch_size(Shard(None, on_gpu, None, imputer, [0, 1, 2], ()))
-    # 0.85 * 10 MiB free / 1 MiB per sample; Infidelity has no imputer to estimate
-    assert state.size == (proto.batch_cap if imputer is None else 8)
+    for proto, imputer in protocols(method, assets, batch=64):
+        on_gpu = SimpleNamespace(is_cuda=True, shape=(3, 3, 8, 8), device=torch.device("cuda"))
+        estimating = None if imputer is None else EstimatingImputer()
+        state = proto._batch_size(Shard(None, on_gpu, None, estimating, [0, 1, 2], ()))
+        # 0.85 * 10 MiB free / 1 MiB per sample; a protocol without an imputer has nothing to estimate
+        assert state.size == (proto.batch_cap if estimating is None else min(8, proto.batch_cap)), proto.curve
 
 
-def test_which_protocols_need_an_attribution(tiny_cnn, data):
-    assert all(PROTOCOLS[name](BATCH).needs_attribution for name in PROTOCOLS)
-    assert not SRG("gauss", kinds=("roms",)).needs_attribution
-    assert not StoredCurve("c", pd.DataFrame()).needs_attribution
+@pytest.mark.parametrize("method", list(EVALUATORS))
+def test_a_protocol_that_needs_an_attribution_refuses_to_run_without_one(method, tiny_cnn, data, assets):
     x, y, _ = data
-    with pytest.raises(ValueError, match="k needs an attribution"):
-        _run(PROTOCOLS["topk_keep"](BATCH), tiny_cnn, GaussianNoiseImputer(), (x, y, None))
+    for proto, imputer in protocols(method, assets):
+        if proto.needs_attribution:
+            with pytest.raises(ValueError, match=f"{proto.curve} needs an attribution"):
+                _run(proto, tiny_cnn, imputer, (x, y, None))
+        else:
+            _run(proto, tiny_cnn, imputer, (x, y, None))
+
+
+def test_map_free_protocols_declare_it():
+    assert not SRG("gauss", kinds=("roms",)).needs_attribution
+    assert SRG("gauss", kinds=("mif", "roms")).needs_attribution
+    assert not StoredCurve("c", pd.DataFrame()).needs_attribution

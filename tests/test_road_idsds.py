@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from fudbench.analysis.curves import APPENDIX_INTERMEDIATE_CURVES, CURVE_SCORES, derived_scores, per_image_scores
-from fudbench.evaluators import build_evaluator
+from fudbench.evaluators import build_evaluator, configured_curves
+from fudbench.evaluators.base import APPENDIX_SAMPLES
 from fudbench.imputers import ImputeContext, Imputer, ZeroImputer
 from fudbench.imputers.base import compose
 from fudbench.protocols.idsds import IDSDS, grid_cells, spearman
@@ -163,19 +164,32 @@ def test_spearman_is_rank_based_with_average_ranks_for_ties():
 
 # ------------------------------------------------------------------ evaluators
 
-SETTINGS = {
-    "srg": {"segmentation": "squares", "n_segments": 4, "compactness": 10.0, "square_side": 4, "n_steps": 15,
-            "n_imputations": 2, "n_random": 2, "reduction": "sum", "imputers": ["telea", "noisy_linear", "mean"],
-            "imputer_options": {"mean": {"mean": [0.5, 0.5, 0.5]}}, "batch_size": 64},
-    "road": {"imputer": "noisy_linear", "orders": ["morf", "lerf"], "jitter": 1e-4, "batch_size": 64},
-    "idsds": {"grid": 4, "output": "logit", "fill": "zero", "batch_size": 64},
-    "distill": {"fills": ["blur", "uniform", "gaussian", "max_distance"], "batch_size": 64},
-    "gevaert": {"fills": ["constant", "noise", "box_blur", "sample_average"], "insertion": True, "batch_size": 64},
-}
+def _appendix_evaluators() -> dict:
+    """{method: quick settings} of every registered evaluator with a curve in the
+    appendix tables (intermediate samples or score tables) that needs no asset
+    file, from the registry."""
+    from fudbench.evaluators import EVALUATORS, spec
+    from fudbench.evaluators.base import APPENDIX_SAMPLES
+
+    out = {}
+    for method in EVALUATORS:
+        s = spec(method)
+        resolved = s.resolve(s.quick)
+        curves = s.curves(resolved) + s.derived_curves(resolved)
+        if s.assets(resolved) - s.optional_assets - {"reference_images"}:
+            continue  # needs model files (FUD's score model): tests/test_evaluator_registry.py builds them
+        if any(APPENDIX_SAMPLES in c.samples_tables or c.table in ("appendix_scores", "srg_scores") for c in curves):
+            out[method] = dict(s.quick)
+    return out
 
 
-def test_appendix_evaluators_run_and_score(cnn_batch):
+SETTINGS = _appendix_evaluators()
+
+
+def test_appendix_evaluators_run_and_score(cnn_batch, tmp_path):
     model, x, _ = cnn_batch
+    np.savez(tmp_path / "train.npz", images=(x.numpy() * 255).astype(np.uint8))
+    assets = {"reference_images": tmp_path / "train.npz"}
     y = model(x).argmax(1)
     a = torch.randn(x.shape, generator=torch.Generator().manual_seed(0))
     evaluation = {"ratios": [0.25, 0.5, 0.75], "reduction": "abs_sum"}
@@ -183,7 +197,7 @@ def test_appendix_evaluators_run_and_score(cnn_batch):
 
     frames, all_samples = [], {}
     for name, settings in SETTINGS.items():
-        ev = build_evaluator(name, settings, evaluation, {}, "cpu")
+        ev = build_evaluator(name, settings, evaluation, assets, "cpu")
         rec, samples = ev.run(model, x, y, a, [0, 1, 2], (0, "evaluate", "cnn", "e", name))
         assert list(rec.columns[:6]) == ["curve", "image", "step", "kept", "removed", "target"]
         assert list(rec.columns[-5:]) == ["confidence", "prediction", "energy", "l2", "seconds"]
@@ -194,13 +208,16 @@ def test_appendix_evaluators_run_and_score(cnn_batch):
                 assert key in APPENDIX_INTERMEDIATE_CURVES, key
         all_samples.update(samples)
         frames.append(rec.assign(model="cnn", explainer="e"))
-    assert set(APPENDIX_INTERMEDIATE_CURVES) - {"fud"} <= set(all_samples)  # FUD: the tables' reference row
+    kept = {n for n, c in configured_curves(SETTINGS).items() if APPENDIX_SAMPLES in c.samples_tables}
+    assert kept == set(all_samples) - {k for k in all_samples if k.startswith("removed_")}
     records = pd.concat(frames, ignore_index=True)
     pi = per_image_scores(records)
     derived = derived_scores(records, pi)
-    assert set(derived["curve"]) == {"mrg__telea", "lrg__telea", "srg__telea", "mrg__noisy_linear",
-                                     "lrg__noisy_linear", "srg__noisy_linear", "mrg__mean", "lrg__mean", "srg__mean",
-                                     "road_morf_accuracy", "road_lerf_accuracy"}
-    assert len(derived) == 11 * 3 and np.isfinite(pi["score"]).all() and np.isfinite(derived["score"]).all()
+    from fudbench.evaluators import spec
+
+    expected = {c.name for m, q in SETTINGS.items() for c in spec(m).derived_curves(spec(m).resolve(q))}
+    assert {"srg", "road", "idsds", "distill", "gevaert"} <= set(SETTINGS)
+    assert set(derived["curve"]) == expected
+    assert len(derived) == len(expected) * 3 and np.isfinite(pi["score"]).all() and np.isfinite(derived["score"]).all()
     with pytest.raises(ValueError, match=r"evaluators.distill.fills.*unknown imputer\(s\) \['fog'\]"):
-        build_evaluator("distill", {**SETTINGS["distill"], "fills": ["fog"]}, evaluation, {}, "cpu")
+        build_evaluator("distill", {"fills": ["fog"]}, evaluation, {}, "cpu")

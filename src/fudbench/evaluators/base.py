@@ -51,6 +51,9 @@ class CurveSpec:
     # the score sees only the pixel ranking of the map and fills deterministically: a map and its p = 0
     # degraded copy (the same ranking, rescaled) score the same (sanity.run_consistency checks it)
     ranking_only: bool = False
+    # its score does not depend on the map: a baseline the other curves are read against (SRG's random-order
+    # R-OMS); the direction checks expect it equal across maps
+    reference: bool = False
     # one phrase for table captions: what the score is and its direction (score tables built from the config)
     caption: Optional[str] = None
 
@@ -78,6 +81,10 @@ class EvaluatorSpec:
     derived_curves: Callable[[dict], list] = field(default=lambda settings: [])
     # of its assets, the ones its build works without (fudbench.evaluate does not ask for them)
     optional_assets: frozenset = frozenset()
+    # settings over the defaults that make it run in about a second on a tiny model (a few steps,
+    # draws, subsets): the registry's generic tests (tests/test_evaluator_registry.py) run every
+    # evaluator with them, so a new evaluator is tested without a hand-written test list
+    quick: dict = field(default_factory=dict)
 
     def resolve(self, settings: Optional[dict]) -> dict:
         """The entry's settings over the defaults (`method` dropped)."""

@@ -91,4 +91,6 @@ def build(settings: dict, evaluation: dict, assets: dict, device):
 
 
 SPEC = EvaluatorSpec("ffid", "F-Fidelity (seeds/004) with Fidelity and R-Fidelity beside it", FFidSettings, curves,
-                     f"{__name__}:build", assets=lambda s: {"surrogate"})
+                     f"{__name__}:build", assets=lambda s: {"surrogate"},
+                     # alpha 1, beta 0.5: a label can flip at the few sparsities a quick run has
+                     quick={"n_samples": 2, "sparsities": [0.25, 0.5, 0.75], "alpha": 1.0, "beta": 0.5})

@@ -121,4 +121,5 @@ def build(settings: dict, evaluation: dict, assets: dict, device):
 SPEC = EvaluatorSpec("fud", "FUD: keep-top-rho curve, anti-class-guided diffusion inpainting", FUDSettings, curves,
                      f"{__name__}:build", assets=lambda s: {"score_model"},
                      catalogue_variants=lambda: [{}, {"symmetric": True}],
-                     derived=lambda records, per_image: symmetric_scores(records), derived_curves=symmetric_curves)
+                     derived=lambda records, per_image: symmetric_scores(records), derived_curves=symmetric_curves,
+                     quick={"steps": 3, "batch_size": 16})

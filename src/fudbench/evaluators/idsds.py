@@ -44,4 +44,5 @@ def build(settings: dict, evaluation: dict, assets: dict, device):
 
 
 SPEC = EvaluatorSpec("idsds", __doc__.splitlines()[0], IDSDSSettings, curves, f"{__name__}:build",
-                     assets=IDSDSSettings.assets)
+                     assets=IDSDSSettings.assets,
+                     quick={"grid": 2})

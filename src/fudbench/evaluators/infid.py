@@ -34,4 +34,5 @@ def build(settings: dict, evaluation: dict, assets: dict, device):
     return Evaluator("infid", [(protocol, None)])
 
 
-SPEC = EvaluatorSpec("infid", __doc__.splitlines()[0], InfidSettings, curves, f"{__name__}:build")
+SPEC = EvaluatorSpec("infid", __doc__.splitlines()[0], InfidSettings, curves, f"{__name__}:build",
+                     quick={"n_perturb": 4})

@@ -50,4 +50,5 @@ def build(settings: dict, evaluation: dict, assets: dict, device):
     ])
 
 
-SPEC = EvaluatorSpec("insdel", __doc__.splitlines()[0], InsDelSettings, curves, f"{__name__}:build")
+SPEC = EvaluatorSpec("insdel", __doc__.splitlines()[0], InsDelSettings, curves, f"{__name__}:build",
+                     quick={"n_steps": 4, "blur_kernel": 5, "blur_sigma": 1.0})

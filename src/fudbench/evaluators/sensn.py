@@ -32,4 +32,5 @@ def build(settings: dict, evaluation: dict, assets: dict, device):
     return Evaluator("sensn", [(protocol, ZeroImputer())])
 
 
-SPEC = EvaluatorSpec("sensn", __doc__.splitlines()[0], SensNSettings, curves, f"{__name__}:build")
+SPEC = EvaluatorSpec("sensn", __doc__.splitlines()[0], SensNSettings, curves, f"{__name__}:build",
+                     quick={"n_subsets": 4})

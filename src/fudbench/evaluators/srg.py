@@ -52,7 +52,8 @@ def curves(settings: dict) -> list[CurveSpec]:
     for imp in settings["imputers"]:
         out += [CurveSpec(curve_name("mif", imp), f"MIF ({imp})", False, auc_removed, value_range=PROBABILITY_AREA),
                 CurveSpec(curve_name("lif", imp), f"LIF ({imp})", True, auc_removed, value_range=PROBABILITY_AREA),
-                CurveSpec(curve_name("roms", imp), f"R-OMS ({imp})", True, auc_removed, value_range=PROBABILITY_AREA)]
+                CurveSpec(curve_name("roms", imp), f"R-OMS ({imp})", True, auc_removed, value_range=PROBABILITY_AREA,
+                          reference=True)]
     return out
 
 
@@ -127,4 +128,6 @@ SPEC = EvaluatorSpec("srg", __doc__.splitlines()[0], SRGSettings, curves, f"{__n
                      assets=lambda s: imputer_assets(s, s["imputers"]) | {"srg_reference"},
                      optional_assets=frozenset({"srg_reference"}),  # without it, R-OMS is computed in the job
                      catalogue_variants=catalogue_variants,
-                     derived=lambda records, per_image: relevance_gains(per_image), derived_curves=gain_curves)
+                     derived=lambda records, per_image: relevance_gains(per_image), derived_curves=gain_curves,
+                     quick={"segmentation": "squares", "square_side": 4, "n_steps": 4, "n_imputations": 1,
+                            "n_random": 2})
