@@ -157,3 +157,29 @@ def test_the_map_on_the_evidence_beats_its_reverse_in_the_declared_direction(met
             wrong.append(f"{base}: quadrant {means[True][curve]:.4f} vs reversed {means[False][curve]:.4f} "
                          f"({'higher' if spec_.higher_is_better else 'lower'} is better)")
     assert not wrong, f"{method}: " + "; ".join(wrong)
+
+
+@pytest.mark.parametrize("method", list(EVALUATORS))
+def test_the_declared_reduction_is_the_one_that_acts(method, task):
+    """A map negative on the quadrant ranks it first under abs_sum and last
+    under sum: an evaluator that declares FOLLOWS_EVALUATION must change with
+    evaluation.reduction, any other must not (OWN_SETTING: its own setting)."""
+    from fudbench.evaluators.base import FOLLOWS_EVALUATION, OWN_SETTING
+
+    model, assets, x, y, quadrant, _ = task
+    s = spec(method)
+    declared = s.reduction
+    assert declared, f"{method} does not say which reduction it follows"
+    if declared == OWN_SETTING:
+        assert "reduction" in s.resolve({}), f"{method} declares its own reduction setting but has none"
+    needed = s.assets(s.resolve(_settings(method)))
+    records = []
+    for reduction in ("abs_sum", "sum"):
+        ev = build_evaluator(method, _settings(method), {**EVALUATION, "reduction": reduction},
+                             {k: v for k, v in assets.items() if k in needed}, "cpu")
+        records.append(ev.run(model, x, y, -quadrant, list(range(N)), (0, "evaluate", "task", method))[0]
+                       .drop(columns="seconds"))
+    same = records[0].equals(records[1])
+    assert same != (declared == FOLLOWS_EVALUATION), (
+        f"{method} declares reduction {declared!r} but evaluation.reduction {'does not change' if same else 'changes'}"
+        " its records")

@@ -182,3 +182,44 @@ def test_map_free_protocols_declare_it():
     assert not SRG("gauss", kinds=("roms",)).needs_attribution
     assert SRG("gauss", kinds=("mif", "roms")).needs_attribution
     assert not StoredCurve("c", pd.DataFrame()).needs_attribution
+
+
+def test_points_with_a_different_number_of_steps_per_image(tiny_cnn, data):
+    """A curve whose images have 1, 2 and 3 steps (one per region, say): rows
+    for the valid points only, samples NaN past each image's last step, and
+    the removed fraction per image and step."""
+    from dataclasses import dataclass
+
+    from fudbench.evaluators.base import Evaluator, removed_per_step
+    from fudbench.protocols.base import CurveResult, Item, Points, Protocol
+
+    @dataclass
+    class Ragged(Protocol):
+        curve: str = "ragged"
+        batch_size: int = 2
+
+        def evaluate(self, shard, attribution):
+            n = len(shard.x)
+            steps = np.arange(1, n + 1)
+            points = Points.empty(shard.x, steps, keep_samples=True)
+            items = [Item(i, j) for i in range(n) for j in range(steps[i])]
+            h = shard.x.shape[-1]
+            self.fill_items(shard, items, lambda b: torch.stack([
+                (torch.arange(h * h).view(1, h, h) >= h * h * (it.step + 1) // steps[it.image]).float()
+                for it in b]), points.record)
+            removed = (np.arange(n)[None, :] + 1) / steps[:, None]  # per image and step; ignored past the end
+            return CurveResult(points.frame(self.curve, shard, kept=1 - removed, removed=removed), points.samples)
+
+    x, y, a = data
+    records, samples = Evaluator("ragged", [(Ragged(), GaussianNoiseImputer(std=0.1))]).run(
+        tiny_cnn, x, y, a, [5, 2, 9], (0, "ragged"))
+    assert records.groupby("image", sort=False).size().tolist() == [1, 2, 3]
+    assert records["confidence"].notna().all() and (records["prediction"] >= 0).all()
+    kept = samples["ragged"]
+    assert kept.shape == (3, 3, 3, 8, 8)
+    finite = np.isfinite(kept.reshape(3, 3, -1)).all(axis=2)
+    assert finite.tolist() == [[True, False, False], [True, True, False], [True, True, True]]
+    removed = samples["removed_ragged"]
+    np.testing.assert_allclose(removed, [[1, np.nan, np.nan], [0.5, 1, np.nan], [1 / 3, 2 / 3, 1]])
+    regular = pd.DataFrame({"curve": "c", "image": [1, 1, 2, 2], "step": [0, 1, 0, 1], "removed": [.2, .6, .2, .6]})
+    np.testing.assert_array_equal(removed_per_step(regular, "c"), [.2, .6])  # the same for every image: per step

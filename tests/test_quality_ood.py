@@ -258,3 +258,22 @@ def test_batched_fpr95_drops_equally_spaced_points_as_sklearn():
     for b, w in enumerate(weights):
         ref = ood_metrics(np.repeat(-score[labels == 1], w[labels == 1]), np.repeat(-score[labels == 0], w[labels == 0]))
         assert batch["fpr95"][b] == ref["fpr95"] == 1.0
+
+
+def test_sample_quality_skips_the_steps_an_image_does_not_have(tmp_path):
+    """Samples of a curve with a different number of steps per image are NaN
+    past each image's last step (protocols.base.Points): those are not measured."""
+    from fudbench.io import write_npz
+    from fudbench.pipeline import sample_quality
+
+    g = np.random.default_rng(0)
+    images = g.integers(0, 256, (2, 3, 16, 16), dtype=np.uint8)
+    write_npz(tmp_path / "eval.npz", images=images, labels=np.zeros(2, np.int64), masks=np.zeros((2, 16, 16), bool))
+    samples = np.full((2, 3, 3, 16, 16), np.nan, np.float16)
+    samples[0, :1] = images[0] / 255
+    samples[1, :3] = images[1] / 255
+    write_npz(tmp_path / "samples.npz", ids=np.arange(2), ragged=samples, removed_ragged=np.array([[1, np.nan, np.nan],
+                                                                                                 [.3, .6, 1]]))
+    q = sample_quality(tmp_path / "eval.npz", {("m", "e"): tmp_path / "samples.npz"}, 0, 2, ["PSNR"])
+    assert list(zip(q["image"], q["step"])) == [(0, 0), (1, 0), (1, 1), (1, 2)]
+    assert np.isfinite(q["PSNR"]).all()

@@ -292,11 +292,12 @@ def sample_quality(images_path, samples: dict, shard: int, shard_size: int, metr
             if curve == "ids" or curve.startswith("removed_"):
                 continue
             steps = arr.shape[1]
-            s = torch.from_numpy(arr[:n].astype(np.float32)).reshape(n * steps, *arr.shape[2:])
-            q = quality_metrics(s, originals.repeat_interleave(steps, dim=0), metrics=metrics)
+            # an image with fewer steps than the widest leaves NaN samples past its last one
+            image, step = np.nonzero(np.isfinite(arr[:n].reshape(n, steps, -1)).all(axis=2))
+            s = torch.from_numpy(arr[:n][image, step].astype(np.float32))
+            q = quality_metrics(s, originals[torch.from_numpy(image)], metrics=metrics)
             frames.append(pd.DataFrame({"model": model, "explainer": explainer, "curve": curve,
-                                        "image": np.repeat(data["ids"][:n], steps),
-                                        "step": np.tile(np.arange(steps), n), **q}))
+                                        "image": data["ids"][:n][image], "step": step, **q}))
     if not frames:  # evaluators that keep no intermediate samples (e.g. srg)
         return pd.DataFrame(columns=["model", "explainer", "curve", "image", "step", *metrics])
     return pd.concat(frames, ignore_index=True)

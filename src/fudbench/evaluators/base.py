@@ -22,6 +22,8 @@ from typing import Callable, Optional
 from fudbench.settings import settings_schema, with_defaults
 
 ALIAS_SEPARATOR = "@"
+# EvaluatorSpec.reduction: the config's evaluation.reduction, or a `reduction` setting of the evaluator's own
+FOLLOWS_EVALUATION, OWN_SETTING = "evaluation.reduction", "setting"
 # Value ranges of per-image scores: an area under a probability curve, a correlation or difference of areas.
 PROBABILITY_AREA, CORRELATION = (0.0, 1.0), (-1.0, 1.0)
 NON_NEGATIVE = (0.0, float("inf"))
@@ -81,6 +83,11 @@ class EvaluatorSpec:
     derived_curves: Callable[[dict], list] = field(default=lambda settings: [])
     # of its assets, the ones its build works without (fudbench.evaluate does not ask for them)
     optional_assets: frozenset = frozenset()
+    # How it turns a (C, H, W) map into the per-pixel values it ranks or sums: FOLLOWS_EVALUATION
+    # (the config's evaluation.reduction, shared by the top-k metrics so that they rank the same pixels),
+    # OWN_SETTING (a `reduction` setting of its own, e.g. SRG's signed sum before superpixel means),
+    # or a phrase saying what the method fixes (e.g. "signed sum over channels (Ancona et al.)")
+    reduction: str = FOLLOWS_EVALUATION
     # settings over the defaults that make it run in about a second on a tiny model (a few steps,
     # draws, subsets): the registry's generic tests (tests/test_evaluator_registry.py) run every
     # evaluator with them, so a new evaluator is tested without a hand-written test list
@@ -121,8 +128,7 @@ class Evaluator:
             frames.append(res.records)
             if res.samples is not None:
                 samples[protocol.curve] = res.samples
-                steps = res.records.drop_duplicates("step").sort_values("step")
-                samples[f"removed_{protocol.curve}"] = steps["removed"].to_numpy()
+                samples[f"removed_{protocol.curve}"] = removed_per_step(res.records, protocol.curve)
         records = pd.concat(frames, ignore_index=True)
         if self.alias:
             suffix = f"{ALIAS_SEPARATOR}{self.alias}"
@@ -130,6 +136,20 @@ class Evaluator:
             samples = {(f"removed_{k[len('removed_'):]}{suffix}" if k.startswith("removed_") else f"{k}{suffix}"): v
                        for k, v in samples.items()}
         return records, samples
+
+
+def removed_per_step(records, curve: str):
+    """The removed fraction at each step of a curve that keeps samples: (steps,)
+    when every image removes the same fractions, else (N, steps) in the
+    records' image order, NaN past an image's last step (regions of different
+    sizes, a different number of steps per image)."""
+    import numpy as np
+
+    rows = records[records["curve"] == curve]
+    table = rows.pivot(index="image", columns="step", values="removed").reindex(rows["image"].unique())
+    removed = table.to_numpy(float)
+    same = len(removed) and np.array_equal(removed, np.broadcast_to(removed[:1], removed.shape), equal_nan=True)
+    return removed[0] if same else removed
 
 
 def removal_fractions(ratios) -> list[float]:

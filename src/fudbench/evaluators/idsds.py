@@ -45,4 +45,5 @@ def build(settings: dict, evaluation: dict, assets: dict, device):
 
 SPEC = EvaluatorSpec("idsds", __doc__.splitlines()[0], IDSDSSettings, curves, f"{__name__}:build",
                      assets=IDSDSSettings.assets,
-                     quick={"grid": 2})
+                     quick={"grid": 2},
+                     reduction="signed sum over channels and cell pixels (Hesse et al.)")

@@ -35,4 +35,5 @@ def build(settings: dict, evaluation: dict, assets: dict, device):
 
 
 SPEC = EvaluatorSpec("infid", __doc__.splitlines()[0], InfidSettings, curves, f"{__name__}:build",
-                     quick={"n_perturb": 4})
+                     quick={"n_perturb": 4},
+                     reduction="none: the signed map itself, per input value (Yeh et al.)")

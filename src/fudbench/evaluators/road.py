@@ -78,4 +78,5 @@ def build(settings: dict, evaluation: dict, assets: dict, device):
 
 SPEC = EvaluatorSpec("road", "ROAD (Rong 2022) MoRF / LeRF at p = 1 - rho", ROADSettings, curves,
                      f"{__name__}:build", assets=ROADSettings.assets,
-                     derived=lambda records, per_image: road_accuracy(records), derived_curves=accuracy_curves)
+                     derived=lambda records, per_image: road_accuracy(records), derived_curves=accuracy_curves,
+                     reduction="signed sum over channels (its MoRF / LeRF order)")

@@ -33,4 +33,5 @@ def build(settings: dict, evaluation: dict, assets: dict, device):
 
 
 SPEC = EvaluatorSpec("sensn", __doc__.splitlines()[0], SensNSettings, curves, f"{__name__}:build",
-                     quick={"n_subsets": 4})
+                     quick={"n_subsets": 4},
+                     reduction="signed sum over channels (Ancona et al.: the attribution of a pixel set is its sum)")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from fudbench.analysis.auc import auc_removed
-from fudbench.evaluators.base import PROBABILITY_AREA, CurveSpec, EvaluatorSpec
+from fudbench.evaluators.base import OWN_SETTING, PROBABILITY_AREA, CurveSpec, EvaluatorSpec
 from fudbench.evaluators.imputing import IMPUTER_OPTIONS_SCHEMA, build_imputers, imputer_assets, imputer_problems
 from fudbench.settings import Settings, setting
 
@@ -130,4 +130,5 @@ SPEC = EvaluatorSpec("srg", __doc__.splitlines()[0], SRGSettings, curves, f"{__n
                      catalogue_variants=catalogue_variants,
                      derived=lambda records, per_image: relevance_gains(per_image), derived_curves=gain_curves,
                      quick={"segmentation": "squares", "square_side": 4, "n_steps": 4, "n_imputations": 1,
-                            "n_random": 2})
+                            "n_random": 2},
+                     reduction=OWN_SETTING)

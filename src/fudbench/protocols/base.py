@@ -182,7 +182,12 @@ class Batch:
 @dataclass
 class Points:
     """What a curve records per (image, step): the response and sample of the
-    point's first draw, and the time of all its draws (`draws` fills)."""
+    point's first draw, and the time of all its draws (`draws` fills).
+
+    Images may have different numbers of steps (e.g. one step per superpixel,
+    and SLIC gives each image its own count): the arrays are (N, most steps),
+    `valid` marks each image's steps, samples past an image's last step stay
+    NaN, and `frame` writes rows for the valid points only."""
 
     confidence: np.ndarray          # (N, steps)
     prediction: np.ndarray
@@ -192,14 +197,20 @@ class Points:
     samples: Optional[np.ndarray]   # (N, steps, C, H, W) float16, if kept
     draws: int = 1
     ood: dict = field(default_factory=dict)  # detector column -> (N, steps), NaN where not scored
-
+    valid: Optional[np.ndarray] = None       # (N, steps) bool: the image has this step (None: all)
 
     @classmethod
-    def empty(cls, x: torch.Tensor, steps: int, keep_samples: bool, draws: int = 1) -> "Points":
+    def empty(cls, x: torch.Tensor, steps, keep_samples: bool, draws: int = 1) -> "Points":
+        """steps: the number of steps of every image, or one number per image."""
         n = len(x)
-        return cls(np.empty((n, steps)), np.empty((n, steps), np.int64), np.empty((n, steps)), np.empty((n, steps)),
-                   np.zeros((n, steps)), np.empty((n, steps, *x.shape[1:]), np.float16) if keep_samples else None,
-                   draws)
+        per_image = np.broadcast_to(np.asarray(steps, np.int64), (n,))
+        width = int(per_image.max()) if n else 0
+        valid = np.arange(width)[None, :] < per_image[:, None]
+        shape = (n, width)
+        return cls(np.full(shape, np.nan), np.full(shape, -1, np.int64), np.full(shape, np.nan),
+                   np.full(shape, np.nan), np.zeros(shape),
+                   np.full((*shape, *x.shape[1:]), np.nan, np.float16) if keep_samples else None,
+                   draws, valid=None if valid.all() else valid)
 
     def put(self, i, j, response, filled: Optional[torch.Tensor]) -> None:
         """Store the responses (and, if kept, the samples) of the points (i, j) (index arrays or slices)."""
@@ -221,21 +232,23 @@ class Points:
         np.add.at(self.seconds, (i, j), batch.seconds / self.draws)  # last: an OOM above retries the batch
 
     def frame(self, curve: str, shard: Shard, kept, removed, target=None, **extra) -> pd.DataFrame:
-        """The records, one row per (image, step), image-major. kept, removed and
-        extra columns: anything that broadcasts to (N, steps), i.e. per step
-        (steps,), per image (N, 1) or per point. target: per image (default shard.y)."""
+        """The records, one row per (image, step) the image has, image-major. kept,
+        removed and extra columns: anything that broadcasts to (N, steps), i.e.
+        per step (steps,), per image (N, 1) or per point (values past an image's
+        last step are ignored). target: per image (default shard.y)."""
         n, steps = self.confidence.shape
+        rows = slice(None) if self.valid is None else self.valid.ravel()
 
         def flat(v):
-            return np.broadcast_to(np.asarray(v), (n, steps)).ravel()
+            return np.broadcast_to(np.asarray(v), (n, steps)).ravel()[rows]
 
         target = shard.y.cpu().numpy() if target is None else np.asarray(target)
         return records_frame(
             curve, image=flat(np.asarray(shard.ids, np.int64)[:, None]), step=flat(np.arange(steps)),
             kept=flat(kept), removed=flat(removed), target=flat(target[:, None]),
-            **{k: flat(v) for k, v in extra.items()}, confidence=self.confidence.ravel(),
-            prediction=self.prediction.ravel(), energy=self.energy.ravel(), l2=self.l2.ravel(),
-            seconds=self.seconds.ravel(), ood={k: v.ravel() for k, v in self.ood.items()})
+            **{k: flat(v) for k, v in extra.items()}, confidence=flat(self.confidence),
+            prediction=flat(self.prediction), energy=flat(self.energy), l2=flat(self.l2),
+            seconds=flat(self.seconds), ood={k: flat(v) for k, v in self.ood.items()})
 
 
 @dataclass

@@ -61,6 +61,12 @@ def confidence_vs_ratio(records: pd.DataFrame, models, explainers):
     return fig
 
 
+def image_removed(removed: np.ndarray, image: int) -> np.ndarray:
+    """An image's removed fraction per step, from a gallery entry that holds
+    them per step (steps,) or per image and step (N, steps)."""
+    return removed if removed.ndim == 1 else removed[image]
+
+
 def qualitative_grid(gallery: dict, curve_labels: dict[str, str], image: int = 0, explainers=None):
     """Rows of (original, attribution, samples from least to most removed) for one
     image, one row per model x explainer x curve of the gallery (fudbench.report.gallery.build_gallery);
@@ -74,7 +80,8 @@ def qualitative_grid(gallery: dict, curve_labels: dict[str, str], image: int = 0
         attr = attr / max(float(attr.max()), 1e-12)
         for curve, label in curve_labels.items():
             if f"{pair}__{curve}" in gallery:
-                order = np.argsort(gallery[f"{pair}__{curve}__removed"])
+                removed = image_removed(gallery[f"{pair}__{curve}__removed"], image)
+                order = np.argsort(removed)[:int(np.isfinite(removed).sum())]
                 rows.append((f"{pair.replace('__', '/')} {label}", attr, gallery[f"{pair}__{curve}"][image][order]))
     n_cols = 2 + max(r[2].shape[0] for r in rows)
     fig, axes = plt.subplots(len(rows), n_cols, figsize=(1.2 * n_cols, 1.3 * len(rows)), squeeze=False)
@@ -109,8 +116,8 @@ def fig4_qualitative(gallery: dict, curve_labels: dict[str, str], model: str, ex
         attr = attr / max(float(attr.max()), 1e-12)
         for k, (curve, label) in enumerate(curves):
             row = axes[i * len(curves) + k]
-            removed = gallery[f"{pair}__{curve}__removed"]
-            order = np.argsort(removed)
+            removed = image_removed(gallery[f"{pair}__{curve}__removed"], i)
+            order = np.argsort(removed)[:int(np.isfinite(removed).sum())]  # NaN: steps this image lacks
             row[0].imshow(_chw_to_hwc(gallery["images"][i]), interpolation="nearest")
             row[0].set_title(f"image {int(gallery['ids'][i])}: {label}", fontsize=6, loc="left")
             row[1].imshow(attr, cmap="inferno", interpolation="nearest")

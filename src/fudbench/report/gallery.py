@@ -11,7 +11,8 @@ def build_gallery(images_path, attributions: dict, samples: dict, n_images: int)
     attributions: {(model, explainer): path}; samples: {(model, explainer, evaluator): path}.
     Keys: 'images', 'masks', 'ids', then '<model>__<explainer>__attributions' and
     '<model>__<explainer>__<curve>' (samples, N x steps x C x H x W) with
-    '<model>__<explainer>__<curve>__removed' (the removed fraction of each step).
+    '<model>__<explainer>__<curve>__removed' (the removed fraction of each step, or of each
+    image's steps: (N, steps), NaN past an image's last step).
     """
     first = load_npz(next(iter(samples.values())), made_by="evaluate")
     ids = first["ids"][:n_images]
@@ -21,8 +22,8 @@ def build_gallery(images_path, attributions: dict, samples: dict, n_images: int)
         out[f"{model}__{explainer}__attributions"] = load_npz(path, made_by="explain")["attributions"][:len(ids)]
     for (model, explainer, _), path in samples.items():
         for key, arr in load_npz(path, made_by="evaluate").items():
-            if key.startswith("removed_"):
-                out[f"{model}__{explainer}__{key[len('removed_'):]}__removed"] = arr
+            if key.startswith("removed_"):  # per step (steps,), or per image and step (N, steps)
+                out[f"{model}__{explainer}__{key[len('removed_'):]}__removed"] = arr if arr.ndim == 1 else arr[:len(ids)]
             elif key != "ids":
                 out[f"{model}__{explainer}__{key}"] = arr[:len(ids)]
     return out
