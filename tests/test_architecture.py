@@ -12,6 +12,7 @@ from jsonschema import Draft202012Validator
 from fudbench.config import ConfigError, validate_config
 from fudbench.evaluators import EVALUATORS, build_evaluator, configured_curves, curve_catalogue, find_curve, spec
 from fudbench.settings import defaults
+from fudbench.configfiles import resolve_config
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 REPO = SRC.parent
@@ -107,7 +108,7 @@ def _schema():
 
 
 def _config(**evaluators):
-    config = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
+    config = resolve_config([REPO / "config/smoke.yaml"])
     config["evaluators"] = evaluators
     config["analysis"].pop("meta_metrics")  # the smoke config's metrics need its evaluators
     return config

@@ -11,6 +11,7 @@ from fudbench.io import write_npz
 from fudbench.models.checkpoints import load_checkpoint
 from fudbench.models.classifiers import build_classifier, load_classifier, save_classifier
 from fudbench.pipeline import evaluate_shard
+from fudbench.configfiles import resolve_config
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
@@ -64,7 +65,7 @@ def test_attributions_of_another_shard_are_refused(tmp_path, classifier_ckpt):
 def test_unknown_evaluator_or_model_names_the_key_and_the_choices(repo, edit, match):
     from fudbench.config import ConfigError, load_yaml, validate_config
 
-    cfg = load_yaml(repo / "config/smoke.yaml")
+    cfg = resolve_config([repo / "config/smoke.yaml"])
     edit(cfg)
     with pytest.raises(ConfigError, match=match):
         validate_config(cfg, repo / "config/schema.yaml")
@@ -179,7 +180,7 @@ def test_too_little_free_space_is_refused_naming_the_need_and_the_override(repo,
     from fudbench.config import load_yaml
     from fudbench.preflight import PreflightError, check_free_space, estimated_run_mb
 
-    smoke, paper = load_yaml(repo / "config/smoke.yaml"), load_yaml(repo / "config/paper.yaml")
+    smoke, paper = resolve_config([repo / "config/smoke.yaml"]), resolve_config([repo / "config/paper.yaml"])
     assert 256 < estimated_run_mb(smoke) < 1024 and estimated_run_mb(paper) > 20_000  # grows with the run
     results = tmp_path / "results" / "smoke"
     check_free_space(results, smoke, environ={})  # this machine has room for the smoke run
@@ -271,7 +272,7 @@ def test_failing_job_leaves_other_outputs_in_place(repo, smoke_run, tmp_path):
 def _smoke(repo):
     from fudbench.config import load_yaml
 
-    return load_yaml(repo / "config/smoke.yaml")
+    return resolve_config([repo / "config/smoke.yaml"])
 
 
 def _set(path, value):

@@ -3,6 +3,7 @@ import copy
 import pytest
 
 from fudbench.config import ConfigError, load_config, load_yaml, validate_config
+from fudbench.configfiles import resolve_config
 
 
 @pytest.fixture
@@ -108,7 +109,7 @@ def test_a_config_without_fud_is_supported(repo):
     sections are not checked against the explainers and models."""
     from fudbench.config import fud_diagnostics_on
 
-    cfg = load_yaml(repo / "config/smoke.yaml")
+    cfg = resolve_config([repo / "config/smoke.yaml"])
     assert fud_diagnostics_on(cfg)
     del cfg["evaluators"]["fud"]
     cfg["analysis"]["meta_metrics"].remove("fud")
@@ -121,24 +122,31 @@ def test_a_config_without_fud_is_supported(repo):
         _check(cfg, repo)
 
 
-def test_meta_profile_is_an_overlay_of_the_default(repo):
-    """config/meta.yaml says only what differs from config/config.yaml: none of
-    its keys repeats the default's value, and the evaluators it does not name
-    are the default's, so a new evaluator is configured once."""
-    from fudbench.configfiles import is_overlay, load_config_file
+@pytest.mark.parametrize("profile", ["meta", "smoke", "paper"])
+def test_each_profile_is_an_overlay_of_the_default(repo, profile):
+    """config/<profile>.yaml says only what differs from config/config.yaml:
+    none of its keys repeats the default's value, and the evaluators it does
+    not name are the default's, so a new evaluator is configured once."""
+    from fudbench.configfiles import REPLACE, is_overlay, load_config_file
 
-    default, meta = load_yaml(repo / "config/config.yaml"), load_config_file(repo / "config/meta.yaml")
-    assert is_overlay(meta)
+    default, over = load_yaml(repo / "config/config.yaml"), load_config_file(repo / f"config/{profile}.yaml")
+    assert is_overlay(over)
 
     def repeated(over, base, path=""):
         for key, value in over.items():
+            if isinstance(value, dict) and value.get(REPLACE):
+                continue  # a replaced section says everything
             if isinstance(value, dict) and isinstance(base.get(key), dict):
                 yield from repeated(value, base[key], f"{path}{key}.")
             elif key in base and base[key] == value:
                 yield f"{path}{key}"
 
-    assert list(repeated(meta, default)) == []
-    resolved = load_config(repo / "config/meta.yaml")
-    for name in set(default["evaluators"]) - set(meta["evaluators"]):
+    assert list(repeated(over, default)) == []
+    resolved = load_config(repo / f"config/{profile}.yaml")
+    for name in set(default["evaluators"]) - set(over["evaluators"]):
         assert resolved["evaluators"][name] == default["evaluators"][name]
+
+
+def test_meta_profile_models(repo):
+    resolved = load_config(repo / "config/meta.yaml")
     assert list(resolved["models"]["classifiers"]) == ["cnn", "vit", "cnn_seed1", "vit_seed1"]

@@ -38,6 +38,20 @@ def test_null_removes_a_mapping_and_keeps_a_plain_null():
     assert finished == {"explainers": {"ig": {}}, "models": {"classifiers": {}}}
 
 
+def test_replace_mark_replaces_a_section_instead_of_merging():
+    """`_replace: true` in an overlay: the section below is replaced (the paper
+    profile's ImageNet models share no key with the default's small ones), also
+    when the overlay is first merged on its own; the mark never reaches the config."""
+    from fudbench.configfiles import REPLACE
+
+    base = {"models": {"classifiers": {"cnn": {"width": 32}, "vit": {"dim": 64, "depth": 4}}}}
+    over = {"models": {"classifiers": {REPLACE: True, "vit": {"arch": "torchvision_vit_b_16"}}}}
+    for merged in (merge_configs(base, over), merge_configs(base, merge_configs(over))):
+        assert finish_config(merged)["models"]["classifiers"] == {"vit": {"arch": "torchvision_vit_b_16"}}
+    alone = finish_config(merge_configs(over))
+    assert alone == {"models": {"classifiers": {"vit": {"arch": "torchvision_vit_b_16"}}}}
+
+
 def test_variant_of_repeats_an_entry_with_the_keys_given_changed():
     section = {"fud": {"steps": 25, "known": "clean"}, "fud_renoise": {"variant_of": "fud", "known": "renoise_ddim"},
                "road2": {"variant_of": "road", "imputer": "telea"}, "road": {"method": "road", "orders": ["morf"]}}
@@ -64,11 +78,13 @@ def test_partial_config_overlays_the_default_and_a_complete_one_stands_alone(rep
     assert config["data"]["shard_size"] == default["data"]["shard_size"]
     assert config == merge_configs(default, {"run_name": "x", "data": {"n_eval": 8}})
     # a complete config (every required top-level key) is used as it is: the
-    # default's explainers are not merged into the smoke profile's
-    smoke = yaml.safe_load((repo / "config/smoke.yaml").read_text())
-    assert resolve_config([repo / "config/smoke.yaml"]) == smoke
-    assert resolve_config([repo / "config/smoke.yaml", overlay]) == merge_configs(smoke, yaml.safe_load(
-        overlay.read_text()))
+    # default's explainers are not merged into it
+    complete = tmp_path / "complete.yaml"
+    smoke = resolve_config([repo / "config/smoke.yaml"])
+    complete.write_text(yaml.safe_dump({**smoke, "explainers": {"ig": {}}}))
+    assert resolve_config([complete]) == {**smoke, "explainers": {"ig": {}}}
+    assert resolve_config([complete, overlay]) == merge_configs(yaml.safe_load(complete.read_text()),
+                                                                yaml.safe_load(overlay.read_text()))
     assert resolve_config([]) == default
     assert with_default({"seed": 3}) == {**default, "seed": 3}  # --config alone overlays the default
 

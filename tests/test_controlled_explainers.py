@@ -3,6 +3,7 @@ import torch
 
 from fudbench.explainers import build_explainer
 from fudbench.explainers.controlled import _minmax
+from fudbench.configfiles import resolve_config
 
 
 @pytest.fixture
@@ -307,7 +308,7 @@ def test_randomise_model_errors(rm_batch):
 def _smoke(repo):
     from fudbench.config import load_yaml
 
-    return load_yaml(repo / "config/smoke.yaml")
+    return resolve_config([repo / "config/smoke.yaml"])
 
 
 def test_config_accepts_a_randomise_model_entry(repo):

@@ -21,6 +21,7 @@ from fudbench.masks import keep_mask, n_pixels, ranks_from_order, region_order, 
 from fudbench.models.score import build_unet, save_score_model, schedule_config
 from fudbench.protocols import TopKCurve
 from fudbench.superpixels import segment as superpixels
+from fudbench.configfiles import resolve_config
 
 SCORE_CFG = {"block_out_channels": [8, 16], "attention": [False, True], "layers_per_block": 1,
              "num_train_timesteps": 100, "beta_schedule": "linear"}
@@ -376,7 +377,7 @@ def test_symmetric_curves_are_known_by_name_and_table_7_is_unchanged():
 
 def _config(repo, **evaluators):
     """The smoke config with more evaluator entries."""
-    config = yaml.safe_load((repo / "config/smoke.yaml").read_text())
+    config = resolve_config([repo / "config/smoke.yaml"])
     config["evaluators"].update(evaluators)
     return config
 

@@ -21,13 +21,14 @@ from fudbench.imputers.resolution import ResizedDiffusionImputer, bridge_resolut
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from dag_build_time import stand_in_paper_config  # noqa: E402  (the same stand-ins the DAG benchmark uses)
+from fudbench.configfiles import resolve_config
 
 # --- config -------------------------------------------------------------------------
 
 
 @pytest.fixture
 def paper(repo):
-    return load_yaml(repo / "config/paper.yaml")
+    return resolve_config([repo / "config/paper.yaml"])
 
 
 def _check(cfg, repo):
@@ -273,7 +274,7 @@ def test_assets_cli(paper, tmp_path, repo, capsys):
 def test_paper_dag_builds_quickly_without_assets(repo, tmp_path):
     from workflow_support import job_counts, snakemake
 
-    cfg = load_yaml(repo / "config/paper.yaml")
+    cfg = resolve_config([repo / "config/paper.yaml"])
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     res = snakemake(repo, "-n", "--quiet", "rules", "--configfile", str(stand_in_paper_config(tmp_path)),
                     "--directory", str(tmp_path / "work"))

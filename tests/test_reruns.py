@@ -33,6 +33,7 @@ import pytest
 import yaml
 
 from workflow_support import snakemake
+from fudbench.configfiles import resolve_config
 
 CONFIG_TRIGGERS = ("--rerun-triggers", "mtime", "params", "input")
 
@@ -142,7 +143,7 @@ def shard_count(cfg) -> int:
 
 @pytest.fixture(scope="module")
 def smoke_config(repo):
-    return yaml.safe_load((repo / "config/smoke.yaml").read_text())
+    return resolve_config([repo / "config/smoke.yaml"])
 
 
 @pytest.fixture(scope="module")

@@ -23,6 +23,7 @@ import pytest
 
 from fudbench.analysis import sanity
 from fudbench.config import load_yaml
+from fudbench.configfiles import resolve_config
 
 pytestmark = pytest.mark.workflow
 
@@ -30,7 +31,7 @@ pytestmark = pytest.mark.workflow
 def test_smoke_tables_are_consistent(smoke_run, repo):
     results, _ = smoke_run
     tables = results / "tables"
-    cfg = load_yaml(repo / "config/smoke.yaml")
+    cfg = resolve_config([repo / "config/smoke.yaml"])
     assert set(sanity.KINDS) <= set(sanity.table_names(tables)), "a table the checks know is missing"
     problems = sanity.run_consistency(tables, cfg)
     assert not problems, "\n".join(problems)

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from workflow_support import TIMEOUT, job_counts, snakemake
+from fudbench.configfiles import resolve_config
 
 pytestmark = pytest.mark.workflow
 
@@ -76,7 +77,7 @@ def test_a_config_without_fud_builds_its_dag(repo, tmp_path):
     """Issue 26 case 8: the smoke config without the evaluator `fud` used to fail
     building the DAG (KeyError: 'fud' in rule plot_fud_diagnostics); now FUD's
     diagnostics, timing and the unused score model are left out."""
-    cfg = yaml.safe_load((repo / "config/smoke.yaml").read_text())
+    cfg = resolve_config([repo / "config/smoke.yaml"])
     del cfg["evaluators"]["fud"]
     cfg["analysis"]["meta_metrics"].remove("fud")
     (tmp_path / "nofud.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))

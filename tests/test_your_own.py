@@ -20,6 +20,7 @@ from fudbench.explainers.expected_gradients import ExpectedGradients
 from fudbench.io import load_npz, write_npz
 from fudbench.models.classifiers import build_classifier, load_classifier, save_classifier
 from fudbench.pipeline import evaluate_explainers, explain_shard
+from fudbench.configfiles import resolve_config
 
 PLUGIN = textwrap.dedent('''
     import torch
@@ -114,7 +115,7 @@ def test_plugin_explainer_by_file_or_module_path_is_built_like_a_built_in(plugin
     ("missing/file.py:f", {}, r"'explainers.mine.method': 'missing/file.py:f': .*missing/file.py does not exist"),
 ])
 def test_bad_plugin_explainers_fail_at_parse_time_naming_the_key(repo, plugin, method, settings, match):
-    config = yaml.safe_load((repo / "config/smoke.yaml").read_text())
+    config = resolve_config([repo / "config/smoke.yaml"])
     config["explainers"]["mine"] = {"method": method, **settings}
     with pytest.raises(ConfigError, match=match):
         validate_config(config, repo / "config/schema.yaml")
@@ -227,7 +228,7 @@ def test_plugin_explainer_through_the_workflow_gives_the_api_scores(repo, tmp_pa
     (plugins / "my_scale.py").write_text("SCALE = 2.0\n")
     (plugins / "my_fills.py").write_text(WORKFLOW_FILL)
     (plugins / "fill_levels.py").write_text("GREY = 0.5\n")
-    config = yaml.safe_load((repo / "config/smoke.yaml").read_text())
+    config = resolve_config([repo / "config/smoke.yaml"])
     config["run_name"] = "plugin"
     config["models"]["classifiers"] = {"cnn": config["models"]["classifiers"]["cnn"]}
     config["explainers"] = {"mine": {"method": f"{plugins}/my_methods.py:ScaledGradTimesInput", "scale": 2.0},
@@ -324,7 +325,7 @@ def test_imputer_and_evaluator_plugins_are_looked_up_like_built_ins(repo, tmp_pa
     settings = {"imputer": "grey", "imputer_options": {"grey": {"method": "my_fills:GreyFill", "level": 0.25}}}
     records, _ = build_evaluator("road", settings, evaluation, {}, "cpu").run(model, x, y, a, [0, 1, 2], (0,))
     assert len(records) == 2 * 3 and records["confidence"].between(0, 1).all()
-    config = yaml.safe_load((repo / "config/smoke.yaml").read_text())
+    config = resolve_config([repo / "config/smoke.yaml"])
     config["evaluators"]["road"] = settings
     validate_config(config, repo / "config/schema.yaml")  # the alias of a plug-in passes the schema
     assert spec("fudbench.evaluators.idsds:SPEC") is spec("idsds")

@@ -23,6 +23,7 @@ from fudbench.models.classifiers import load_classifier, pretrained_classifier, 
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_paper_profile import _run_script  # noqa: E402  (runs a job script as Snakemake would)
+from fudbench.configfiles import resolve_config
 
 MODULE = "my_models"
 FACTORIES = textwrap.dedent('''
@@ -74,7 +75,7 @@ def _folder_cfg(folder, **changes):
 
 def _config(repo, folder, tmp_path):
     """config/paper.yaml on the folder, with one factory classifier and a stand-in checkpoint path."""
-    cfg = load_yaml(repo / "config/paper.yaml")
+    cfg = resolve_config([repo / "config/paper.yaml"])
     cfg["data"] = {"source": "folder", "folder": _folder_cfg(folder), "n_eval": 6, "shard_size": 3}
     cfg["models"]["classifiers"] = {"mine": {"arch": "import", "factory": f"{MODULE}:build",
                                              "kwargs": {"n_classes": 4}, "weights": None,

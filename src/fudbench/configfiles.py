@@ -47,16 +47,25 @@ class ConfigFileError(ValueError):
     """A --configfile argument is not a config file; the message names it and the fix."""
 
 
+# A mapping in an overlay that carries `_replace: true` replaces the one below it instead of merging into it
+# (the paper profile's ImageNet classifiers and score model share nothing with the default's small ones).
+REPLACE = "_replace"
+
+
 def merge_configs(*configs: Mapping) -> dict:
     """Deep merge in order (later wins; mappings merge, other values replace, a
-    `null` over a mapping removes the key); the inputs are not modified and
-    keys keep their first position."""
+    `null` over a mapping removes the key, a mapping with `_replace: true`
+    replaces it); the inputs are not modified and keys keep their first position."""
     merged: dict = {}
     for config in configs:
         for key, value in config.items():
             base = merged.get(key)
             if value is None and isinstance(base, Mapping):
                 del merged[key]
+            elif isinstance(value, Mapping) and value.get(REPLACE):
+                replaced = merge_configs({k: v for k, v in value.items() if k != REPLACE})
+                # over nothing (an overlay merged on its own), the mark stays for the merge with the default
+                merged[key] = replaced if isinstance(base, Mapping) else {REPLACE: True, **replaced}
             elif isinstance(value, Mapping):
                 merged[key] = merge_configs(base, value) if isinstance(base, Mapping) else merge_configs(value)
             else:
@@ -101,10 +110,16 @@ def expand_variants(section: dict, where: str, method: bool = True) -> dict:
     return out
 
 
+def _without_replace_marks(config):
+    if not isinstance(config, dict):
+        return config
+    return {k: _without_replace_marks(v) for k, v in config.items() if k != REPLACE}
+
+
 def finish_config(config: Mapping) -> dict:
     """The merged config with null entries removed (ENTRY_SECTIONS) and variants
     expanded (VARIANT_SECTIONS)."""
-    config = merge_configs(config)
+    config = _without_replace_marks(merge_configs(config))
     for path in ENTRY_SECTIONS:
         section = _section(config, path)
         if section is not None:
