@@ -30,6 +30,7 @@ EVALUATORS = {
     "distill": "fudbench.evaluators.distill",
     "gevaert": "fudbench.evaluators.gevaert",
     "ffid": "fudbench.evaluators.ffid",
+    "irof": "fudbench.evaluators.irof",
 }
 
 

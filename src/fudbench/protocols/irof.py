@@ -1,0 +1,67 @@
+"""IROF: Iterative Removal Of Features (Rieger & Hansen 2020).
+
+Each image is cut into SLIC superpixels (fudbench.superpixels.segment) and
+its superpixels are ranked by the mean of the reduced attribution inside
+them (superpixels.region_means; ties broken by a permutation seeded by the
+image, not by its place in the shard). Step k removes the k most relevant
+superpixels, filled by the imputer (IROF: the image's mean), k = 0 .. K, so
+an image has K + 1 steps and K is its own: SLIC returns a different number
+of superpixels per image (protocols.base.Points with per-image steps).
+
+Records per (image, step): the shared columns (kept / removed are pixel
+fractions) and `region_fraction` = k / K, the x axis of the score: the area
+over the curve of p(target) / p(target | clean image) over the fraction of
+superpixels removed (fudbench.evaluators.irof).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from fudbench.masks import reduce_attribution
+from fudbench.protocols.base import CurveResult, Item, Points, Protocol, Shard
+from fudbench.superpixels import region_means, segment
+
+
+def ranked_regions(means: np.ndarray, seed: int) -> np.ndarray:
+    """Region labels from the highest mean to the lowest; ties in a seeded random order."""
+    tie_break = np.random.default_rng(seed).permutation(len(means))
+    return np.lexsort((tie_break, -means))
+
+
+@dataclass
+class IROF(Protocol):
+    curve: str = "irof"
+    n_segments: int = 16          # SLIC's target (it may return fewer or more)
+    compactness: float = 10.0
+    reduction: str = "abs_sum"
+    batch_size: int = 64
+    keep_samples: bool = False
+
+    def evaluate(self, shard: Shard, attribution: torch.Tensor) -> CurveResult:
+        x = shard.x
+        n, _, h, w = x.shape
+        labels = segment(x.float().cpu().numpy(), "slic", n_segments=self.n_segments, compactness=self.compactness)
+        scores = reduce_attribution(attribution, self.reduction).cpu().numpy()
+        order = [ranked_regions(region_means(s, lab), shard.seed("order", i))
+                 for s, lab, i in zip(scores, labels, shard.ids)]
+        # position of each region in its image's ranking: step k removes the regions ranked < k
+        position = [torch.from_numpy(np.argsort(o)[lab]) for o, lab in zip(order, labels)]
+        steps = np.array([len(o) + 1 for o in order])
+        points = Points.empty(x, steps, self.keep_samples)
+
+        def masks(batch):
+            return torch.stack([(position[it.image] >= it.step).float()[None] for it in batch])
+
+        items = [Item(i, k) for i in range(n) for k in range(steps[i])]
+        self.fill_items(shard, items, masks, points.record)
+        width = int(steps.max())
+        removed = np.full((n, width), np.nan)
+        for i, lab in enumerate(labels):
+            sizes = np.bincount(lab.ravel(), minlength=len(order[i]))[order[i]]
+            removed[i, :steps[i]] = np.concatenate([[0], np.cumsum(sizes)]) / (h * w)
+        region_fraction = np.arange(width)[None, :] / (steps[:, None] - 1)
+        return CurveResult(points.frame(self.curve, shard, kept=1 - removed, removed=removed,
+                                        region_fraction=region_fraction), points.samples)
