@@ -67,6 +67,7 @@ CAPTUM_EXCLUDED = {
     "LimeBase": "needs interpretable-space transforms written in Python; use Lime",
     "NoiseTunnel": "a wrapper: use `noise_tunnel:` on a gradient method",
     "DataLoaderAttribution": "attributes over a data loader, not one image",
+    "InternalInfluence": "attributes to a layer, not to the input pixels",
 }
 NOISE_TUNNEL_KEYS = ("nt_type", "nt_samples", "nt_samples_batch_size", "stdevs", "draw_baseline_from_distrib")
 NT_TYPES = ("smoothgrad", "smoothgrad_sq", "vargrad")

@@ -37,12 +37,11 @@ _ATTENTION_NAMES = ("Attention", "VisionTransformer", "ViT", "EncoderBlock")
 
 
 def attention_module(net: torch.nn.Module):
-    """(name, type) of the first module zennit has no rule for (attention, LayerNorm, a ViT), else None."""
-    for name, m in net.named_modules():
-        kind = type(m).__name__
-        if isinstance(m, (torch.nn.MultiheadAttention, torch.nn.LayerNorm)) or any(a in kind for a in _ATTENTION_NAMES):
-            return name or "(the network)", kind
-    return None
+    """(name, type) of a module zennit has no rule for (attention, LayerNorm; else a module named like a ViT's), or None."""
+    modules = list(net.named_modules())
+    found = [(n, m) for n, m in modules if isinstance(m, (torch.nn.MultiheadAttention, torch.nn.LayerNorm))]
+    found = found or [(n, m) for n, m in modules if any(a in type(m).__name__ for a in _ATTENTION_NAMES)]
+    return (found[0][0] or "(the network)", type(found[0][1]).__name__) if found else None
 
 
 def canonizers(net: torch.nn.Module, which: str) -> list:
@@ -87,7 +86,7 @@ class LRP(Explainer):
         net, mean, std = normalisation(model)
         found = attention_module(net)
         if found:
-            raise ValueError(f"lrp: {type(net).__name__} has {found[1]} at {found[0]!r}; zennit has no LRP rules for "
+            raise ValueError(f"lrp: {type(net).__name__} has a {found[1]} ({found[0]!r}); zennit has no LRP rules for "
                              f"attention or LayerNorm (ViTs), so LRP is refused for it; use cam or captum instead")
         z = x.detach() if mean is None else ((x - mean) / std).detach()
         def logit(out):  # the output relevance: the target logit
