@@ -110,7 +110,6 @@ COMPOSITES = {
     "ExcitationBackprop": ("stabilizer",),
     "BetaSmooth": ("beta_smooth",),
 }
-CANONIZERS = ("auto", "none", "resnet", "merge_batchnorm")
 
 
 def unknown_keys(key: str, given, allowed, what: str, reserved: dict | None = None) -> list[str]:
