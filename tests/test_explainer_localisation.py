@@ -15,7 +15,8 @@ from fudbench.models.training import accuracy, train_classifier
 # Small settings per method (cost only; the method is the same).
 FAST = {"ig": {"n_steps": 16}, "big": {"num_steps": 10, "ig_steps": 16}, "agi": {"k": 3, "max_iter": 10},
         "la": {"max_iter": 5, "sampling_times": 3}, "attexplore": {"n_samples": 4, "num_steps": 4},
-        "isa": {"step_size": 25}, "mfaba": {}, "gig": {"n_steps": 15}, "eg": {"k": 8}, "fig": {}, "sm": {}}
+        "isa": {"step_size": 25}, "mfaba": {}, "gig": {"n_steps": 15}, "eg": {"k": 8}, "fig": {}, "sm": {},
+        "captum": {"attr": "DeepLift"}, "cam": {}, "lrp": {}}  # the field's libraries: one method each
 SCORES = {}
 
 

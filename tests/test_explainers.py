@@ -13,7 +13,9 @@ PAPER_METHODS = sorted(SETTINGS)
 
 
 def test_registry_holds_the_papers_eleven_methods_and_controls():
-    assert set(EXPLAINERS) == set(PAPER_METHODS) | {"random", "oracle", "degrade", "background", "randomise_model"}
+    # and the field's libraries by name (tests/test_field_explainers.py)
+    assert set(EXPLAINERS) == set(PAPER_METHODS) | {"random", "oracle", "degrade", "background", "randomise_model",
+                                                    "captum", "cam", "lrp"}
     assert len(PAPER_METHODS) == 11
 
 

@@ -29,6 +29,9 @@ EXPLAINERS = {
     "background": "fudbench.explainers.controlled:BackgroundExplainer",
     "degrade": "fudbench.explainers.controlled:Degrade",
     "randomise_model": "fudbench.explainers.controlled:RandomiseModel",
+    "captum": "fudbench.explainers.captum_attr:CaptumAttribution",
+    "cam": "fudbench.explainers.cam:CAM",
+    "lrp": "fudbench.explainers.lrp:LRP",
 }
 
 WRAPPERS = ("degrade", "randomise_model")

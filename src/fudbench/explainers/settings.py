@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Optional
 
+from fudbench.explainers.field_names import (CAMS, CAMS_EXCLUDED, CAPTUM, CAPTUM_RESERVED, COMPOSITES,
+                                              NOISE_TUNNEL_KEYS, NT_TYPES, captum_excluded, unknown_keys)
 from fudbench.settings import Settings, setting
 
 RIEMANN = Literal["trapezoid", "left", "right", "middle", "gausslegendre"]
@@ -163,9 +165,95 @@ class RandomiseModelSettings(Settings):
     seed: int = setting(0, description="seed of the re-initialised parameters (the same for every image)")
 
 
+@dataclass(frozen=True)
+class CaptumSettings(Settings):
+    """Any supported captum.attr class by name (fudbench.explainers.field_names.CAPTUM)."""
+
+    attr: str = setting(description="the captum.attr class: " + ", ".join(sorted(CAPTUM)))
+    settings: dict = setting(default_factory=dict, description="keyword arguments of its attribute()")
+    init: dict = setting(default_factory=dict, description="keyword arguments of its constructor")
+    baseline: Literal["zero", "mean", "references"] = setting(
+        "zero", description="zero image, the image's channel means, or n_baselines images drawn (per image, "
+                            "seeded) from the references (DeepLiftShap, GradientShap)")
+    n_baselines: int = setting(8, minimum=1, description="references drawn per image (baseline: references)")
+    feature_patch: Optional[int] = setting(None, minimum=1, description="features are square patches of this "
+                                           "side shared across channels; null: every input element")
+    noise_tunnel: Optional[dict] = setting(None, description="wrap in captum's NoiseTunnel with these keywords")
+
+    def problems(self, key: str) -> list[str]:
+        if self.attr not in CAPTUM:
+            why = captum_excluded(self.attr)
+            return [f"config key '{key}.attr': {self.attr!r} is not run" + (f" ({why})" if why else "")
+                    + f"; supported: {', '.join(sorted(CAPTUM))}"]
+        spec, problems = CAPTUM[self.attr], []
+        problems += unknown_keys(f"{key}.settings", self.settings, spec.kwargs,
+                                 f"{self.attr}.attribute() setting", CAPTUM_RESERVED)
+        problems += [f"config key '{key}.settings.{k}': {self.attr} needs it" for k in spec.required
+                     if k not in self.settings]
+        problems += unknown_keys(f"{key}.init", self.init, spec.init, f"{self.attr} constructor setting")
+        if spec.baselines == "none" and self.baseline != "zero":
+            problems.append(f"config key '{key}.baseline': {self.attr} takes no baseline")
+        if self.baseline == "references" and spec.baselines != "distribution":
+            problems.append(f"config key '{key}.baseline': references are a baseline distribution, for "
+                            f"{', '.join(n for n, s in CAPTUM.items() if s.baselines == 'distribution')} only")
+        if self.attr == "DeepLiftShap" and self.baseline != "references":
+            problems.append(f"config key '{key}.baseline': DeepLiftShap averages over a baseline distribution: "
+                            f"set baseline: references")
+        if self.feature_patch is not None and not spec.features:
+            problems.append(f"config key '{key}.feature_patch': {self.attr} takes no feature mask")
+        if self.noise_tunnel is not None:
+            if not spec.gradient:
+                problems.append(f"config key '{key}.noise_tunnel': only gradient methods are wrapped "
+                                f"({', '.join(n for n, s in CAPTUM.items() if s.gradient)})")
+            problems += unknown_keys(f"{key}.noise_tunnel", self.noise_tunnel, NOISE_TUNNEL_KEYS,
+                                     "NoiseTunnel setting")
+            if self.noise_tunnel.get("nt_type", "smoothgrad") not in NT_TYPES:
+                problems.append(f"config key '{key}.noise_tunnel.nt_type': {self.noise_tunnel['nt_type']!r}; "
+                                f"allowed: {', '.join(NT_TYPES)}")
+        return problems
+
+
+@dataclass(frozen=True)
+class CAMSettings(Settings):
+    """A pytorch-grad-cam CAM by name (fudbench.explainers.field_names.CAMS)."""
+
+    cam: str = setting("GradCAM", description="the pytorch_grad_cam class: " + ", ".join(sorted(CAMS)))
+    target_layer: Optional[str] = setting(None, description="dotted module name (of the model or, for the "
+                                          "workflow's classifiers, of their network `net`); null: automatic")
+    options: dict = setting(default_factory=dict, description="constructor keywords of the CAM class")
+    aug_smooth: bool = setting(False, description="average over flips and brightness changes (test-time "
+                               "augmentation)")
+    eigen_smooth: bool = setting(False, description="first principal component of the weighted activations")
+
+    def problems(self, key: str) -> list[str]:
+        if self.cam not in CAMS:
+            why = CAMS_EXCLUDED.get(self.cam)
+            return [f"config key '{key}.cam': {self.cam!r} is not run" + (f" ({why})" if why else "")
+                    + f"; supported: {', '.join(sorted(CAMS))}"]
+        return unknown_keys(f"{key}.options", self.options, CAMS[self.cam], f"{self.cam} option")
+
+
+@dataclass(frozen=True)
+class LRPSettings(Settings):
+    """zennit's Gradient attributor with a composite (fudbench.explainers.field_names.COMPOSITES)."""
+
+    composite: str = setting("EpsilonPlusFlat", description="the zennit composite: " + ", ".join(sorted(COMPOSITES)))
+    canonizer: Literal["auto", "none", "resnet", "merge_batchnorm"] = setting(
+        "auto", description="auto: ResNetCanonizer for torchvision ResNets, SequentialMergeBatchNorm for other "
+                            "networks with batch norm, none otherwise")
+    options: dict = setting(default_factory=dict, description="keywords of the composite (epsilon, gamma, ...)")
+
+    def problems(self, key: str) -> list[str]:
+        if self.composite not in COMPOSITES:
+            return [f"config key '{key}.composite': {self.composite!r}; supported: {', '.join(sorted(COMPOSITES))}"]
+        return unknown_keys(f"{key}.options", self.options, COMPOSITES[self.composite],
+                            f"{self.composite} option")
+
+
 SETTINGS = {
     "agi": AGISettings, "attexplore": AttExploreSettings, "big": BIGSettings, "eg": EGSettings,
     "fig": NoSettings, "gig": GIGSettings, "ig": IGSettings, "isa": ISASettings, "la": LASettings,
     "mfaba": MFABASettings, "sm": SaliencySettings, "random": NoSettings, "oracle": NoSettings,
     "background": NoSettings, "degrade": DegradeSettings, "randomise_model": RandomiseModelSettings,
+    "captum": CaptumSettings, "cam": CAMSettings, "lrp": LRPSettings,
 }
