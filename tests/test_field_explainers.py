@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from fudbench.configfiles import resolve_config
 from fudbench.explainers import build_explainer
 from fudbench.explainers.field_common import seeded
 from fudbench.explainers.field_names import (CAMS, CAMS_EXCLUDED, CAPTUM, CAPTUM_RESERVED, COMPOSITES,
@@ -121,7 +122,7 @@ def test_field_names_and_settings_load_without_torch():
 def test_config_refuses_bad_field_entries_naming_the_key(repo, entry, match):
     from fudbench.config import ConfigError, load_yaml, validate_config
 
-    cfg = load_yaml(repo / "config/smoke.yaml")
+    cfg = resolve_config([repo / "config/smoke.yaml"])
     cfg["explainers"]["e"] = entry
     with pytest.raises(ConfigError, match=match):
         validate_config(cfg, repo / "config/schema.yaml")
@@ -130,7 +131,7 @@ def test_config_refuses_bad_field_entries_naming_the_key(repo, entry, match):
 def test_config_accepts_field_entries(repo):
     from fudbench.config import load_yaml, validate_config
 
-    cfg = load_yaml(repo / "config/smoke.yaml")
+    cfg = resolve_config([repo / "config/smoke.yaml"])
     cfg["explainers"].update({
         "dl": {"method": "captum", "attr": "DeepLift", "baseline": "mean"},
         "occ": {"method": "captum", "attr": "Occlusion", "settings": {"sliding_window_shapes": [3, 2, 2]}},
