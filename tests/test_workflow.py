@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -90,16 +91,35 @@ def test_a_config_without_fud_builds_its_dag(repo, tmp_path):
     assert not left_out & set(counts), counts
 
 
-# smoke config: 2 models, 3 explainers (ig and two degraded copies), 4 main
-# evaluators (+ 6 appendix ones), 7 quality metrics, 4 OOD metrics, 2 timed step counts.
+def _smoke_counts() -> dict:
+    """From the smoke config's specs, so that a new evaluator moves them with it:
+    the evaluators whose samples go to the main / appendix OOD and quality
+    tables, and the scored curves (per-image and derived) of the report card."""
+    from fudbench.analysis.curves import configured_curve_scores
+    from fudbench.evaluators import configured_curves
+    from fudbench.evaluators.base import APPENDIX_SAMPLES, MAIN_SAMPLES
+
+    evaluators = resolve_config([Path(__file__).resolve().parents[1] / "config/smoke.yaml"])["evaluators"]
+    curves = configured_curves(evaluators).values()
+    main = {c.samples_label for c in curves if MAIN_SAMPLES in c.samples_tables}
+    appendix = {c.samples_label for c in curves if APPENDIX_SAMPLES in c.samples_tables} | {"FUD"}
+    # a curve with a per-image score, or a derived score (no score function, but a table: SRG's gains)
+    scored = [c for c in configured_curve_scores(evaluators)
+              if configured_curves(evaluators)[c].score is not None or configured_curves(evaluators)[c].table]
+    return {"main": len(main), "appendix": len(appendix), "scored": len(scored)}
+
+
+# smoke config: 2 models, 3 explainers (ig and two degraded copies), the main
+# evaluators (+ the appendix ones), 7 quality metrics, 4 OOD metrics, 2 timed step counts.
 # table -> expected rows (None: not fixed), all entries finite?
+N = _smoke_counts()
 SMOKE_TABLES = {
     # (evaluators + the sanity row) x detectors (energy, mahalanobis, knn) x models x OOD metrics (CSV keeps all four)
-    "table2_ood": ((4 + 1) * 3 * 2 * 4, True),
-    "table8_ood": ((4 + 1) * 3 * 2 * 4, True),
-    "table11_ood": ((5 + 1) * 3 * 2 * 4, True),  # IDSDS, ROAD, Distill, Gevaert, FUD + sanity
-    "table3_quality": (4 * 7, True),          # evaluators x quality metrics
-    "table9_quality": (5 * 7, True),
+    "table2_ood": ((N["main"] + 1) * 3 * 2 * 4, True),
+    "table8_ood": ((N["main"] + 1) * 3 * 2 * 4, True),
+    "table11_ood": ((N["appendix"] + 1) * 3 * 2 * 4, True),  # IDSDS, ROAD, Distill, Gevaert, IROF, FUD + sanity
+    "table3_quality": (N["main"] * 7, True),          # evaluators x quality metrics
+    "table9_quality": (N["appendix"] * 7, True),
     "table4_kendall": (2 * 2 * 3, True),      # models x evaluators x explainers
     "table5_constraint": (2 * 7, True),       # hard / soft x quality metrics
     "table7_scores": (2 * 3 * 5, True),       # models x explainers x metrics
@@ -110,7 +130,7 @@ SMOKE_TABLES = {
     "appendix_scores": (None, False),
     "meta_ground_truth": (None, False),       # Spearman is undefined when a 1-epoch model ties everything
     "metric_agreement": (None, False),
-    "report_card": (2 * 32, False),           # models x scored curves of the configured evaluators
+    "report_card": (2 * N["scored"], False),  # models x scored curves of the configured evaluators
     "claims": (None, False),                  # claims x models x families the smoke config allows
 }
 
