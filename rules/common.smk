@@ -1,13 +1,16 @@
 # Shared constants, wildcard constraints, resource helpers and targets.
 from fudbench.config import fud_diagnostics_on
 from fudbench.data.shards import n_shards
-from fudbench.evaluators import entries_of, entry_curves, method_of, spec_of
+from fudbench.evaluators import entries_of, entry_curves, method_of, spec_of, use_plugins
 from fudbench.fingerprint import score_model_training_inputs
 from fudbench.plugins import absolute, entry_sources, is_import_path
 from fudbench.report.paper_tables import appendix_caption, tables_of
 from fudbench.seeding import seed_groups
 
 RESULTS = f"results/{config['run_name']}"
+# Plug-in evaluators (EvaluatorSpecs by import path, relative files from the repository): their curves join
+# the catalogue the parse-time code and the analysis read (every job registers them too: scripts/_fudbench_path.py).
+use_plugins(config["evaluators"], REPO)
 MODELS = list(config["models"]["classifiers"])
 # Identical classifier entries are training seeds of one model: their explain and
 # evaluate noise is keyed by the group (the first of them), training by the name.

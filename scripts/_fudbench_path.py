@@ -3,7 +3,8 @@
 Snakemake puts scripts/ on sys.path; importing this module puts ../src first,
 so jobs always run the library of the workflow they belong to, whatever is
 installed in the environment. It also makes an uncaught exception write its
-traceback to the job's log file from the first line of the job on.
+traceback to the job's log file from the first line of the job on, and
+registers the config's plug-in evaluators (fudbench.evaluators.use_plugins).
 """
 import sys
 from pathlib import Path
@@ -20,3 +21,11 @@ if getattr(_job, "log", None):
     from fudbench.jobs import log_uncaught_exceptions
 
     log_uncaught_exceptions(_job.log[0], getattr(_job, "rule", "job"))
+
+# Plug-in evaluators of the job's config (EvaluatorSpecs by import path): the
+# analysis scores their curves as it scores the registered evaluators'.
+if isinstance(getattr(_job, "config", None), dict) and any(
+        ":" in str((s or {}).get("method", "")) for s in (_job.config.get("evaluators") or {}).values()):
+    from fudbench.evaluators import use_plugins
+
+    use_plugins(_job.config["evaluators"], Path(_SRC).parent)

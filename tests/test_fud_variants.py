@@ -365,7 +365,7 @@ def test_symmetric_alias_writes_top_bottom_and_the_derived_score(score_model, br
 
 
 def test_symmetric_curves_are_known_by_name_and_table_7_is_unchanged():
-    assert MAIN_CURVE_SCORES == ("fud", "insertion", "deletion", "sensitivity_n", "infidelity")
+    assert MAIN_CURVE_SCORES == ["fud", "insertion", "deletion", "sensitivity_n", "infidelity"]
     assert curve_score("fud_symmetric@fud_sym")[:2] == ("FUD symmetric [fud_sym]", True)
     assert curve_score("fud_bottom")[:2] == ("FUD bottom", False)
     curves = configured_curves({"fud": {}, "fud_sym": {"method": "fud", "symmetric": True}})

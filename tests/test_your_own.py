@@ -228,6 +228,7 @@ def test_plugin_explainer_through_the_workflow_gives_the_api_scores(repo, tmp_pa
     (plugins / "my_scale.py").write_text("SCALE = 2.0\n")
     (plugins / "my_fills.py").write_text(WORKFLOW_FILL)
     (plugins / "fill_levels.py").write_text("GREY = 0.5\n")
+    (plugins / "my_metric.py").write_text(METRIC_PLUGIN)
     config = resolve_config([repo / "config/smoke.yaml"])
     config["run_name"] = "plugin"
     config["models"]["classifiers"] = {"cnn": config["models"]["classifiers"]["cnn"]}
@@ -235,7 +236,8 @@ def test_plugin_explainer_through_the_workflow_gives_the_api_scores(repo, tmp_pa
                             "sm": {}}
     config["evaluators"] = {"insdel": config["evaluators"]["insdel"],
                             "road": {"imputer": "grey", "orders": ["morf"],
-                                     "imputer_options": {"grey": {"method": f"{plugins}/my_fills.py:GreyFill"}}}}
+                                     "imputer_options": {"grey": {"method": f"{plugins}/my_fills.py:GreyFill"}}},
+                            "mine_drop": {"method": f"{plugins}/my_metric.py:SPEC"}}
     for key in ("diagnostics", "timing", "meta_metrics"):
         config["analysis"].pop(key, None)
     config["analysis"]["pooled_explainers"] = ["mine"]
@@ -261,6 +263,10 @@ def test_plugin_explainer_through_the_workflow_gives_the_api_scores(repo, tmp_pa
     shared = workflow_scores.dropna().index.intersection(api_scores.index)
     assert len(shared) == 2 * len(attr["ids"])  # insertion and deletion, every image
     np.testing.assert_array_equal(api_scores[shared].to_numpy(), workflow_scores[shared].to_numpy())
+    # the plug-in evaluator's curve is scored by the analysis and reaches the appendix score table
+    plugin_scores = per_image[per_image["curve"] == "top_drop@mine_drop"]
+    assert len(plugin_scores) == 2 * len(attr["ids"]) and plugin_scores["score"].notna().all()
+    assert "Top drop [mine_drop]" in set(pd.read_csv(results / "tables/appendix_scores.csv")["metric"])
 
     # case 3: edit the helpers (not the files named in the config) and ask a dry-run what reruns and why. One
     # helper at a time: Snakemake names a job's own updated inputs only when no job upstream of it reruns.
@@ -310,6 +316,88 @@ FILL_PLUGIN = textwrap.dedent('''
         def fill(self, x, keep_mask, context=None):
             return x[99]
 ''')
+
+
+METRIC_PLUGIN = textwrap.dedent('''
+    """A metric of my own: how much p(target) drops when the top of the map is zeroed."""
+    from dataclasses import dataclass
+
+    from fudbench.evaluators.base import CurveSpec, EvaluatorSpec
+    from fudbench.settings import Settings, setting
+
+
+    @dataclass(frozen=True)
+    class TopDropSettings(Settings):
+        fraction: float = setting(0.25, exclusiveMinimum=0, exclusiveMaximum=1)
+        batch_size: int = setting(64, minimum=1)
+
+
+    def drop(g):
+        g = g.sort_values("step")
+        return float(g["confidence"].iloc[0] - g["confidence"].iloc[-1])
+
+
+    def curves(settings):
+        return [CurveSpec("top_drop", "Top drop", True, drop, table="appendix_scores",
+                          caption="Top drop (p(y) lost when the top of the map is zeroed, higher better)")]
+
+
+    def build(settings, evaluation, assets, device):
+        from fudbench.evaluators.base import Evaluator
+        from fudbench.imputers import ZeroImputer
+        from fudbench.protocols import TopKCurve
+
+        curve = TopKCurve("top_drop", [0.0, settings["fraction"]], mode="remove", batch_size=settings["batch_size"],
+                          reduction=evaluation["reduction"])
+        return Evaluator("top_drop", [(curve, ZeroImputer())])
+
+
+    SPEC = EvaluatorSpec("top_drop", "p(y) lost when the top of the map is zeroed", TopDropSettings, curves,
+                         f"{__file__}:build")
+''')
+
+
+def test_a_plugin_evaluator_is_validated_and_scored_like_a_built_in(repo, tmp_path, cnn_batch):
+    """An EvaluatorSpec given by import path: the config accepts it (its settings
+    checked from its dataclass, named by key), and once registered
+    (fudbench.evaluators.use_plugins, as every job and fudbench.evaluate do) the
+    analysis scores its curve: per-image scores, the configured curves of the
+    tables and the report card."""
+    from fudbench.analysis.curves import CURVE_SCORES, configured_curve_scores, per_image_scores
+    from fudbench.config import ConfigError
+    from fudbench.evaluators import PLUGINS, build_evaluator, use_plugins
+
+    path = tmp_path / "my_metric.py"
+    path.write_text(METRIC_PLUGIN)
+    method = f"{path}:SPEC"
+    config = resolve_config([repo / "config/smoke.yaml"])
+    config["evaluators"]["mine"] = {"method": method, "fraction": 0.5}
+    validate_config(config, repo / "config/schema.yaml")
+    config["evaluators"]["mine"]["fraction"] = 1.5
+    with pytest.raises(ConfigError, match=r"evaluators.mine.fraction': 1.5 is greater than or equal to"):
+        validate_config(config, repo / "config/schema.yaml")
+    config["evaluators"]["mine"] = {"method": f"{tmp_path}/nope.py:SPEC"}
+    with pytest.raises(ConfigError, match=r"evaluators.mine.method'.*nope.py"):
+        validate_config(config, repo / "config/schema.yaml")
+
+    model, x, _ = cnn_batch
+    y = model(x).argmax(1)
+    entry = {"mine": {"method": method}}
+    records, _ = build_evaluator("mine", entry["mine"], {"ratios": [0.5], "reduction": "abs_sum"}, {}, "cpu").run(
+        model, x, y, torch.rand_like(x), [0, 1, 2], (0,))
+    records = records.assign(model="cnn", explainer="e")
+    try:
+        assert "top_drop" not in CURVE_SCORES and "score" not in per_image_scores(records)
+        assert use_plugins(entry) == [method]
+        assert "top_drop" in CURVE_SCORES  # the analysis' tables were refreshed in place
+        scores = per_image_scores(records)
+        assert scores["curve"].unique().tolist() == ["top_drop@mine"] and scores["score"].notna().all()
+        assert list(configured_curve_scores(entry)) == ["top_drop@mine"]
+    finally:
+        PLUGINS.pop(method, None)
+        from fudbench.analysis import curves
+
+        curves.refresh()
 
 
 def test_imputer_and_evaluator_plugins_are_looked_up_like_built_ins(repo, tmp_path, monkeypatch, cnn_batch):

@@ -434,7 +434,7 @@ def evaluate(model, images, targets, attributions, metrics: Union[str, Sequence,
 
     from fudbench.analysis.curves import derived_scores, per_image_scores
     from fudbench.checks import check_attribution
-    from fudbench.evaluators import build_evaluator
+    from fudbench.evaluators import build_evaluator, use_plugins
     from fudbench.pipeline import (attach_ood_reference, evaluate_maps, evaluator_noise, name_records,
                                    paired_seed_key)
 
@@ -442,6 +442,7 @@ def evaluate(model, images, targets, attributions, metrics: Union[str, Sequence,
     # settings, ratios and assets first: cheap, and reported together
     entries = _metric_entries(metrics)
     problems, specs = _metric_problems(entries)
+    use_plugins({name: entries[name] for name in specs})  # plug-in metrics' curves are scored like built-ins'
     specs = {name: (s, resolved, entries[name]) for name, (s, resolved) in specs.items()}
     more, evaluation = _evaluation_problems({} if evaluation is None else evaluation, specs)
     problems += more

@@ -58,23 +58,39 @@ def _entries(config: dict, section: str) -> dict:
     return {n: s for n, s in entries.items() if isinstance(s, dict)} if isinstance(entries, dict) else {}
 
 
-def with_entry_schemas(schema: dict, config: dict) -> dict:
+def _plugin_spec(method: str, base):
+    """The EvaluatorSpec a plug-in import path names, None if it does not load
+    (_evaluator_problems reports why)."""
+    from fudbench.evaluators import spec
+    from fudbench.plugins import PluginError
+
+    try:
+        return spec(method, base)
+    except PluginError:
+        return None
+
+
+def with_entry_schemas(schema: dict, config: dict, base=None) -> dict:
     """The schema with one property per configured explainer and evaluator entry
-    whose method is registered: the JSON schema generated from that method's
-    settings dataclass (fudbench.explainers.settings, fudbench.evaluators.<name>),
-    so defaults and constraints are declared there only."""
+    whose method is registered (or an evaluator plug-in that loads): the JSON
+    schema generated from that method's settings dataclass
+    (fudbench.explainers.settings, fudbench.evaluators.<name>, the plug-in's
+    EvaluatorSpec), so defaults and constraints are declared there only."""
     from fudbench.evaluators import EVALUATORS, spec
     from fudbench.evaluators.imputing import imputer_options_schema
     from fudbench.explainers.settings import SETTINGS as EXPLAINER_SETTINGS
+    from fudbench.plugins import is_import_path
     from fudbench.settings import settings_schema
 
     method = {"method": {"type": "string"}}
+    evaluator_specs = {n: spec(m) if m in EVALUATORS else _plugin_spec(m, base)
+                       for n, s in _entries(config, "evaluators").items()
+                       if (m := s.get("method", n)) in EVALUATORS or is_import_path(m)}
     generated = {
         "explainers": {n: settings_schema(EXPLAINER_SETTINGS[m], extra=method)
                        for n, s in _entries(config, "explainers").items()
                        if (m := s.get("method", n)) in EXPLAINER_SETTINGS},
-        "evaluators": {n: spec(m).schema() for n, s in _entries(config, "evaluators").items()
-                       if (m := s.get("method", n)) in EVALUATORS},
+        "evaluators": {n: s.schema() for n, s in evaluator_specs.items() if s is not None},
     }
     properties = dict(schema["properties"])
     for section, entries in generated.items():
@@ -95,16 +111,24 @@ def non_finite_numbers(value, path=()) -> list[str]:
     return []
 
 
-def _evaluator_problems(config: dict) -> list[str]:
+def _evaluator_problems(config: dict, base=None) -> list[str]:
     from fudbench.evaluators import EVALUATORS, entries_of, method_of, spec
+    from fudbench.plugins import PluginError, is_import_path
 
     problems = []
     for name, settings in config["evaluators"].items():
         method = method_of(name, settings)
+        if is_import_path(method):  # a plug-in EvaluatorSpec: loaded now, its settings checked as a built-in's
+            try:
+                problems += spec(method, base).check(settings, f"evaluators.{name}")
+            except PluginError as exc:
+                problems.append(f"config key 'evaluators.{name}.method': {exc}")
+            continue
         if method not in EVALUATORS:
             where = f"evaluators.{name}" + (".method" if "method" in settings else "")
             problems.append(f"config key '{where}': unknown evaluator {method!r}; "
-                            f"registered: {', '.join(EVALUATORS)}")
+                            f"registered: {', '.join(EVALUATORS)} (or an EvaluatorSpec by import path, "
+                            f"'package.module:SPEC' or 'path/to/file.py:SPEC')")
             continue
         problems += spec(method).check(settings, f"evaluators.{name}")
     ffid = entries_of(config["evaluators"], "ffid")
@@ -258,7 +282,7 @@ def check_semantics(config: dict, base=None) -> None:
                             f"(data.source: synthetic)")
         else:
             problems += _explainer_settings_problems(name, method, settings)
-    problems += _evaluator_problems(config)
+    problems += _evaluator_problems(config, base)
     problems += _reference_problems(config)
     problems += _first_shard_problems(config)
     ratios = config["evaluation"]["ratios"]
@@ -376,7 +400,7 @@ def _training_split_problems(config: dict) -> list[str]:
         return problems
     for name, settings in config["evaluators"].items():
         if method_of(name, settings) not in EVALUATORS:
-            continue  # reported by _evaluator_problems
+            continue  # reported by _evaluator_problems (plug-ins: their jobs name missing assets)
         entry = spec_of(name, settings)
         try:
             assets = entry.assets(entry.resolve(settings))
@@ -409,9 +433,10 @@ def validate_config(config: dict, schema_path) -> dict:
     problems = non_finite_numbers(config)
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
-    schema = with_entry_schemas(load_yaml(Path(schema_path)), config)
+    base = Path(schema_path).resolve().parent.parent
+    schema = with_entry_schemas(load_yaml(Path(schema_path)), config, base)
     validate_schema(config, schema)
-    check_semantics(config, base=Path(schema_path).resolve().parent.parent)
+    check_semantics(config, base=base)
     return config
 
 

@@ -18,7 +18,14 @@ from fudbench.analysis.auc import normalised_auc  # noqa: F401 (re-exported: the
 from fudbench.evaluators import curve_catalogue, find_curve
 from fudbench.evaluators.base import APPENDIX_SAMPLES, MAIN_SAMPLES
 
-CATALOGUE = curve_catalogue()
+CATALOGUE: dict = {}
+CURVE_SCORES: dict = {}        # curve name in the records -> (name in the tables, higher is better, per-image score)
+MAIN_CURVE_SCORES: list = []   # the paper's Table 7 columns, in its order
+TAU_CURVES: dict = {}          # curves whose removal steps are the intermediate samples (Table 4): -> evaluator label
+INTERMEDIATE_CURVES: dict = {}           # intermediate samples of the main tables (2, 3, 8): curve -> row label
+APPENDIX_INTERMEDIATE_CURVES: dict = {}  # and of the appendix tables (9, 11)
+DERIVED_SCORES: dict = {}      # scores computed from several curves of an image: -> (label, higher is better)
+STEP_VALUES: dict = {}         # curve -> the per-step column whose per-explainer mean a micro comparison ranks
 
 
 def _reference_last(curves):
@@ -26,25 +33,32 @@ def _reference_last(curves):
     return sorted(curves, key=lambda c: {MAIN_SAMPLES, APPENDIX_SAMPLES} <= set(c.samples_tables))
 
 
-# curve name in the records -> (name in the tables, higher is better, per-image score of its rows)
-CURVE_SCORES = {c.name: (c.label, c.higher_is_better, c.score) for c in CATALOGUE.values() if c.score is not None}
-# the paper's Table 7 columns, in its order
-MAIN_CURVE_SCORES = tuple(c.name for c in CATALOGUE.values() if c.table == "table7_scores")
-# curves whose removal steps are the "intermediate samples" of an evaluator
-# (Kendall tau, Table 4): curve -> evaluator label
-TAU_CURVES = {c.name: c.samples_label for c in _reference_last(CATALOGUE.values()) if c.tau}
-# every evaluator's intermediate samples (OOD and quality): curve -> row label,
-# main tables (2, 3, 8) and appendix tables (9, 11)
-INTERMEDIATE_CURVES = {c.name: c.samples_label for c in _reference_last(CATALOGUE.values())
-                       if MAIN_SAMPLES in c.samples_tables}
-APPENDIX_INTERMEDIATE_CURVES = {c.name: c.samples_label for c in _reference_last(CATALOGUE.values())
-                                if APPENDIX_SAMPLES in c.samples_tables}
-# Scores computed from several curves (or another column) of an image:
-# name -> (name in the tables, higher is better)
-DERIVED_SCORES = {c.name: (c.label, c.higher_is_better) for c in CATALOGUE.values() if c.score is None
-                  and c.table is not None}
-# curve -> the per-step column whose per-explainer mean a micro comparison ranks
-STEP_VALUES = {c.name: c.step_value for c in CATALOGUE.values() if c.step_value}
+def refresh() -> None:
+    """(Re)build the tables above from the curve catalogue, in place (modules that
+    imported them see the update): at import, and when plug-in evaluators are
+    registered (fudbench.evaluators.use_plugins)."""
+    catalogue = curve_catalogue()
+    specs = list(catalogue.values())
+    tables = {
+        "CATALOGUE": catalogue,
+        "CURVE_SCORES": {c.name: (c.label, c.higher_is_better, c.score) for c in specs if c.score is not None},
+        "TAU_CURVES": {c.name: c.samples_label for c in _reference_last(specs) if c.tau},
+        "INTERMEDIATE_CURVES": {c.name: c.samples_label for c in _reference_last(specs)
+                                if MAIN_SAMPLES in c.samples_tables},
+        "APPENDIX_INTERMEDIATE_CURVES": {c.name: c.samples_label for c in _reference_last(specs)
+                                         if APPENDIX_SAMPLES in c.samples_tables},
+        "DERIVED_SCORES": {c.name: (c.label, c.higher_is_better) for c in specs
+                           if c.score is None and c.table is not None},
+        "STEP_VALUES": {c.name: c.step_value for c in specs if c.step_value},
+    }
+    for name, values in tables.items():
+        table = globals()[name]
+        table.clear()
+        table.update(values)
+    MAIN_CURVE_SCORES[:] = [c.name for c in specs if c.table == "table7_scores"]
+
+
+refresh()
 
 
 def curve_score(curve: str):
@@ -85,7 +99,7 @@ def per_image_scores(records: pd.DataFrame) -> pd.DataFrame:
 def derived_scores(records: pd.DataFrame, per_image: pd.DataFrame) -> pd.DataFrame:
     """The derived scores of every evaluator that declares them (SRG's relevance
     gains, ROAD's accuracy areas), to be appended to per_image_scores(records)."""
-    from fudbench.evaluators import EVALUATORS, spec
+    from fudbench.evaluators import known_methods, spec
 
-    frames = [spec(m).derived(records, per_image) for m in EVALUATORS if spec(m).derived is not None]
+    frames = [spec(m).derived(records, per_image) for m in known_methods() if spec(m).derived is not None]
     return pd.concat(frames, ignore_index=True)

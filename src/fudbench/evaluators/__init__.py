@@ -13,6 +13,7 @@ EVALUATORS, a config block (docs/architecture.md, "How to add a metric").
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
 from fudbench.evaluators.base import ALIAS_SEPARATOR, CurveSpec, EvaluatorSpec
@@ -34,16 +35,45 @@ EVALUATORS = {
 }
 
 
+# Plug-in evaluators (import paths of EvaluatorSpecs) a config or a call names, with the folder their relative
+# file paths start from: the curve catalogue and the derived scores include them once registered
+# (use_plugins: scripts/_fudbench_path.py registers the job's config, the Snakefile its own, fudbench.evaluate
+# its metrics), so the analysis scores their curves as it scores the registered evaluators'.
+PLUGINS: dict[str, Optional[Path]] = {}
+
+
 def method_of(name: str, settings: Optional[dict]) -> str:
     """The registered evaluator behind a config entry."""
     return (settings or {}).get("method", name)
 
 
-def spec(method: str) -> EvaluatorSpec:
+def use_plugins(evaluators: Optional[dict], base: Optional[Path] = None) -> list[str]:
+    """Register the plug-in evaluators among a config's (or a call's) entries;
+    returns their import paths. The analysis' curve tables are refreshed if
+    they were built already."""
+    import sys
+
+    found = [m for name, settings in (evaluators or {}).items() if is_import_path(m := method_of(name, settings))]
+    new = [m for m in found if m not in PLUGINS]
+    for method in new:
+        PLUGINS[method] = base
+    curves = sys.modules.get("fudbench.analysis.curves")
+    if new and curves is not None:
+        curves.refresh()
+    return found
+
+
+def known_methods() -> list[str]:
+    """The registered evaluators, then the plug-ins registered by use_plugins."""
+    return [*EVALUATORS, *PLUGINS]
+
+
+def spec(method: str, base: Optional[Path] = None) -> EvaluatorSpec:
     """The spec of a registered evaluator, or of a plug-in given by import path
-    ("mypkg.mymetric:SPEC", "file.py:SPEC"; fudbench.plugins)."""
+    ("mypkg.mymetric:SPEC", "file.py:SPEC"; fudbench.plugins). `base` anchors a
+    relative file path (default: where use_plugins registered it)."""
     if is_import_path(method):
-        found = load_object(method)
+        found = load_object(method, base if base is not None else PLUGINS.get(method))
         if not isinstance(found, EvaluatorSpec):
             raise PluginError(f"{method!r} names {found!r}, not an EvaluatorSpec "
                               f"(fudbench.evaluators.base; docs/architecture.md, 'How to add a metric')")
@@ -83,7 +113,7 @@ def curve_catalogue() -> dict[str, CurveSpec]:
     every registered imputer). Aliased curves (<curve>@<entry>) are found by
     find_curve."""
     out = {}
-    for method in EVALUATORS:
+    for method in known_methods():
         s = spec(method)
         for variant in s.catalogue_variants():
             resolved = s.resolve(variant)
