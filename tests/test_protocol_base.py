@@ -56,6 +56,7 @@ class CountingModel(torch.nn.Module):
     def __init__(self, model):
         super().__init__()
         self.model, self.largest = model, 0
+        self.eval()
 
     def forward(self, x):
         self.largest = max(self.largest, len(x))
@@ -72,6 +73,7 @@ class LimitedModel(torch.nn.Module):
     def __init__(self, model, limit, error):
         super().__init__()
         self.model, self.limit, self.error = model, limit, error
+        self.eval()  # as the model it wraps (Quantus refuses models in training mode)
 
     def forward(self, x):
         if len(x) > self.limit:

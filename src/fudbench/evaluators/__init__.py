@@ -32,6 +32,7 @@ EVALUATORS = {
     "gevaert": "fudbench.evaluators.gevaert",
     "ffid": "fudbench.evaluators.ffid",
     "irof": "fudbench.evaluators.irof",
+    "quantus": "fudbench.evaluators.quantus",
 }
 
 

@@ -1,0 +1,84 @@
+"""A Quantus metric run image by image (fudbench.evaluators.quantus).
+
+Each image is scored by its own call of the metric on that image alone, with
+numpy's global generator, Python's and torch's seeded from the image's seed
+(seed key and image id, never its place in the shard) and restored after:
+Quantus draws its random subsets and perturbations from np.random. So a
+score does not depend on the shard, the batch or the other images, and
+calling Quantus directly with np.random.seed(that seed) gives the same number.
+
+What Quantus receives: the images in [0, 1] (the project's classifiers
+normalise inside), the targets, and the map reduced to one channel by
+`evaluation.reduction` (N, 1, H, W), as the top-k metrics see it; Quantus
+then applies its own `abs` / `normalise` defaults unless the settings say
+otherwise. The model's outputs are its logits (Quantus' softmax=False).
+
+Records: one row per image: step 0, kept / removed NaN, the target, `value`
+(the per-image value), the clean image's confidence, prediction and energy,
+and the seconds the call took.
+
+Batches: the clean responses go through the protocol loop (halved on
+out-of-memory); Quantus' own calls see one image each, and an out-of-memory
+error inside one is not retried.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from fudbench.masks import reduce_attribution
+from fudbench.protocols.base import CurveResult, Protocol, Shard, records_frame, sample_response
+
+
+def reduce_output(value, how: str) -> float:
+    """One float from a metric's output for one image: its value, or for a curve
+    (steps,) the normalised area under it (auc) or its mean (mean)."""
+    arr = np.asarray(value, dtype=float).ravel()
+    if how == "value":
+        return float(arr[0])
+    if how == "mean":
+        return float(arr.mean())
+    if len(arr) < 2:
+        return float(arr[0])
+    return float(np.trapezoid(arr, dx=1.0 / (len(arr) - 1)))
+
+
+@dataclass
+class QuantusCurve(Protocol):
+    curve: str
+    metric: str
+    settings: dict = field(default_factory=dict)
+    reduce: str = "value"
+    reduction: str = "abs_sum"
+    batch_size: int = 64
+
+    def evaluate(self, shard: Shard, attribution: torch.Tensor) -> CurveResult:
+        import quantus
+
+        from fudbench.explainers.field_common import seeded
+
+        x, y = shard.x, shard.y
+        maps = reduce_attribution(attribution, self.reduction)[:, None].cpu().numpy()
+        images, targets = x.float().cpu().numpy(), y.cpu().numpy()
+        # the clean images' responses through the protocol loop's batches (out-of-memory back-off)
+        clean = self.per_image(shard, lambda xb, yb: tuple(sample_response(shard.model(xb), yb, xb, xb)))
+        scores, seconds = [], []
+        for i, image_id in enumerate(shard.ids):
+            t0 = time.perf_counter()
+            with seeded(shard.seed(image_id), x.device), warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # Quantus warns about its defaults on every call
+                metric = getattr(quantus, self.metric)(**self.settings, disable_warnings=True,
+                                                       display_progressbar=False)
+                out = metric(model=shard.model, x_batch=images[i:i + 1], y_batch=targets[i:i + 1],
+                             a_batch=maps[i:i + 1], device=str(x.device), batch_size=self.batch_size)
+            scores.append(reduce_output(out[0], self.reduce))
+            seconds.append(time.perf_counter() - t0)
+        n = len(shard.ids)
+        return CurveResult(records_frame(
+            self.curve, image=np.asarray(shard.ids, np.int64), step=np.zeros(n, np.int64), kept=np.full(n, np.nan),
+            removed=np.full(n, np.nan), target=targets, value=np.asarray(scores), confidence=clean[0],
+            prediction=clean[1], energy=clean[2], l2=np.zeros(n), seconds=np.asarray(seconds)), None)

@@ -1,0 +1,133 @@
+"""Quantus metrics as evaluators (fudbench.evaluators.quantus, protocols.quantus):
+the adapter's per-image scores equal calling Quantus directly on the same
+model, image, map and seed; the torch-free table of metrics agrees with the
+installed Quantus; bad settings are refused at parse time; every supported
+metric, in the direction the table gives it, prefers the map on the evidence
+to its reverse on the quadrant task of tests/test_evaluator_registry.py, but
+the two the table lists as not ordering it (DOES_NOT_ORDER), which do not."""
+import inspect
+
+import numpy as np
+import pytest
+import torch
+from test_evaluator_registry import N, task  # noqa: F401 (the fixture: a CNN that reads one quadrant)
+
+import fudbench
+from fudbench.analysis.curves import per_image_scores
+from fudbench.evaluators import build_evaluator, spec
+from fudbench.evaluators.quantus import COMMON, DOES_NOT_ORDER, METRICS, NOT_SUPPORTED, RESERVED, curve_name
+from fudbench.masks import reduce_attribution
+from fudbench.protocols.quantus import reduce_output
+from fudbench.seeding import derive_seed
+
+quantus = pytest.importorskip("quantus")
+
+# small settings per metric (cost only)
+SMALL = {
+    "FaithfulnessCorrelation": {"nr_runs": 10, "subset_size": 16},
+    "FaithfulnessEstimate": {"features_in_step": 16},
+    "MonotonicityCorrelation": {"nr_samples": 3, "features_in_step": 16},
+    "Monotonicity": {"features_in_step": 16},
+    "PixelFlipping": {"features_in_step": 16},
+    "RegionPerturbation": {"patch_size": 4, "regions_evaluation": 5},
+    "Selectivity": {"patch_size": 4},
+    "Infidelity": {"n_perturb_samples": 8, "perturb_patch_sizes": [4]},
+}
+EVALUATION = {"ratios": [0.5], "reduction": "abs_sum"}
+
+
+def test_the_table_agrees_with_the_installed_quantus():
+    assert set(SMALL) == set(METRICS)
+    for name, m in METRICS.items():
+        cls = getattr(quantus, name)
+        keywords = set(inspect.signature(cls.__init__).parameters)
+        assert set(m.keywords) | set(COMMON) | {"return_aggregate", "disable_warnings", "display_progressbar"} \
+            <= keywords | {"return_auc_per_sample"}, name
+        assert keywords - {"self", "args", "kwargs"} <= set(m.keywords) | set(COMMON) | set(RESERVED), (
+            name, sorted(keywords - set(m.keywords) - set(COMMON) - set(RESERVED)))
+        theirs = cls.score_direction.name == "HIGHER"
+        if name == "RegionPerturbation":  # documented: Quantus' metadata says lower, its drops say higher
+            assert not theirs and m.higher_is_better and m.why
+        else:
+            assert theirs == m.higher_is_better, name
+    for name in NOT_SUPPORTED:
+        assert hasattr(quantus, name) and name not in METRICS
+
+
+@pytest.mark.parametrize("metric", sorted(METRICS))
+def test_scores_equal_calling_quantus_directly_with_the_image_seed(metric, task):  # noqa: F811
+    from fudbench.explainers.field_common import seeded
+
+    model, _, x, y, quadrant, _ = task
+    settings = {"metric": metric, "settings": SMALL[metric], "batch_size": 8}
+    key = (0, "evaluate", "task", "quantus")
+    ids = [11, 3, 7]
+    records, samples = build_evaluator("quantus", settings, EVALUATION, {}, "cpu").run(
+        model, x[:3], y[:3], quadrant[:3], ids, key)
+    assert samples == {} and list(records["image"]) == ids
+    maps = reduce_attribution(quadrant[:3], "abs_sum")[:, None].numpy()
+    kwargs = dict(SMALL[metric], **({"order": "morf"} if metric == "RegionPerturbation" else {}))
+    direct = []
+    for i, image in enumerate(ids):
+        with seeded(derive_seed(*key, curve_name(metric), image), torch.device("cpu")):
+            out = getattr(quantus, metric)(**kwargs, disable_warnings=True, display_progressbar=False)(
+                model=model, x_batch=x[i:i + 1].numpy(), y_batch=y[i:i + 1].numpy(), a_batch=maps[i:i + 1],
+                device="cpu", batch_size=8)
+        direct.append(reduce_output(out[0], METRICS[metric].reduce))
+    np.testing.assert_allclose(records["value"].to_numpy(), direct, rtol=1e-9, atol=1e-12)
+    # one image alone scores as it does in the shard
+    alone, _ = build_evaluator("quantus", settings, EVALUATION, {}, "cpu").run(
+        model, x[1:2], y[1:2], quadrant[1:2], [3], key)
+    assert alone["value"].iloc[0] == pytest.approx(records["value"].iloc[1], rel=1e-12)
+
+
+@pytest.mark.parametrize("metric", sorted(METRICS))
+def test_each_metric_prefers_the_map_on_the_evidence_in_its_direction(metric, task):  # noqa: F811
+    model, _, x, y, quadrant, reversed_ = task
+    settings = {"metric": metric, "settings": SMALL[metric], "batch_size": 8}
+    (curve,) = spec("quantus").curves(spec("quantus").resolve(settings))
+    means = {}
+    for name, a in (("quadrant", quadrant), ("reversed", reversed_)):
+        records, _ = build_evaluator("quantus", settings, EVALUATION, {}, "cpu").run(
+            model, x, y, a, list(range(N)), (0, "t"))
+        means[name] = per_image_scores(records.assign(model="m", explainer=name))["score"].mean()
+    better = means["quadrant"] - means["reversed"]
+    if not curve.higher_is_better:
+        better = -better
+    if metric in DOES_NOT_ORDER:  # what the docs say of it, measured: no preference for the evidence
+        assert better <= 0, (metric, means)
+    else:
+        assert better > 0, (metric, means)
+
+
+@pytest.mark.parametrize("settings, match", [
+    ({"metric": "FaithfulnessCorrelation", "settings": {"nr_runz": 3}},
+     r"evaluators.q.settings': unknown keyword\(s\) \['nr_runz'\] of quantus.FaithfulnessCorrelation; allowed: .*nr_runs"),
+    ({"metric": "PixelFlipping", "settings": {"return_auc_per_sample": True}},
+     r"evaluators.q.settings': \['return_auc_per_sample'\] are set by the adapter"),
+    ({"metric": "RegionPerturbation", "settings": {"order": "lerf"}}, r"give it as 'evaluators.q.order'"),
+])
+def test_bad_settings_are_refused_at_parse_time_naming_the_key(settings, match):
+    problems = spec("quantus").check(settings, "evaluators.q")
+    assert any(__import__("re").search(match, p) for p in problems), problems
+
+
+def test_the_config_names_an_unsupported_metric_and_lerf_turns_the_direction(repo):
+    from fudbench.config import ConfigError, validate_config
+    from fudbench.configfiles import resolve_config
+
+    config = resolve_config([repo / "config/smoke.yaml"])
+    config["evaluators"]["q"] = {"method": "quantus", "metric": "SensitivityN"}
+    with pytest.raises(ConfigError, match=r"evaluators.q.metric': 'SensitivityN' is not allowed"):
+        validate_config(config, repo / "config/schema.yaml")
+    lerf = spec("quantus").curves(spec("quantus").resolve({"metric": "RegionPerturbation", "order": "lerf"}))[0]
+    assert not lerf.higher_is_better and lerf.name == "quantus_region_perturbation"
+
+
+def test_the_python_api_scores_a_quantus_metric(task):  # noqa: F811
+    model, _, x, y, quadrant, _ = task
+    frame = fudbench.evaluate(model, x, y, quadrant, metrics={"qt_fc": {"method": "quantus", "settings":
+                                                                       SMALL["FaithfulnessCorrelation"]}},
+                              evaluation=EVALUATION)
+    scores = frame.dropna(subset=["score"])
+    assert set(scores["curve"]) == {"quantus_faithfulness_correlation@qt_fc"} and len(scores) == N
