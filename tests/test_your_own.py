@@ -232,12 +232,19 @@ def test_plugin_explainer_through_the_workflow_gives_the_api_scores(repo, tmp_pa
     config = resolve_config([repo / "config/smoke.yaml"])
     config["run_name"] = "plugin"
     config["models"]["classifiers"] = {"cnn": config["models"]["classifiers"]["cnn"]}
+    # the field's tools beside them (issue 29): a CAM family, LRP, two Quantus metrics
     config["explainers"] = {"mine": {"method": f"{plugins}/my_methods.py:ScaledGradTimesInput", "scale": 2.0},
-                            "sm": {}}
+                            "sm": {}, "lrp": {"method": "lrp"},
+                            "cam_d00": {"method": "degrade", "base": "cam", "fraction": 0.0},
+                            "cam_d50": {"method": "degrade", "base": "cam", "fraction": 0.5}}
     config["evaluators"] = {"insdel": config["evaluators"]["insdel"],
                             "road": {"imputer": "grey", "orders": ["morf"],
                                      "imputer_options": {"grey": {"method": f"{plugins}/my_fills.py:GreyFill"}}},
-                            "mine_drop": {"method": f"{plugins}/my_metric.py:SPEC"}}
+                            "mine_drop": {"method": f"{plugins}/my_metric.py:SPEC"},
+                            "qt_fc": {"method": "quantus", "metric": "FaithfulnessCorrelation",
+                                      "settings": {"nr_runs": 10, "subset_size": 16}},
+                            "qt_pf": {"method": "quantus", "metric": "PixelFlipping",
+                                      "settings": {"features_in_step": 16}}}
     for key in ("diagnostics", "timing", "meta_metrics"):
         config["analysis"].pop(key, None)
     config["analysis"]["pooled_explainers"] = ["mine"]
@@ -265,8 +272,15 @@ def test_plugin_explainer_through_the_workflow_gives_the_api_scores(repo, tmp_pa
     np.testing.assert_array_equal(api_scores[shared].to_numpy(), workflow_scores[shared].to_numpy())
     # the plug-in evaluator's curve is scored by the analysis and reaches the appendix score table
     plugin_scores = per_image[per_image["curve"] == "top_drop@mine_drop"]
-    assert len(plugin_scores) == 2 * len(attr["ids"]) and plugin_scores["score"].notna().all()
+    assert len(plugin_scores) == len(config["explainers"]) * len(attr["ids"]) and plugin_scores["score"].notna().all()
     assert "Top drop [mine_drop]" in set(pd.read_csv(results / "tables/appendix_scores.csv")["metric"])
+    # the field's tools: their rows in the score table and the report card (issue 29)
+    appendix = pd.read_csv(results / "tables/appendix_scores.csv")
+    assert {"Quantus FaithfulnessCorrelation [qt_fc]", "Quantus PixelFlipping [qt_pf]"} <= set(appendix["metric"])
+    assert {"lrp", "cam_d00", "cam_d50"} <= set(appendix["explainer"])
+    card = pd.read_csv(results / "tables/report_card.csv")
+    assert {"quantus_faithfulness_correlation@qt_fc", "quantus_pixel_flipping@qt_pf"} <= set(card["curve"])
+    assert "cam_recovery" in card.columns
 
     # case 3: edit the helpers (not the files named in the config) and ask a dry-run what reruns and why. One
     # helper at a time: Snakemake names a job's own updated inputs only when no job upstream of it reruns.
