@@ -48,3 +48,17 @@ def test_committed_verdict_equals_a_run_of_its_commit():
         timing = list(TIMING_COLUMNS.get(f"{stem}.csv", ()))  # seconds per image: the machine's, not the run's
         ran, kept = (pd.read_csv(d / f"{stem}.csv").drop(columns=timing) for d in (Path(where) / "tables", committed))
         pd.testing.assert_frame_equal(ran, kept, check_exact=True, obj=stem)
+
+
+def test_exports_under_docs_results_are_not_ignored_by_git():
+    """The workflow's results/ folder is ignored, docs/results/ must not be: an
+    earlier `results/` pattern also ignored docs/results/meta, so its export
+    was never committed."""
+    import subprocess
+
+    if subprocess.run(["git", "-C", str(REPO), "rev-parse"], capture_output=True).returncode != 0:
+        pytest.skip("not a git checkout")
+    ignored = subprocess.run(["git", "-C", str(REPO), "check-ignore", "-q", "docs/results/meta/claims.csv"])
+    assert ignored.returncode == 1, "docs/results/ is ignored by .gitignore"
+    root = subprocess.run(["git", "-C", str(REPO), "check-ignore", "-q", "results/synthetic/tables/x.csv"])
+    assert root.returncode == 0, "the workflow's results/ should stay ignored"
