@@ -37,7 +37,8 @@ def stand_in_paper_config(work: Path) -> Path:
     cfg["data"]["imagenet"]["root"] = str(work / "imagenet")
     cfg["models"]["score_model"]["guided_diffusion"]["checkpoint"] = str(work / "gd.pt")
     for name, c in cfg["models"]["classifiers"].items():
-        c["path"] = str(work / f"{name}.pth")
+        if isinstance(c, dict):  # not the overlay's `_replace: true` mark
+            c["path"] = str(work / f"{name}.pth")
     path = work / "paper.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
