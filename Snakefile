@@ -70,6 +70,6 @@ from fudbench.damage import remake_damaged
 rule all:
     input:
         all_targets(),
-        cue_targets(),  # rules/cue.smk: empty without data.synthetic.cue
+        CUE_TARGETS,  # rules/cue.smk: empty without data.synthetic.cue
         remake_damaged(RESULTS, workflow.rules),
     default_target: True

@@ -4,10 +4,8 @@
 # coverage. Without a cue none of these rules is in the DAG.
 CUE = config["data"]["source"] == "synthetic" and bool(config["data"]["synthetic"].get("cue"))
 CUE_CHECK = config["analysis"].get("cue") or {}
-
-
-def cue_targets():
-    return table_paths("cue_intervention", "cue_truth", "cue_verdict") if CUE else []
+# rule all's share (the Snakefile)
+CUE_TARGETS = table_paths("cue_intervention", "cue_truth", "cue_verdict") if CUE else []
 
 
 if CUE:
@@ -23,12 +21,10 @@ if CUE:
         params:
             synthetic=config["data"]["synthetic"],
             seed=config["seed"],
-            device=config["device"],
+            device="cpu",   # 4 x n_test forwards per model: not worth a GPU request (profiles/slurm)
             models=MODELS,
             check=CUE_CHECK,
             ci=config["analysis"]["ci"],
-        resources:
-            gpu=GPU,
         log:
             f"{RESULTS}/logs/cue_intervention.log",
         conda:

@@ -287,6 +287,25 @@ def test_the_cue_profile_is_valid_and_trains_its_models(repo, cue_config):
         validate_config(bad, repo / "config/schema.yaml")
 
 
+def test_the_cue_profile_is_an_overlay_that_repeats_no_default(repo):
+    """As tests/test_config.py checks the other profiles: only what differs from config/config.yaml."""
+    from fudbench.config import load_config, load_yaml
+    from fudbench.configfiles import is_overlay, load_config_file
+
+    default, over = load_yaml(repo / "config/config.yaml"), load_config_file(repo / "config/cue.yaml")
+    assert is_overlay(over)
+
+    def repeated(over, base, path=""):
+        for key, value in over.items():
+            if isinstance(value, dict) and isinstance(base.get(key), dict):
+                yield from repeated(value, base[key], f"{path}{key}.")
+            elif key in base and base[key] == value:
+                yield f"{path}{key}"
+
+    assert list(repeated(over, default)) == []
+    assert load_config(repo / "config/cue.yaml")["evaluators"] == default["evaluators"]
+
+
 @pytest.mark.workflow
 def test_the_cue_dag_has_its_rules_and_the_default_has_none(repo, tmp_path):
     from workflow_support import job_counts, snakemake
