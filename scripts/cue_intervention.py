@@ -42,11 +42,11 @@ table = pd.DataFrame(rows)
 write_csv(snakemake.output.csv, table, index=False, float_format="%.6g")
 write_text(snakemake.output.tex, intervention_table(table, p.ci))
 with pd.option_context("display.width", 200, "display.max_columns", 12):
-    print(table.to_string(index=False), flush=True)
+    log.info("intervention check:\n%s", table.to_string(index=False))  # in the log: kept if the rule fails
 failed = failed_checks(table)
 if failed:
     msg = ("[cue] intervention check FAILED for " + "; ".join(f"{m}: {', '.join(c)}" for m, c in failed.items())
            + ": the cue is not shown to be the evidence these models use, so their cue verdicts are not licensed")
-    print(msg, flush=True)
-    if check.strict:  # the tables are written first, so the numbers can be read
+    log.error(msg)
+    if check.strict:  # Snakemake deletes a failed job's tables; the numbers stay in its log
         raise SystemExit(msg + " (analysis.cue.strict: false flags it in the tables instead)")
