@@ -43,6 +43,7 @@ include: "rules/analyse.smk"
 include: "rules/diagnostics.smk"
 include: "rules/ffidelity.smk"
 include: "rules/meta.smk"
+include: "rules/cue.smk"
 include: "rules/provenance.smk"
 
 
@@ -69,5 +70,6 @@ from fudbench.damage import remake_damaged
 rule all:
     input:
         all_targets(),
+        CUE_TARGETS,  # rules/cue.smk: empty without data.synthetic.cue
         remake_damaged(RESULTS, workflow.rules),
     default_target: True

@@ -306,6 +306,10 @@ def check_semantics(config: dict, base=None) -> None:
                 problems.append(
                     "config key 'data.synthetic.dark'/'light': brightness classes must differ by >= 0.2"
                 )
+            if syn.get("cue"):  # lazy: the generator imports scipy, which a config without a cue need not pay
+                from fudbench.data.synthetic import cue_problems
+
+                problems += cue_problems(syn)
     if data["source"] == "imagenet" and "imagenet" in data:
         im = data["imagenet"]
         if im["resize"] < im["crop"]:

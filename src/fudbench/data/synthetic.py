@@ -7,6 +7,18 @@ removed pixels with zeros (black) therefore adds evidence for the dark classes,
 which is the paper's black-cat example in a controlled form. Ground-truth
 object masks are stored with the images, which gives explainers a known answer.
 
+Planted cue (`cue` in the config; absent = the benchmark above, unchanged):
+the label is the colour of a small saturated square (the cue) placed at a
+uniformly random position clear of the object, and the object (shape, tone)
+is drawn independently of the label, balanced over the (cue, object) cells.
+The stored mask is then the cue's square, so whatever reads masks (the oracle
+and background explainers, the oracle family) follows the cue; the object
+class and mask are stored beside it (`object_labels`, `object_masks`).
+`generate_cue_split(..., counterfactuals=True)` also renders each image
+without its cue, without its object and with its cue in another class's
+colour, from the same draws: the intervention check of the cue ground truth
+(fudbench.analysis.cue, docs/meta_evaluation.md, "Planted cue").
+
 Deterministic: the same (config, seed, split) gives the same bytes.
 """
 from __future__ import annotations
@@ -22,6 +34,24 @@ SHAPES = ("circle", "square", "triangle", "cross", "diamond", "ring")
 _SUPERSAMPLE = 4  # anti-aliased edges: render at 4x and average
 
 
+# Cue colours must differ by this much in some channel: the class must be decidable at a glance.
+CUE_MIN_COLOUR_DISTANCE = 0.3
+_CUE_ATTEMPTS = 100  # objects redrawn until the cue fits beside one
+
+
+@dataclass(frozen=True)
+class CueSpec:
+    size: int  # side of the square, pixels
+    colours: tuple[tuple[str, tuple[float, float, float]], ...]  # (class name, RGB in [0, 1]) per class
+    margin: int = 1  # clear pixels between the cue and any pixel the object touches
+
+    @classmethod
+    def from_config(cls, cfg: dict) -> "CueSpec":
+        return cls(size=int(cfg["size"]),
+                   colours=tuple((str(k), tuple(float(c) for c in v)) for k, v in cfg["colours"].items()),
+                   margin=int(cfg.get("margin", 1)))
+
+
 @dataclass(frozen=True)
 class SyntheticSpec:
     image_size: int
@@ -29,6 +59,7 @@ class SyntheticSpec:
     dark: float
     light: float
     object_scale: tuple[float, float]
+    cue: CueSpec | None = None
 
     @classmethod
     def from_config(cls, cfg: dict) -> "SyntheticSpec":
@@ -38,11 +69,40 @@ class SyntheticSpec:
             dark=float(cfg["dark"]),
             light=float(cfg["light"]),
             object_scale=(float(cfg["object_scale"][0]), float(cfg["object_scale"][1])),
+            cue=CueSpec.from_config(cfg["cue"]) if cfg.get("cue") else None,
         )
 
     @property
-    def class_names(self) -> list[str]:
+    def object_class_names(self) -> list[str]:
         return [f"{tone}_{shape}" for shape in self.shapes for tone in ("dark", "light")]
+
+    @property
+    def class_names(self) -> list[str]:
+        """The labels: the object classes, or with a cue the cue's colours."""
+        if self.cue is not None:
+            return [f"cue_{name}" for name, _ in self.cue.colours]
+        return self.object_class_names
+
+
+def cue_problems(synthetic: dict) -> list[str]:
+    """What the schema cannot say about data.synthetic.cue; each message names the key."""
+    cue = synthetic.get("cue")
+    if not cue:
+        return []
+    key, n = "data.synthetic.cue", synthetic["image_size"]
+    problems = []
+    size, margin = cue["size"], cue.get("margin", 1)
+    if 2 * (size + margin) > n:
+        problems.append(f"config key '{key}.size': a cue of {size} px with margin {margin} leaves no room for the "
+                        f"object in a {n} px image; need 2 * (size + margin) <= data.synthetic.image_size")
+    colours = list(cue["colours"].items())
+    for i, (a, ca) in enumerate(colours):
+        for b, cb in colours[i + 1:]:
+            if max(abs(x - y) for x, y in zip(ca, cb)) < CUE_MIN_COLOUR_DISTANCE:
+                problems.append(f"config key '{key}.colours': {a} {list(ca)} and {b} {list(cb)} differ by less "
+                                f"than {CUE_MIN_COLOUR_DISTANCE} in every channel; the cue's class must be "
+                                f"decidable from its colour")
+    return problems
 
 
 def _inside(shape: str, u: np.ndarray, v: np.ndarray, r: float) -> np.ndarray:
@@ -84,8 +144,9 @@ def _background(rng: np.random.Generator, size: int) -> np.ndarray:
     return np.clip(base + smooth + stripes + grain, 0.25, 0.75)
 
 
-def render_image(spec: SyntheticSpec, label: int, rng: np.random.Generator):
-    """Render one image of class `label`; returns (image float32 3xHxW in [0,1], mask HxW bool)."""
+def _object_and_background(spec: SyntheticSpec, label: int, rng: np.random.Generator):
+    """The parts of one image of object class `label`: coverage HxW in [0, 1] (anti-aliased),
+    the object's colour 3xHxW and the background 3xHxW, drawn in this order from rng."""
     n = spec.image_size
     shape = spec.shapes[label // 2]
     tone = spec.dark if label % 2 == 0 else spec.light
@@ -105,12 +166,103 @@ def render_image(spec: SyntheticSpec, label: int, rng: np.random.Generator):
 
     colour = np.clip(tone + rng.normal(0, 0.03, size=(3, 1, 1)), 0, 1)
     obj = np.clip(colour + rng.normal(0, 0.02, size=(3, n, n)), 0, 1)
-    img = cover * obj + (1 - cover) * _background(rng, n)
+    return cover, obj, _background(rng, n)
+
+
+def render_image(spec: SyntheticSpec, label: int, rng: np.random.Generator):
+    """Render one image of class `label`; returns (image float32 3xHxW in [0,1], mask HxW bool)."""
+    cover, obj, background = _object_and_background(spec, label, rng)
+    img = cover * obj + (1 - cover) * background
     return img.astype(np.float32), cover >= 0.5
 
 
+def _cue_places(cover: np.ndarray, size: int, margin: int) -> np.ndarray:
+    """(K, 2) top-left corners (y, x) where a size x size square keeps `margin` clear
+    pixels from every pixel the object touches (cover > 0, anti-aliased edges too)."""
+    n = cover.shape[0]
+    touched = np.pad(cover > 0, margin)  # the square grown by the margin may reach past the border
+    k = size + 2 * margin
+    c = np.pad(touched.cumsum(0).cumsum(1), ((1, 0), (1, 0)))  # summed-area table
+    inside = c[k:, k:] - c[:-k, k:] - c[k:, :-k] + c[:-k, :-k]  # touched pixels per grown window
+    free = inside[: n - size + 1, : n - size + 1] == 0
+    return np.argwhere(free)
+
+
+def render_cue_image(spec: SyntheticSpec, label: int, object_label: int, rng: np.random.Generator,
+                     swap_label: int | None = None) -> dict:
+    """One image of cue class `label` with an object of class `object_label`. Returns
+    float32 `image`, bool `mask` (the cue), bool `object_mask` and, with swap_label, the
+    counterfactuals from the same draws: `no_cue`, `no_object`, `swapped` (the cue in
+    swap_label's colour)."""
+    cue, n = spec.cue, spec.image_size
+    for _ in range(_CUE_ATTEMPTS):
+        cover, obj, background = _object_and_background(spec, object_label, rng)
+        places = _cue_places(cover, cue.size, cue.margin)
+        if len(places):
+            break
+    else:
+        raise ValueError(f"config key 'data.synthetic.cue.size': no place for a {cue.size} px cue (margin "
+                         f"{cue.margin}) beside the object in {_CUE_ATTEMPTS} draws; lower the cue's size or "
+                         f"data.synthetic.object_scale")
+    y, x = places[rng.integers(len(places))]
+    noise = rng.normal(0, 0.02, size=(3, cue.size, cue.size))  # the same grain as the object's
+
+    def paste(img, cls):
+        img = img.copy()
+        img[:, y:y + cue.size, x:x + cue.size] = np.clip(np.reshape(cue.colours[cls][1], (3, 1, 1)) + noise, 0, 1)
+        return img
+
+    plain = cover * obj + (1 - cover) * background
+    mask = np.zeros((n, n), dtype=bool)
+    mask[y:y + cue.size, x:x + cue.size] = True
+    out = {"image": paste(plain, label), "mask": mask, "object_mask": cover >= 0.5}
+    if swap_label is not None:
+        out.update(no_cue=plain, no_object=paste(background, label), swapped=paste(plain, swap_label))
+    return {k: v.astype(np.float32) if v.dtype.kind == "f" else v for k, v in out.items()}
+
+
+def _to_uint8(img: np.ndarray) -> np.ndarray:
+    return np.round(img * 255).astype(np.uint8)
+
+
+def generate_cue_split(spec: SyntheticSpec, n: int, seed: int, split: str, counterfactuals: bool = False) -> dict:
+    """n images of the planted-cue benchmark. Labels (the cue's colour) and object classes
+    are crossed: each (label, object class) cell gets n / (K * objects) images (+-1), so the
+    object says (next to) nothing about the label even within the sample. Returns uint8
+    `images`, `labels`, `masks` (the cue), `object_labels`, `object_masks` and, with
+    counterfactuals, uint8 `no_cue`, `no_object`, `swapped` and `swapped_labels`
+    (label + 1 + i mod (K - 1), mod K: every other class in turn, no extra draws)."""
+    if spec.cue is None:
+        raise ValueError("generate_cue_split needs a spec with a cue (data.synthetic.cue)")
+    rng = np.random.default_rng(derive_seed(seed, "synthetic", split, "cue"))
+    k, n_objects = len(spec.cue.colours), 2 * len(spec.shapes)
+    cells = rng.permutation(np.arange(n) % (k * n_objects))
+    labels, object_labels = cells % k, cells // k
+    swapped_labels = (labels + 1 + np.arange(n) % (k - 1)) % k
+    size = spec.image_size
+    names = ["images", *(("no_cue", "no_object", "swapped") if counterfactuals else ())]
+    out = {name: np.empty((n, 3, size, size), dtype=np.uint8) for name in names}
+    out["masks"] = np.empty((n, size, size), dtype=np.uint8)
+    out["object_masks"] = np.empty((n, size, size), dtype=np.uint8)
+    for i in range(n):
+        r = render_cue_image(spec, int(labels[i]), int(object_labels[i]), rng,
+                             int(swapped_labels[i]) if counterfactuals else None)
+        out["images"][i] = _to_uint8(r["image"])
+        out["masks"][i], out["object_masks"][i] = r["mask"], r["object_mask"]
+        for name in names[1:]:
+            out[name][i] = _to_uint8(r[name])
+    out["labels"], out["object_labels"] = labels.astype(np.int64), object_labels.astype(np.int64)
+    if counterfactuals:
+        out["swapped_labels"] = swapped_labels.astype(np.int64)
+    return out
+
+
 def generate_split(spec: SyntheticSpec, n: int, seed: int, split: str):
-    """n images with balanced labels. Returns uint8 images (N,3,H,W), labels (N,), masks (N,H,W)."""
+    """n images with balanced labels. Returns uint8 images (N,3,H,W), labels (N,), masks (N,H,W).
+    With a cue, the masks are the cue's squares (generate_cue_split has the rest)."""
+    if spec.cue is not None:
+        d = generate_cue_split(spec, n, seed, split)
+        return d["images"], d["labels"], d["masks"]
     rng = np.random.default_rng(derive_seed(seed, "synthetic", split))
     n_classes = 2 * len(spec.shapes)
     labels = rng.permutation(np.arange(n) % n_classes)
@@ -128,6 +280,9 @@ def make_benchmark(cfg: dict, n_eval: int, seed: int) -> dict:
     spec = SyntheticSpec.from_config(cfg)
     splits = {}
     for split in ("train", "val", "test"):
+        if spec.cue is not None:  # the object's class and mask too: the intervention check removes the object
+            splits[split] = generate_cue_split(spec, cfg[f"n_{split}"], seed, split)
+            continue
         images, labels, masks = generate_split(spec, cfg[f"n_{split}"], seed, split)
         splits[split] = {"images": images, "labels": labels, "masks": masks}
     test = splits["test"]
