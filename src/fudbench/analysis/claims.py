@@ -68,11 +68,14 @@ def headline_claims(curves) -> list[Claim]:
     return out
 
 
-def verdict(low: float, high: float, n: int) -> str:
+def verdict(low: float, high: float, n: int, words: tuple[str, str] = ("holds", "fails")) -> str:
+    """A statistic decided by its interval: words[0] when it excludes 0 from
+    above, words[1] from below, else undecided at n (the cue verdicts say
+    recovers / reverses)."""
     if np.isfinite(low) and low > 0:
-        return "holds"
+        return words[0]
     if np.isfinite(high) and high < 0:
-        return "fails"
+        return words[1]
     return f"undecided at n = {n}"
 
 

@@ -226,14 +226,6 @@ def per_image_spearman(scores: np.ndarray, truth: np.ndarray) -> np.ndarray:
     return np.where(st > 1e-12, rho, np.nan)
 
 
-def verdict(low: float, high: float, n: int) -> str:
-    if np.isfinite(low) and low > 0:
-        return "recovers"
-    if np.isfinite(high) and high < 0:
-        return "reverses"
-    return f"undecided at n = {n}"
-
-
 def cue_verdicts(per_image: pd.DataFrame, coverage: pd.DataFrame, explainers: dict, curve_scores: dict,
                  truth: str = "precision", n_boot: int = 1000, ci: float = 0.95, seed: int = 0,
                  failed: dict | None = None) -> pd.DataFrame:
@@ -241,6 +233,7 @@ def cue_verdicts(per_image: pd.DataFrame, coverage: pd.DataFrame, explainers: di
     model, explainer, curve, image, score; coverage: coverage_frame's rows;
     curve_scores: {curve: (label, higher is better, ...)}; failed: {model: failed
     intervention conditions} (flagged in the `intervention` column)."""
+    from fudbench.analysis.claims import verdict
     from fudbench.analysis.meta import _image_matrix
     from fudbench.seeding import derive_seed
 
@@ -273,7 +266,8 @@ def cue_verdicts(per_image: pd.DataFrame, coverage: pd.DataFrame, explainers: di
                 bad = failed.get(model)
                 rows.append({"model": model, "curve": curve, "metric": label, "explainers": set_name, "truth": truth,
                              "n_explainers": len(members), "n_images": len(rho), "spearman": est, "ci_low": lo,
-                             "ci_high": hi, "macro_spearman": float(macro), "verdict": verdict(lo, hi, len(rho)),
+                             "ci_high": hi, "macro_spearman": float(macro),
+                             "verdict": verdict(lo, hi, len(rho), ("recovers", "reverses")),
                              "intervention": "ok" if not bad else "FAILED: " + ", ".join(bad)})
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
 
