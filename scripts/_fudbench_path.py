@@ -24,8 +24,12 @@ if getattr(_job, "log", None):
 
 # Plug-in evaluators of the job's config (EvaluatorSpecs by import path): the
 # analysis scores their curves as it scores the registered evaluators'.
-if isinstance(getattr(_job, "config", None), dict) and any(
-        ":" in str((s or {}).get("method", "")) for s in (_job.config.get("evaluators") or {}).values()):
-    from fudbench.evaluators import use_plugins
+# fudbench.plugins is stdlib-only: the registry is imported only when a plug-in is named.
+if isinstance(getattr(_job, "config", None), dict):
+    from fudbench.plugins import is_import_path
 
-    use_plugins(_job.config["evaluators"], Path(_SRC).parent)
+    _evaluators = _job.config.get("evaluators") or {}
+    if any(is_import_path((s or {}).get("method", n)) for n, s in _evaluators.items()):
+        from fudbench.evaluators import use_plugins
+
+        use_plugins(_evaluators, Path(_SRC).parent)

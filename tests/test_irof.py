@@ -10,7 +10,7 @@ import torch
 
 from fudbench.evaluators import build_evaluator, spec
 from fudbench.evaluators.irof import area_over_curve
-from fudbench.protocols.irof import ranked_regions
+from fudbench.masks import region_order
 from fudbench.superpixels import segment
 
 
@@ -26,12 +26,18 @@ def test_area_over_the_normalised_probability_curve():
     assert area_over_curve(curve.iloc[::-1]) == pytest.approx(0.5)          # row order does not matter
 
 
+def _region_ranking(means, seed):
+    """The regions in the order IROF removes them (masks.region_order, one pixel per region)."""
+    order, _ = region_order([np.asarray(means)], [np.arange(len(means)).reshape(1, -1)], [seed])
+    return order[0].tolist()
+
+
 def test_regions_ranked_by_mean_with_seeded_ties():
-    assert ranked_regions(np.array([0.1, 0.9, 0.5]), 0).tolist() == [1, 2, 0]
+    assert _region_ranking([0.1, 0.9, 0.5], 0) == [1, 2, 0]
     ties = np.zeros(6)
-    assert sorted(ranked_regions(ties, 1).tolist()) == list(range(6))
-    assert ranked_regions(ties, 1).tolist() == ranked_regions(ties, 1).tolist()
-    assert any(ranked_regions(ties, 1).tolist() != ranked_regions(ties, s).tolist() for s in range(2, 6))
+    assert sorted(_region_ranking(ties, 1)) == list(range(6))
+    assert _region_ranking(ties, 1) == _region_ranking(ties, 1)
+    assert any(_region_ranking(ties, 1) != _region_ranking(ties, s) for s in range(2, 6))
 
 
 @pytest.fixture(scope="module")

@@ -2,8 +2,8 @@
 
 Each image is cut into SLIC superpixels (fudbench.superpixels.segment) and
 its superpixels are ranked by the mean of the reduced attribution inside
-them (superpixels.region_means; ties broken by a permutation seeded by the
-image, not by its place in the shard). Step k removes the k most relevant
+them (superpixels.region_means, masks.region_order: ties broken by a
+permutation seeded by the image, not by its place in the shard). Step k removes the k most relevant
 superpixels, filled by the imputer (IROF: the image's mean), k = 0 .. K, so
 an image has K + 1 steps and K is its own: SLIC returns a different number
 of superpixels per image (protocols.base.Points with per-image steps).
@@ -20,15 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from fudbench.masks import reduce_attribution
+from fudbench.masks import ranks_from_order, reduce_attribution, region_order
 from fudbench.protocols.base import CurveResult, Item, Points, Protocol, Shard
 from fudbench.superpixels import region_means, segment
-
-
-def ranked_regions(means: np.ndarray, seed: int) -> np.ndarray:
-    """Region labels from the highest mean to the lowest; ties in a seeded random order."""
-    tie_break = np.random.default_rng(seed).permutation(len(means))
-    return np.lexsort((tie_break, -means))
 
 
 @dataclass
@@ -45,23 +39,24 @@ class IROF(Protocol):
         n, _, h, w = x.shape
         labels = segment(x.float().cpu().numpy(), "slic", n_segments=self.n_segments, compactness=self.compactness)
         scores = reduce_attribution(attribution, self.reduction).cpu().numpy()
-        order = [ranked_regions(region_means(s, lab), shard.seed("order", i))
-                 for s, lab, i in zip(scores, labels, shard.ids)]
-        # position of each region in its image's ranking: step k removes the regions ranked < k
-        position = [torch.from_numpy(np.argsort(o)[lab]) for o, lab in zip(order, labels)]
-        steps = np.array([len(o) + 1 for o in order])
+        # regions most relevant first (ties by the image's seeded permutation), as FUD's slic granularity ranks
+        # them; cuts[i][k] = the pixels of image i's first k regions, so step k removes ranks < cuts[i][k]
+        order, cuts = region_order([region_means(s, lab) for s, lab in zip(scores, labels)], labels,
+                                   [shard.seed("order", i) for i in shard.ids])
+        ranks = ranks_from_order(order).to(x.device)
+        steps = np.array([len(c) for c in cuts])
         points = Points.empty(x, steps, self.keep_samples)
 
         def masks(batch):
-            return torch.stack([(position[it.image] >= it.step).float()[None] for it in batch])
+            return torch.stack([(ranks[it.image] >= int(cuts[it.image][it.step])).float().view(1, h, w)
+                                for it in batch])
 
         items = [Item(i, k) for i in range(n) for k in range(steps[i])]
         self.fill_items(shard, items, masks, points.record)
         width = int(steps.max())
         removed = np.full((n, width), np.nan)
-        for i, lab in enumerate(labels):
-            sizes = np.bincount(lab.ravel(), minlength=len(order[i]))[order[i]]
-            removed[i, :steps[i]] = np.concatenate([[0], np.cumsum(sizes)]) / (h * w)
+        for i, c in enumerate(cuts):
+            removed[i, :steps[i]] = c.numpy() / (h * w)
         region_fraction = np.arange(width)[None, :] / (steps[:, None] - 1)
         return CurveResult(points.frame(self.curve, shard, kept=1 - removed, removed=removed,
                                         region_fraction=region_fraction), points.samples)
