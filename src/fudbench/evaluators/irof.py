@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from fudbench.analysis.auc import normalised_auc
 from fudbench.evaluators.base import APPENDIX_SAMPLES, CurveSpec, EvaluatorSpec
 from fudbench.evaluators.imputing import IMPUTER_OPTIONS_SCHEMA, SingleFillSettings
 from fudbench.imputers.registry import canonical
@@ -32,9 +33,8 @@ def area_over_curve(g) -> float:
     fraction of superpixels removed (0 at step 0, 1 when all are gone). The
     ratio can exceed 1 (a removal that raises the probability), so the score
     has no lower bound; 1 means the probability fell to 0 at once."""
-    g = g.sort_values("step")
-    ratio = g["confidence"].to_numpy(float) / max(float(g["confidence"].iloc[0]), 1e-12)
-    return float(1.0 - np.trapezoid(ratio, g["region_fraction"].to_numpy(float)))
+    clean = max(float(g.loc[g["step"].idxmin(), "confidence"]), 1e-12)
+    return 1.0 - normalised_auc(g["region_fraction"], g["confidence"] / clean)  # x spans [0, 1]
 
 
 def curves(settings: dict) -> list[CurveSpec]:

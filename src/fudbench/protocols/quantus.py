@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from fudbench.analysis.auc import normalised_auc
 from fudbench.masks import reduce_attribution
 from fudbench.protocols.base import CurveResult, Protocol, Shard, records_frame, sample_response
 
@@ -44,7 +45,7 @@ def reduce_output(value, how: str) -> float:
         return float(arr.mean())
     if len(arr) < 2:
         return float(arr[0])
-    return float(np.trapezoid(arr, dx=1.0 / (len(arr) - 1)))
+    return normalised_auc(np.linspace(0.0, 1.0, len(arr)), arr)
 
 
 @dataclass
