@@ -13,14 +13,19 @@ REPO = Path(workflow.basedir)
 sys.path.insert(0, str(REPO / "src"))
 
 from fudbench.config import validate_config
-from fudbench.configfiles import with_default
+from fudbench.configfiles import command_line_config, with_default
 from fudbench.preflight import check_free_space, check_results_path, check_results_writable
 
 # `config` holds the --configfile files merged in order (later keys win, mappings
 # merge) and --config. Files that lack a top-level key the schema requires are an
 # overlay of config/config.yaml; a complete config is used as it is (the default's
 # explainers and evaluators merged into config/meta.yaml would change that run).
-_merged = with_default(config, REPO / "config/config.yaml", REPO / "config/schema.yaml")
+# Snakemake's own merge cannot restore an entry an earlier file nulled (`ig: null`, then `ig: {}`
+# stays null), so the files are merged again here (fudbench.configfiles.command_line_config).
+_settings = getattr(workflow, "config_settings", None)
+_given = (command_line_config(_settings.configfiles or [], _settings.config)
+          if _settings is not None else config)
+_merged = with_default(_given, REPO / "config/config.yaml", REPO / "config/schema.yaml")
 config.clear()
 config.update(_merged)
 

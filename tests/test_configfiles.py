@@ -38,6 +38,26 @@ def test_null_removes_a_mapping_and_keeps_a_plain_null():
     assert finished == {"explainers": {"ig": {}}, "models": {"classifiers": {}}}
 
 
+def test_command_line_files_merge_by_our_rule_so_a_later_file_restores_a_dropped_entry(tmp_path):
+    """Snakemake's own merge leaves `ig` null when one file drops it and a later
+    one gives it back as `{}`; command_line_config (what the Snakefile uses) restores it, and
+    --config's values go over the files."""
+    from snakemake.utils import update_config
+
+    from fudbench.configfiles import command_line_config, load_config_file
+
+    drop, restore = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    drop.write_text("explainers: {ig: null, sm: {}}\nseed: 1\n")
+    restore.write_text("explainers: {ig: {}}\n")
+    theirs: dict = {}
+    for f in (drop, restore):
+        update_config(theirs, load_config_file(f))
+    assert theirs["explainers"]["ig"] is None  # the quirk this works around
+    ours = command_line_config([drop, restore], {"seed": 5})
+    assert ours == {"explainers": {"sm": {}, "ig": {}}, "seed": 5}
+    assert "ig" in with_default(ours)["explainers"]
+
+
 def test_replace_mark_replaces_a_section_instead_of_merging():
     """`_replace: true` in an overlay: the section below is replaced (the paper
     profile's ImageNet models share no key with the default's small ones), also

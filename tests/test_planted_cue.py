@@ -315,6 +315,13 @@ def test_the_cue_dag_has_its_rules_and_the_default_has_none(repo, tmp_path):
     counts = job_counts(res.stdout)
     assert counts["cue_intervention"] == counts["cue_truth"] == counts["cue_verdict"] == 1
     assert counts["train_classifier"] == 2 and counts["train_score_model"] == 1
-    res = snakemake(repo, "-n", "--configfile", str(repo / "config/config.yaml"), "--directory", str(tmp_path / "d"))
+    # The default, through two overlays: one drops `sm`, the next gives it back as `{}` (Snakemake's own
+    # merge of the files would leave it dropped; the Snakefile merges them again: command_line_config).
+    drop, restore = tmp_path / "drop.yaml", tmp_path / "restore.yaml"
+    drop.write_text("explainers: {sm: null}\n")
+    restore.write_text("explainers: {sm: {}}\n")
+    res = snakemake(repo, "-n", "--configfile", str(repo / "config/config.yaml"), str(drop), str(restore),
+                    "--directory", str(tmp_path / "d"))
     assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
     assert not {"cue_intervention", "cue_truth", "cue_verdict"} & set(job_counts(res.stdout))
+    assert "attributions/cnn/sm/shard" in res.stdout

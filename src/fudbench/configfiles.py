@@ -14,9 +14,13 @@ config unless they make a complete config (docs/reliability.md, "Command line").
 - A file that lacks a top-level key the schema requires is an *overlay*: unless
   the files given together have every required key, they apply on top of
   config/config.yaml (the Snakefile does this, so `./fud run`, `./fud snakemake`
-  and plain `snakemake` agree). A complete config (config/smoke.yaml,
-  a copy of config/config.yaml) is used as it is: merging the default under it
-  would add the default's explainers and evaluators to it.
+  and plain `snakemake` agree). A complete config (a copy of config/config.yaml)
+  is used as it is: merging the default under it would add the default's
+  explainers and evaluators to it.
+- The Snakefile merges the command line's files itself (command_line_config):
+  Snakemake's own merge keeps an entry that one file nulls null when a later
+  file gives it again as `{}`, so `--configfile a b` with `ig: null` in a and
+  `ig: {}` in b would run without `ig`.
 - `./fud` collects repeated `--configfile` options into one (argparse would keep
   only the last) and checks that every argument of it is a YAML mapping, so a
   target written after `--configfile X` is named as such instead of failing in
@@ -178,9 +182,16 @@ def with_default(config: Mapping, default=DEFAULT_CONFIG, schema_path=SCHEMA) ->
     return finish_config(config)
 
 
+def command_line_config(files, overrides: Mapping | None = None) -> dict:
+    """The command line's --configfile files merged in order by merge_configs,
+    then --config's values (`overrides`) over them: what the Snakefile gives
+    with_default instead of Snakemake's own merge (module docstring)."""
+    return merge_configs(*(load_config_file(f) for f in files), overrides or {})
+
+
 def resolve_config(files, default=DEFAULT_CONFIG, schema_path=SCHEMA) -> dict:
     """The config a workflow run gets from these --configfile files (none: the default)."""
-    return with_default(merge_configs(*(load_config_file(f) for f in files)), default, schema_path)
+    return with_default(command_line_config(files), default, schema_path)
 
 
 def collect_configfiles(argv: list[str]) -> tuple[list[str], list[str]]:
