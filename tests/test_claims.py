@@ -17,7 +17,8 @@ EXPLAINERS = {
 }
 CURVES = {"fud": ("FUD", True, "auc"), "fud_symmetric": ("FUD symmetric", True, "auc"),
           "infidelity": ("INFID", False, "value"), "road_morf": ("ROAD MoRF", False, "auc"),
-          "fud@fud_patch": ("FUD [fud_patch]", True, "auc")}
+          "fud@fud_patch": ("FUD [fud_patch]", True, "auc"),
+          "quantus_pixel_flipping": ("Quantus PixelFlipping", False, "value")}
 FRACTION = {"ig_d00": 0.0, "ig_d20": 0.2, "ig_d40": 0.4, "ig_r000": 0.0, "ig_r100": 1.0, "random": 0.5,
             "background": 0.5}
 
@@ -33,7 +34,8 @@ def _per_image(n_images=24, seed=0):
                 noise = rng.normal(0, 0.01)
                 anchor = explainer in ("random", "background")
                 scores = {"fud_symmetric": -f + noise, "fud": f + noise, "fud@fud_patch": f + noise,
-                          "infidelity": (0.0 if anchor else 1.0) + noise, "road_morf": rng.normal()}
+                          "infidelity": (0.0 if anchor else 1.0) + noise, "road_morf": rng.normal(),
+                          "quantus_pixel_flipping": f + noise}   # lower better: recovers
                 rows += [{"model": model, "explainer": explainer, "curve": c, "image": image, "score": v}
                          for c, v in scores.items()]
     return pd.DataFrame(rows)
@@ -43,7 +45,7 @@ def test_claims_are_decided_both_ways_and_undecided_at_n():
     claims = decide_claims(_per_image(), EXPLAINERS, CURVES, n_boot=500, seed=1)
     assert set(claims["claim"]) == {"symmetric FUD beats paper FUD", "paper FUD recovers the family",
                                     "INFID ranks the anchors first", "ROAD MoRF recovers the family",
-                                    "FUD [fud_patch] beats paper FUD"}
+                                    "FUD [fud_patch] beats paper FUD", "Quantus PixelFlipping recovers the family"}
     get = claims.set_index(["claim", "model", "family"])
     for model in ("cnn", "vit"):
         for family in ("ig", "ig_randomised"):
@@ -53,6 +55,8 @@ def test_claims_are_decided_both_ways_and_undecided_at_n():
             # identical scores: the difference is 0 on every image, an interval [0, 0] that decides nothing
             same = get.loc[("FUD [fud_patch] beats paper FUD", model, family)]
             assert same["estimate"] == 0 and same["verdict"] == "undecided at n = 24"
+            field = get.loc[("Quantus PixelFlipping recovers the family", model, family)]
+            assert field["verdict"] == "holds" and field["estimate"] == pytest.approx(1.0)
         lead = get.loc[("INFID ranks the anchors first", model, "anchors")]
         assert lead["verdict"] == "holds" and lead["estimate"] == pytest.approx(1.0, abs=0.02)
     assert (claims["n_images"] == 24).all()

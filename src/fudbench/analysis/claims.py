@@ -19,11 +19,13 @@ Per-image statistics (the families and anchors of analysis.meta):
   image i: above 0 when M scores the maps without information above the
   rest, what a faithful metric must not do.
 
-The claims (CLAIMS; each where its curves and families exist, per model):
-symmetric FUD beats paper FUD on each family; paper FUD recovers each
-family; INFID ranks the anchors first; ROAD MoRF recovers each family; and
-each FUD variant (an aliased `method: fud` entry) beats paper FUD on each
-family.
+The claims (headline_claims; each where its curves and families exist, per
+model): symmetric FUD beats paper FUD on each family; paper FUD recovers each
+family; INFID ranks the anchors first; ROAD MoRF recovers each family; each
+FUD variant (an aliased `method: fud` entry) beats paper FUD on each family;
+and each of the field's metrics in the run (Quantus' curves, issue 29)
+recovers each family, so the metric a researcher already uses is judged
+beside FUD by the same families and images.
 """
 from __future__ import annotations
 
@@ -50,9 +52,12 @@ class Claim:
     versus: str | None = None
 
 
-def headline_claims(curves) -> list[Claim]:
-    """The claims that the run's curves allow (FUD variants: curves fud@<entry>)."""
-    curves = list(curves)
+def headline_claims(curves, labels: dict | None = None) -> list[Claim]:
+    """The claims that the run's curves allow (FUD variants: curves fud@<entry>;
+    the field's metrics: Quantus' curves, named by `labels` where given)."""
+    from fudbench.evaluators.quantus import CURVE_PREFIX
+
+    curves, labels = list(curves), labels or {}
     out = []
     if "fud_symmetric" in curves and "fud" in curves:
         out.append(Claim("symmetric FUD beats paper FUD", "beats", "fud_symmetric", "fud"))
@@ -65,6 +70,9 @@ def headline_claims(curves) -> list[Claim]:
     for curve in curves:
         if curve.startswith("fud@"):
             out.append(Claim(f"FUD [{curve.partition('@')[2]}] beats paper FUD", "beats", curve, "fud"))
+    for curve in curves:
+        if curve.startswith(CURVE_PREFIX):
+            out.append(Claim(f"{labels.get(curve, curve)} recovers the family", "recovers", curve))
     return out
 
 
@@ -113,7 +121,7 @@ def decide_claims(per_image: pd.DataFrame, explainers: dict, curve_scores: dict,
     from fudbench.seeding import derive_seed
 
     present = [c for c in curve_scores if c in set(per_image["curve"])]
-    claims = headline_claims(present) if claims is None else claims
+    claims = headline_claims(present, {c: curve_scores[c][0] for c in present}) if claims is None else claims
     degraded = degraded_explainers(explainers)
     families = family_members(degraded)
     anchors = list(anchor_explainers(explainers))

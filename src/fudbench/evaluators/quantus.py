@@ -99,9 +99,12 @@ class QuantusSettings(Settings):
         return out
 
 
+CURVE_PREFIX = "quantus_"  # every curve of this method (the claims table finds the field's metrics by it)
+
+
 def curve_name(metric: str) -> str:
     snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in metric).lstrip("_")
-    return f"quantus_{snake}"
+    return f"{CURVE_PREFIX}{snake}"
 
 
 def curves(settings: dict) -> list[CurveSpec]:
