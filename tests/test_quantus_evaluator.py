@@ -81,6 +81,27 @@ def test_scores_equal_calling_quantus_directly_with_the_image_seed(metric, task)
     assert alone["value"].iloc[0] == pytest.approx(records["value"].iloc[1], rel=1e-12)
 
 
+def test_an_all_zero_map_scores_nan_and_leaves_the_other_images_as_they_were(task, caplog):  # noqa: F811
+    """Quantus asserts that a map is not all zero (Grad-CAM can zero a ViT's map):
+    that image scores NaN, logged, and the others score as they do without it."""
+    model, _, x, y, quadrant, _ = task
+    settings = {"metric": "PixelFlipping", "settings": SMALL["PixelFlipping"], "batch_size": 8}
+    maps = quadrant[:3].clone()
+    maps[1] = 0.0
+    ids, key = [11, 3, 7], (0, "evaluate", "task", "quantus")
+    with caplog.at_level("WARNING"):
+        records, _ = build_evaluator("quantus", settings, EVALUATION, {}, "cpu").run(model, x[:3], y[:3], maps,
+                                                                                     ids, key)
+    assert "1 all-zero map(s) (images [3])" in caplog.text
+    values = records["value"].to_numpy()
+    assert np.isnan(values[1]) and np.isfinite(values[[0, 2]]).all()
+    kept, _ = build_evaluator("quantus", settings, EVALUATION, {}, "cpu").run(
+        model, x[[0, 2]], y[[0, 2]], quadrant[[0, 2]], [11, 7], key)
+    np.testing.assert_array_equal(values[[0, 2]], kept["value"].to_numpy())
+    scores = per_image_scores(records.assign(model="m", explainer="e")).set_index("image")["score"]
+    assert np.isnan(scores[3]) and scores.drop(3).notna().all()  # the analysis drops it (dropna on score)
+
+
 @pytest.mark.parametrize("metric", sorted(METRICS))
 def test_each_metric_prefers_the_map_on_the_evidence_in_its_direction(metric, task):  # noqa: F811
     model, _, x, y, quadrant, reversed_ = task

@@ -15,7 +15,10 @@ otherwise. The model's outputs are its logits (Quantus' softmax=False).
 
 Records: one row per image: step 0, kept / removed NaN, the target, `value`
 (the per-image value), the clean image's confidence, prediction and energy,
-and the seconds the call took.
+and the seconds the call took. An all-zero map (Grad-CAM's ReLU can zero a
+whole ViT map) is refused by Quantus (an assertion in every metric): its
+`value` is NaN, counted in the job's log, and the analysis leaves that
+image out for that metric instead of the job failing.
 
 Batches: the clean responses go through the protocol loop (halved on
 out-of-memory); Quantus' own calls see one image each, and an out-of-memory
@@ -23,6 +26,7 @@ error inside one is not retried.
 """
 from __future__ import annotations
 
+import logging
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -33,6 +37,8 @@ import torch
 from fudbench.analysis.auc import normalised_auc
 from fudbench.masks import reduce_attribution
 from fudbench.protocols.base import CurveResult, Protocol, Shard, records_frame, sample_response
+
+log = logging.getLogger(__name__)
 
 
 def reduce_output(value, how: str) -> float:
@@ -68,8 +74,16 @@ class QuantusCurve(Protocol):
         # the clean images' responses through the protocol loop's batches (out-of-memory back-off)
         clean = self.per_image(shard, lambda xb, yb: tuple(sample_response(shard.model(xb), yb, xb, xb)))
         scores, seconds = [], []
+        zero = ~np.any(maps.reshape(len(maps), -1) != 0, axis=1)
+        if zero.any():
+            log.warning("%s: %d all-zero map(s) (images %s): Quantus refuses them, their score is NaN",
+                        self.metric, int(zero.sum()), [int(shard.ids[i]) for i in np.flatnonzero(zero)])
         for i, image_id in enumerate(shard.ids):
             t0 = time.perf_counter()
+            if zero[i]:
+                scores.append(np.nan)
+                seconds.append(time.perf_counter() - t0)
+                continue
             with seeded(shard.seed(image_id), x.device), warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # Quantus warns about its defaults on every call
                 metric = getattr(quantus, self.metric)(**self.settings, disable_warnings=True,
