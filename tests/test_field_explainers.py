@@ -11,7 +11,7 @@ import torch
 
 from fudbench.configfiles import resolve_config
 from fudbench.explainers import build_explainer
-from fudbench.explainers.field_common import seeded
+from fudbench.seeding import seeded
 from fudbench.explainers.field_names import (CAMS, CAMS_EXCLUDED, CAPTUM, CAPTUM_RESERVED, COMPOSITES,
                                               NOISE_TUNNEL_KEYS, captum_excluded)
 from fudbench.models.classifiers import build_classifier

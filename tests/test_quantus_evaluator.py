@@ -56,7 +56,7 @@ def test_the_table_agrees_with_the_installed_quantus():
 
 @pytest.mark.parametrize("metric", sorted(METRICS))
 def test_scores_equal_calling_quantus_directly_with_the_image_seed(metric, task):  # noqa: F811
-    from fudbench.explainers.field_common import seeded
+    from fudbench.seeding import seeded
 
     model, _, x, y, quadrant, _ = task
     settings = {"metric": metric, "settings": SMALL[metric], "batch_size": 8}

@@ -13,6 +13,7 @@ keys are what they were before groups existed (docs/architecture.md, "Seeds").
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import random
@@ -32,6 +33,27 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
+
+
+@contextlib.contextmanager
+def seeded(seed: int, device=None):
+    """torch (CPU and the images' device), numpy and random seeded with `seed`, the
+    callers' random states restored after: the libraries draw from all three
+    (captum's GradientShap uses numpy), and one seed per image makes a batch give
+    the per-image maps."""
+    import torch
+
+    devices = [device] if device is not None and torch.device(device).type == "cuda" else []
+    np_state, py_state = np.random.get_state(), random.getstate()
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        np.random.seed(seed % 2**32)
+        random.seed(seed)
+        try:
+            yield
+        finally:
+            np.random.set_state(np_state)
+            random.setstate(py_state)
 
 
 def torch_generator(seed: int, device="cpu"):

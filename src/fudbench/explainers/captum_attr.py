@@ -16,7 +16,8 @@ from __future__ import annotations
 import torch
 
 from fudbench.explainers.base import Explainer
-from fudbench.explainers.field_common import refuse_problems, seeded
+from fudbench.explainers.field_common import refuse_problems
+from fudbench.seeding import seeded
 from fudbench.explainers.field_names import CAPTUM
 from fudbench.explainers.settings import CaptumSettings
 

@@ -66,7 +66,7 @@ class QuantusCurve(Protocol):
     def evaluate(self, shard: Shard, attribution: torch.Tensor) -> CurveResult:
         import quantus
 
-        from fudbench.explainers.field_common import seeded
+        from fudbench.seeding import seeded
 
         x, y = shard.x, shard.y
         maps = reduce_attribution(attribution, self.reduction)[:, None].cpu().numpy()
