@@ -84,3 +84,24 @@ def test_ties_count_as_no_information_and_claims_follow_the_curves():
     assert [c.text for c in headline_claims(["fud", "insertion"])] == ["paper FUD recovers the family"]
     assert verdict(0.1, 0.3, 5) == "holds" and verdict(-0.3, -0.1, 5) == "fails"
     assert verdict(np.nan, np.nan, 5) == "undecided at n = 5"
+
+
+def test_images_to_decide_is_the_80_percent_power_count_of_the_claims_statistic():
+    """From the per-image statistic's mean and sd: a clear claim needs few images,
+    a noisy one many, a mean of exactly 0 never decides (inf); the LaTeX says '--'."""
+    from fudbench.analysis.order_stats import power_factor
+    from fudbench.report.meta import claims_table
+
+    per_image = _per_image(n_images=12, seed=4)
+    claims = decide_claims(per_image, EXPLAINERS, CURVES, n_boot=100)
+    get = claims.set_index(["claim", "model", "family"])
+    road = get.loc[("ROAD MoRF recovers the family", "cnn", "ig")]
+    members, fractions = ["ig_d00", "ig_d20", "ig_d40"], [0.0, 0.2, 0.4]
+    r = per_image_recovery(per_image, "cnn", "road_morf", -1.0, members, fractions, "total").dropna().to_numpy()
+    expected = max(2, int(np.ceil(power_factor(0.8, 0.05) * (r.std(ddof=1) / r.mean()) ** 2)))
+    assert road["images_to_decide"] == expected
+    # a reversed claim is decided too (fails): the count is for deciding it either way
+    assert get.loc[("paper FUD recovers the family", "cnn", "ig"), "images_to_decide"] == 2
+    same = get.loc[("FUD [fud_patch] beats paper FUD", "cnn", "ig")]
+    assert np.isinf(same["images_to_decide"])
+    assert "n to decide" in claims_table(claims) and " -- " in claims_table(claims)

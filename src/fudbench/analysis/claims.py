@@ -19,6 +19,13 @@ Per-image statistics (the families and anchors of analysis.meta):
   image i: above 0 when M scores the maps without information above the
   rest, what a faithful metric must not do.
 
+`images_to_decide`: the images at which a two-sided test of the mean at 5%
+would decide the claim (either way) with 80% power, if its per-image mean
+and standard deviation were what this run measured
+(order_stats.pair_images_needed on the statistic oriented by its mean's
+sign; inf when the mean is 0). It says what a larger run would cost to
+decide an undecided claim (bench/meta_budget.py turns images into hours).
+
 The claims (headline_claims; each where its curves and families exist, per
 model): symmetric FUD beats paper FUD on each family; paper FUD recovers each
 family; INFID ranks the anchors first; ROAD MoRF recovers each family; each
@@ -36,9 +43,10 @@ import pandas as pd
 
 from fudbench.analysis.bootstrap import bootstrap_ci
 from fudbench.analysis.meta import _image_matrix, anchor_explainers, degraded_explainers, family_members, family_order
+from fudbench.analysis.order_stats import pair_images_needed
 
 COLUMNS = ["claim", "model", "family", "statistic", "metric", "versus", "estimate", "ci_low", "ci_high",
-           "n_images", "verdict"]
+           "n_images", "verdict", "images_to_decide"]
 
 
 @dataclass(frozen=True)
@@ -160,8 +168,10 @@ def decide_claims(per_image: pd.DataFrame, explainers: dict, curve_scores: dict,
                     continue
                 est, lo, hi = bootstrap_ci(value.to_numpy(), n_boot, ci,
                                            derive_seed(seed, "claims", claim.text, model, family))
+                d = value.to_numpy(dtype=float)
+                to_decide = pair_images_needed(np.sign(d.mean()) * d)[0]
                 rows.append({"claim": claim.text, "model": model, "family": family, "statistic": stat,
                              "metric": label[claim.curve], "versus": label.get(claim.versus, ""),
                              "estimate": est, "ci_low": lo, "ci_high": hi, "n_images": len(value),
-                             "verdict": verdict(lo, hi, len(value))})
+                             "verdict": verdict(lo, hi, len(value)), "images_to_decide": to_decide})
     return pd.DataFrame(rows, columns=COLUMNS)

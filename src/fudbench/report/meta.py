@@ -226,13 +226,13 @@ def claims_table(claims: pd.DataFrame, ci: float = 0.95, digits: int = 2) -> str
     """LaTeX of the claims table (fudbench.analysis.claims): one row per claim,
     model and family with the mean per-image statistic, its interval and the
     verdict."""
-    header = ["Claim", "Model", "Family", "Estimate", "Interval", "n", "Verdict"]
+    header = ["Claim", "Model", "Family", "Estimate", "Interval", "n", "Verdict", "n to decide"]
     rows, breaks = [], []
     for i, (_, r) in enumerate(claims.iterrows()):
         lo, hi = r["ci_low"], r["ci_high"]
         interval = f"[{lo:.{digits}f}, {hi:.{digits}f}]" if math.isfinite(lo) and math.isfinite(hi) else "--"
         rows.append([escape(r["claim"]), escape(r["model"]), escape(r["family"]), f"{r['estimate']:.{digits}f}",
-                     interval, str(int(r["n_images"])), escape(r["verdict"])])
+                     interval, str(int(r["n_images"])), escape(r["verdict"]), _count(r.get("images_to_decide"))])
         if i + 1 < len(claims) and claims["claim"].iloc[i + 1] != r["claim"]:
             breaks.append(i)
     caption = (f"Headline claims, each decided at the run's size: the mean over images of a per-image statistic "
@@ -241,6 +241,13 @@ def claims_table(claims: pd.DataFrame, ci: float = 0.95, digits: int = 2) -> str
                "family's members on one image with the known order (concordance over the known pairs for model "
                "randomisation), 0 where it ties every member; recovery difference: the first metric's minus the "
                "second's on the same image; anchor lead: the anchors' mean score minus the other explainers', "
-               "oriented so that higher is better. Holds: interval above 0; fails: below 0.")
+               "oriented so that higher is better. Holds: interval above 0; fails: below 0. n to decide: the images "
+               "at which a 5% two-sided test of the mean would decide it with 80% power, were its per-image "
+               "mean and spread as measured here.")
     caption = caption.replace("%", "\\%")
-    return booktabs(header, rows, caption=caption, label="tab:claims", align="llllrrl", midrules_after=breaks)
+    return booktabs(header, rows, caption=caption, label="tab:claims", align="llllrrlr", midrules_after=breaks)
+
+
+def _count(n) -> str:
+    """An image count for a table: an integer, "--" for none (inf: a mean of 0; NaN: missing)."""
+    return str(int(n)) if n is not None and math.isfinite(n) else "--"
