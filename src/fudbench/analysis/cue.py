@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from fudbench.analysis.bootstrap import bootstrap_ci
-from fudbench.analysis.ranks import average_ranks
+from fudbench.analysis.ranks import average_ranks, spearman_rows
 from fudbench.report.latex import booktabs, escape
 
 TRUTHS = ("precision", "auroc", "mass")
@@ -217,13 +217,8 @@ def control_explainers(explainers: dict) -> list[str]:
 def per_image_spearman(scores: np.ndarray, truth: np.ndarray) -> np.ndarray:
     """Row-wise Spearman (I, E) x (I, E) -> (I,): NaN where the truth ties every
     explainer (the image orders nothing), 0 where the metric does (it sees nothing)."""
-    rs, rt = average_ranks(scores), average_ranks(truth)
-    rs, rt = rs - rs.mean(-1, keepdims=True), rt - rt.mean(-1, keepdims=True)
-    ss, st = (rs ** 2).sum(-1), (rt ** 2).sum(-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rho = (rs * rt).sum(-1) / np.sqrt(ss * st)
-    rho = np.where(ss > 1e-12, np.clip(rho, -1, 1), 0.0)
-    return np.where(st > 1e-12, rho, np.nan)
+    flat = [np.ptp(average_ranks(np.asarray(m, dtype=float)), axis=-1) < 1e-9 for m in (scores, truth)]
+    return np.where(flat[1], np.nan, np.where(flat[0], 0.0, spearman_rows(scores, truth)))
 
 
 def cue_verdicts(per_image: pd.DataFrame, coverage: pd.DataFrame, explainers: dict, curve_scores: dict,

@@ -23,15 +23,16 @@ def average_ranks(values: np.ndarray) -> np.ndarray:
 
 
 def spearman_rows(values: np.ndarray, truth) -> np.ndarray:
-    """Spearman correlation of each row of `values` (..., E) with `truth` (E,);
-    NaN where a row (or the truth) is constant or has non-finite entries."""
+    """Spearman correlation of each row of `values` (..., E) with `truth` (E,),
+    or with the matching row of `truth` (..., E); NaN where a row (or the
+    truth) is constant or has non-finite entries."""
     v = np.asarray(values, dtype=float)
     finite = np.isfinite(v).all(-1)
     rv = average_ranks(np.where(np.isfinite(v), v, 0.0))
     rt = average_ranks(np.asarray(truth, dtype=float))
     rv = rv - rv.mean(-1, keepdims=True)
-    rt = rt - rt.mean()
-    denom = np.sqrt((rv ** 2).sum(-1) * (rt ** 2).sum())
+    rt = rt - rt.mean(-1, keepdims=True)
+    denom = np.sqrt((rv ** 2).sum(-1) * (rt ** 2).sum(-1))
     with np.errstate(invalid="ignore", divide="ignore"):
         rho = (rv * rt).sum(-1) / denom
     return np.where(finite & (denom > 1e-12), np.clip(rho, -1.0, 1.0), np.nan)
