@@ -8,6 +8,11 @@
 # cache (fudbench.work_cache), keyed by the content of every input and setting.
 
 
+# Scheduling priority of the evaluate jobs by the method of their evaluator
+# (the longest jobs first; every other method 0). See `priority:` below.
+LONG_EVALUATE_PRIORITY = {"fud": 15, "ffid": 12}
+
+
 rule evaluate:
     input:
         unpack(evaluator_assets),
@@ -32,10 +37,11 @@ rule evaluate:
         cache=lambda w: f"{RESULTS}/cache/evaluate/{w.model}/{w.evaluator}/shard{w.shard}",
         job=job_params(),
     threads: 1
-    # FUD's jobs are the longest (every explainer's masks through the score
-    # model): start each as soon as its model's explainers are done, before
-    # the short jobs, so the cores are not left with FUD alone at the end.
-    priority: lambda w: 15 if method_of(w.evaluator, config["evaluators"][w.evaluator]) == "fud" else 0
+    # Longest first: FUD's jobs (every explainer's masks through the score
+    # model), then F-Fidelity's (10 stochastic samples per image, sparsity and
+    # explainer) start as soon as their inputs are there, before the short
+    # jobs, so the cores are not left with one long job alone at the end.
+    priority: lambda w: LONG_EVALUATE_PRIORITY.get(method_of(w.evaluator, config["evaluators"][w.evaluator]), 0)
     resources:
         gpu=GPU,
         mem_mb=6000,

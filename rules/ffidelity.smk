@@ -31,6 +31,7 @@ if FFID_ENTRIES and SHIPPED_SURROGATES:
             training_inputs=lambda w: surrogate_training_inputs(config, w.model, FFID_FINETUNING),
         wildcard_constraints:
             model="|".join(SHIPPED_SURROGATES),
+        priority: 20  # a second's check that F-Fidelity's long evaluate jobs wait for
         log:
             f"{RESULTS}/logs/verify_surrogate/{{model}}.log",
         conda:

@@ -70,6 +70,7 @@ if SHIPPED:
         wildcard_constraints:
             model="|".join(SHIPPED),
         threads: 1
+        priority: 20  # as train_classifier: everything downstream waits for it
         resources:
             mem_mb=2000,
             runtime=10,
@@ -153,6 +154,7 @@ elif SCORE_SOURCE == "shipped":
             manifest=f"{RESULTS}/models/score_model.json",
         params:
             training_inputs=score_model_training_inputs(config),
+        priority: 20  # FUD's evaluate jobs, the longest, wait for it
         log:
             f"{RESULTS}/logs/verify_score_model.log",
         conda:

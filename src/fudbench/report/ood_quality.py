@@ -20,7 +20,6 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from fudbench.analysis.bootstrap import percentile_interval  # noqa: E402
-from fudbench.analysis.energy import ood_metrics  # noqa: E402
 from fudbench.analysis.feature_ood import SANITY_LABEL  # noqa: E402
 from fudbench.analysis.quality import HIGHER_IS_BETTER, QUALITY_METRICS  # noqa: E402
 from fudbench.report.latex import booktabs, escape, fmt_ci  # noqa: E402
@@ -148,20 +147,25 @@ RUN_KEYS = ("explainer", "curve", "step")  # one "run" of Table 2 with pooling="
 
 def _ood_cell(e_in, img_in, outs, counts):
     """Mean over the OOD groups `outs` [(energies, image positions)] of ood_metrics
-    against the clean set, at the full data and at each bootstrap resample."""
+    against the clean set, at the full data and at each bootstrap resample.
+
+    The point estimate is the batch's first row, every weight 1: equal to
+    ood_metrics (sklearn) to 1e-12 (tests/test_quality_ood.py), without
+    sklearn's input validation, which cost ~6 ms per call and most of the
+    table job's time with pooling="run" (hundreds of runs per cell)."""
     point = {k: [] for k in OOD_METRICS}
     boot = {k: np.full((len(outs), len(counts)), np.nan) for k in OOD_METRICS}
     for j, (e_out, img_out) in enumerate(outs):
-        for k, v in ood_metrics(e_in, e_out).items():
-            point[k].append(v)
         score = -np.r_[e_in, e_out]
         is_in = np.r_[np.ones(len(e_in)), np.zeros(len(e_out))]
         image = np.r_[img_in, img_out]
         order = np.argsort(-score, kind="mergesort")
         score, is_in, image = score[order], is_in[order], image[order]
-        if len(counts):  # a resample without ID or without OOD rows has no metric (NaN)
-            for k, v in weighted_ood_metrics_batch(score, is_in, counts[:, image]).items():
-                boot[k][j] = v
+        # a resample without ID or without OOD rows has no metric (NaN)
+        weights = np.r_[np.ones((1, len(score))), counts[:, image] if len(counts) else np.zeros((0, len(score)))]
+        for k, v in weighted_ood_metrics_batch(score, is_in, weights).items():
+            point[k].append(float(v[0]))
+            boot[k][j] = v[1:]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: no metric in that resample
         return ({k: float(np.mean(v)) if v else float("nan") for k, v in point.items()},
