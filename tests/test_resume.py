@@ -1,9 +1,10 @@
 """Interrupted runs and determinism (docs/reliability.md).
 
 test_killed_run_resumes_to_identical_tables is also the determinism check: the
-resumed run is a second run of the smoke config from scratch (it started in an
-empty directory), so its CSV tables must equal, byte for byte, those of the
-session's other smoke run (conftest.smoke_run) on the CPU. Timing tables are
+resumed run remakes the ViT's chain from its attributions on and every job
+that reads both models (tables included) from a copy of the session's smoke run
+(conftest.smoke_run), so its CSV tables must equal, byte for byte, that run's
+on the CPU (tests/test_slurm.py does the same for the CNN's chain). Timing tables are
 the documented exception: their wall-time columns are compared by presence
 only, every other column byte for byte.
 """
@@ -24,7 +25,7 @@ import pandas as pd
 import pytest
 
 from fudbench.report import TIMING_COLUMNS
-from workflow_support import snakemake
+from workflow_support import remove_recomputed, snakemake
 
 pytestmark = pytest.mark.workflow
 
@@ -153,9 +154,9 @@ def _upstream_differences(results: Path, reference: Path) -> list[str]:
 
 
 # Killed and resumed from the local smoke run's data and trained models on (training is not what is
-# killed here: an evaluate job is): the run recomputes these folders.
-RECOMPUTED = ("attributions", "records", "samples", "cache", "analysis", "tables", "figures", "gallery", "quality",
-              "diagnostics", "timing", "benchmarks")
+# killed here: an evaluate job is): the run remakes the ViT's chain and every job that reads both models
+# (workflow_support.recomputed; test_slurm remakes the CNN's).
+RECOMPUTED_MODEL = "vit"
 
 
 def test_killed_run_resumes_to_identical_tables(repo, smoke_run, tmp_path):
@@ -166,8 +167,7 @@ def test_killed_run_resumes_to_identical_tables(repo, smoke_run, tmp_path):
     results = work / "results" / "smoke"
     # cp -a keeps mtimes and Snakemake's metadata: data and models are up to date, the rest is remade
     subprocess.run(["cp", "-a", str(reference.parent.parent), str(work)], check=True)
-    for folder in RECOMPUTED:
-        shutil.rmtree(results / folder, ignore_errors=True)
+    remove_recomputed(results, RECOMPUTED_MODEL)
     shutil.rmtree(results / "logs" / "evaluate", ignore_errors=True)  # the wait below looks for a new one
     log = tmp_path / "killed_run.log"
     cmd = [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "--configfile",

@@ -1,8 +1,8 @@
 """The SLURM profile, run for real: a one-node SLURM cluster on this machine
 (tools/slurm/local_cluster.sh: slurmctld, slurmd, slurmdbd + mariadb, munge,
 fake GPUs) runs the smoke config through `--executor slurm` with
-profiles/slurm, from the local run's data and trained models on (RECOMPUTED);
-sacct must list the jobs with the right GPU requests and the tables must equal
+profiles/slurm, from the local run's data and trained models on (the CNN's
+chain and the jobs that read both models: workflow_support.recomputed); sacct must list the jobs with the right GPU requests and the tables must equal
 the local run's."""
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from fudbench.report import TIMING_COLUMNS
-from workflow_support import snakemake
+from workflow_support import remove_recomputed, snakemake
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CLUSTER = REPO_ROOT / "tools/slurm/local_cluster.sh"
@@ -85,27 +85,23 @@ def slurm_cluster():
         assert stopped.returncode == 0, f"the local SLURM cluster did not stop: {stopped.stderr[-3000:]}"
 
 
-# What the SLURM run computes itself: everything from the attributions on. The data, the trained models and
-# the references that depend on them only are the local smoke run's (the 2-core test cluster would spend
-# minutes retraining what the local run just trained; the profile's GPU requests of the training rules are
-# checked statically by test_profile_requests_a_gpu_for_exactly_the_gpu_rules).
-RECOMPUTED = ("attributions", "records", "samples", "cache", "analysis", "tables", "figures", "gallery", "quality",
-              "diagnostics", "timing", "benchmarks")
+# What the SLURM run computes itself: the CNN's chain from its attributions on and every job that reads
+# both models (workflow_support.recomputed). The data and the trained models are the local smoke run's (the
+# 2-core test cluster would spend minutes retraining what the local run just trained; the profile's GPU
+# requests of the training rules are checked statically by test_profile_requests_a_gpu_for_exactly_the_gpu_rules).
+RECOMPUTED_MODEL = "cnn"
 
 
 @pytest.fixture(scope="module")
 def slurm_run(repo, slurm_cluster, smoke_run, tmp_path_factory):
     """The smoke config through `--executor slurm` with the repo's profile,
-    from a copy of the local smoke run without its RECOMPUTED folders.
+    from a copy of the local smoke run without what it recomputes.
     Returns (results directory, SLURM run id, Snakemake's output)."""
-    import shutil
-
     local, _ = smoke_run
     work = tmp_path_factory.mktemp("smoke_slurm")
     # cp -a keeps mtimes and Snakemake's metadata: the kept files are up to date, the removed ones are remade
     subprocess.run(["cp", "-a", f"{local.parent.parent}/.", str(work)], check=True)
-    for folder in RECOMPUTED:
-        shutil.rmtree(work / "results" / "smoke" / folder, ignore_errors=True)
+    remove_recomputed(work / "results" / "smoke", RECOMPUTED_MODEL)
     res = snakemake(repo, "--configfile", str(repo / "config/smoke.yaml"), "--directory", str(work),
                     "--workflow-profile", str(PROFILE),
                     # status polls every few seconds instead of 40+: jobs here take seconds
