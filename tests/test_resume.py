@@ -16,7 +16,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -25,7 +24,7 @@ import pandas as pd
 import pytest
 
 from fudbench.report import TIMING_COLUMNS
-from workflow_support import remove_recomputed, snakemake
+from workflow_support import remove_recomputed, snakemake, snakemake_command
 
 pytestmark = pytest.mark.workflow
 
@@ -170,11 +169,11 @@ def test_killed_run_resumes_to_identical_tables(repo, smoke_run, tmp_path):
     remove_recomputed(results, RECOMPUTED_MODEL)
     shutil.rmtree(results / "logs" / "evaluate", ignore_errors=True)  # the wait below looks for a new one
     log = tmp_path / "killed_run.log"
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "--configfile",
-           str(repo / "config/smoke.yaml"), "--directory", str(work), "--cores", "2"]
+    cmd, env = snakemake_command(repo, "--configfile", str(repo / "config/smoke.yaml"), "--directory", str(work),
+                                 "--cores", "2")
     with open(log, "w") as fh:
         # Own process group: SIGKILL reaches Snakemake and every job it started, like a node failure.
-        proc = subprocess.Popen(cmd, cwd=repo, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(cmd, cwd=repo, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         # An evaluate job has started its work once it opened its log (after its imports) ...
         _wait_for(lambda: any((results / "logs" / "evaluate").rglob("*.log")), proc, log, 1500,

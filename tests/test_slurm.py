@@ -2,8 +2,9 @@
 (tools/slurm/local_cluster.sh: slurmctld, slurmd, slurmdbd + mariadb, munge,
 fake GPUs) runs the smoke config through `--executor slurm` with
 profiles/slurm, from the local run's data and trained models on (the CNN's
-chain and the jobs that read both models: workflow_support.recomputed); sacct must list the jobs with the right GPU requests and the tables must equal
-the local run's."""
+chain and the jobs that read both models: workflow_support.recomputed); sacct
+must list the jobs with the right GPU requests and the tables must equal the
+local run's."""
 from __future__ import annotations
 
 import os

@@ -12,13 +12,18 @@ import sys
 TIMEOUT = int(os.environ.get("FUD_TEST_TIMEOUT", 3000))
 
 
-def snakemake(repo, *args, cwd=None, timeout=TIMEOUT):
-    # Snakemake as ./fud starts it (fudbench.snakemake_main: its scheduler's timers do not pile up)
-    # (the checkout's src/ first on PYTHONPATH: a test may have set its own for a plug-in module)
+def snakemake_command(repo, *args) -> tuple[list[str], dict[str, str]]:
+    """(command, environment) of Snakemake as ./fud starts it (fudbench.snakemake_main: its
+    scheduler's timers do not pile up), the checkout's src/ first on PYTHONPATH (a test may have
+    set its own for a plug-in module)."""
     cmd = [sys.executable, "-m", "fudbench.snakemake_main", "-s", str(repo / "Snakefile"), *args]
     path = os.pathsep.join(p for p in (str(repo / "src"), os.environ.get("PYTHONPATH", "")) if p)
-    return subprocess.run(cmd, cwd=cwd or repo, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "PYTHONPATH": path})
+    return cmd, {**os.environ, "PYTHONPATH": path}
+
+
+def snakemake(repo, *args, cwd=None, timeout=TIMEOUT):
+    cmd, env = snakemake_command(repo, *args)
+    return subprocess.run(cmd, cwd=cwd or repo, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def job_counts(output: str) -> dict[str, int]:

@@ -161,8 +161,8 @@ def _ood_cell(e_in, img_in, outs, counts):
         image = np.r_[img_in, img_out]
         order = np.argsort(-score, kind="mergesort")
         score, is_in, image = score[order], is_in[order], image[order]
-        # a resample without ID or without OOD rows has no metric (NaN)
-        weights = np.r_[np.ones((1, len(score))), counts[:, image] if len(counts) else np.zeros((0, len(score)))]
+        # row 0: the data itself; a resample without ID or without OOD rows has no metric (NaN)
+        weights = np.r_[np.ones((1, len(score))), counts[:, image]]  # counts is (n_boot, n_images), n_boot >= 0
         for k, v in weighted_ood_metrics_batch(score, is_in, weights).items():
             point[k].append(float(v[0]))
             boot[k][j] = v[1:]
