@@ -204,6 +204,8 @@ def meta_targets():
         *table_paths("report_card"),
         *figure_paths("report_card"),
         *table_paths("claims"),
+        *(table_paths("family_gate") if GATED else []),
+        *(table_paths("endpoint") if ENDPOINT else []),
     ]
 
 

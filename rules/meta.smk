@@ -3,7 +3,7 @@
 # entries of config["explainers"]; fudbench.analysis.meta), how much the
 # metrics agree, and the report card that gathers both with the anchors' ranks,
 # the power target, the seed spread and the cost.
-from fudbench.analysis.meta import degraded_explainers
+from fudbench.analysis.meta import anchor_explainers, degraded_explainers
 
 DEGRADED = degraded_explainers(config["explainers"])
 # metrics in the meta-evaluation (curve or table names); None = every scored curve
@@ -111,3 +111,66 @@ rule claims:
         ENV_ANALYSIS
     script:
         "../scripts/claims.py"
+
+
+# The family gate (fudbench.analysis.gate): a family's order counts on a model
+# only where its best member beats `random` on the ground-truth masks (mass
+# inside), a truth no evaluation under test computes. Needs the masks of the
+# synthetic benchmark and a `random` entry.
+RANDOM_ENTRIES = [n for n, m in anchor_explainers(config["explainers"]).items() if m == "random"]
+GATED = bool(DEGRADED) and bool(RANDOM_ENTRIES) and config["data"]["source"] == "synthetic"
+GATE_EXPLAINERS = sorted({n for n, (family, level) in DEGRADED.items()
+                          if level == min(v for f, v in DEGRADED.values() if f == family)} | set(RANDOM_ENTRIES[:1]))
+
+
+if GATED:
+
+    rule family_gate:
+        input:
+            attributions=expand(f"{RESULTS}/attributions/{{model}}/{{explainer}}/shard{{shard}}.npz",
+                                model=MODELS, explainer=GATE_EXPLAINERS, shard=SHARDS),
+            images=rules.make_dataset.output.eval,
+        output:
+            tex=f"{RESULTS}/tables/family_gate.tex",
+            csv=reported_table(f"{RESULTS}/tables/family_gate.csv", "family_gate"),
+        params:
+            degraded={name: list(v) for name, v in DEGRADED.items()},
+            random_entry=RANDOM_ENTRIES[0] if RANDOM_ENTRIES else None,
+            reduction=config["evaluation"]["reduction"],
+            ci=config["analysis"]["ci"],
+        log:
+            f"{RESULTS}/logs/family_gate.log",
+        conda:
+            ENV_TORCH
+        script:
+            "../scripts/family_gate.py"
+
+
+# The pre-registered endpoint (fudbench.analysis.endpoint; docs/meta_evaluation.md):
+# FUD symmetric and FUD bottom vs paper FUD on the gated scatter-matched families.
+from fudbench.analysis.endpoint import scatter_matched
+
+ENDPOINT = GATED and bool(config["evaluators"].get("fud", {}) or {}) \
+    and bool((config["evaluators"].get("fud") or {}).get("symmetric")) \
+    and any(scatter_matched(family) for family, _ in DEGRADED.values())
+
+
+if ENDPOINT:
+
+    rule endpoint:
+        input:
+            per_image=rules.aggregate_records.output.per_image,
+            gate=rules.family_gate.output.csv,
+        output:
+            tex=f"{RESULTS}/tables/endpoint.tex",
+            csv=reported_table(f"{RESULTS}/tables/endpoint.csv", "endpoint"),
+        params:
+            explainers=config["explainers"],
+            evaluators=config["evaluators"],
+            ci=config["analysis"]["ci"],
+        log:
+            f"{RESULTS}/logs/endpoint.log",
+        conda:
+            ENV_ANALYSIS
+        script:
+            "../scripts/endpoint.py"

@@ -155,7 +155,9 @@ def _explainer_settings_problems(name: str, method: str, settings: dict, path: t
         return SETTINGS[method](**values).problems(key)
     base = values.get("base")
     if base not in EXPLAINERS or base == method:
-        what = {"degrade": "a degraded copy", "randomise_model": "a randomised-model copy"}[method]
+        what = {"degrade": "a degraded copy", "randomise_model": "a randomised-model copy",
+                "reorder": "a reordered copy", "translate": "a translated copy",
+                "block_shuffle": "a block-shuffled copy"}.get(method, f"a {method} copy")
         return [f"config key '{key}.base': {base!r} is not an explainer {what} can wrap; registered: "
                 f"{', '.join(m for m in EXPLAINERS if m != method)}"]
     base_settings = values.get("base_settings") or {}

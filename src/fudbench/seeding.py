@@ -87,6 +87,8 @@ def explainer_seed_name(entry: str, settings: dict | None = None) -> str:
 
     settings = settings or {}
     method = settings.get("method", entry)
+    if method == "random_smooth":  # the scatter control smooths the `random` map itself: its seeds
+        return "random"
     if method not in WRAPPERS:
         return entry
     base_settings = json.dumps(settings.get("base_settings") or {}, sort_keys=True)

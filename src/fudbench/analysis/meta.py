@@ -86,22 +86,28 @@ def default_step_values() -> dict:
 
 # Config methods whose entries form a family with a known order: method ->
 # (the family's name given the entry's `base`, which pairs of members are
-# ordered: analysis.order_stats). Fraction 0 is the best member of both.
+# ordered: analysis.order_stats, the settings key that holds the level). The
+# lowest level is the best member of every family.
 KNOWN_ORDER_METHODS = {
-    # a fraction p of the base map's pixels replaced by noise: less is better, every pair ordered
-    "degrade": ("{base}", "total"),
+    # a fraction p of the base map's pixels shuffled among themselves: less is better, every pair ordered
+    "degrade": ("{base}", "total", "fraction"),
     # the base map of a model with a fraction f of its layers re-initialised: only f = 0 before each
     # f > 0 is known (how two randomised models compare is not)
-    "randomise_model": ("{base}_randomised", "best_first"),
+    "randomise_model": ("{base}_randomised", "best_first", "fraction"),
+    # scatter-matched families (explainers.controlled): the base map moved by `shift` pixels (the same
+    # local structure, less evidence under it), and a fraction of its 4x4 blocks shuffled as whole blocks
+    "translate": ("{base}_shifted", "total", "shift"),
+    "block_shuffle": ("{base}_blocks", "total", "fraction"),
 }
-# Sanity anchors: a seeded uniform map (chance) and the object mask's
-# complement (anti-faithful); expected ranks: anchor_expected_ranks.
-ANCHOR_METHODS = ("random", "background")
+# Sanity anchors: a seeded uniform map (chance), its smoothed twin (chance,
+# but spatially compact) and the object mask's complement (anti-faithful);
+# expected ranks: anchor_expected_ranks.
+ANCHOR_METHODS = ("random", "background", "random_smooth")
 
 
 def family_order(family: str) -> str:
     """The order of a family (total or best_first), from its name's template."""
-    for template, order in KNOWN_ORDER_METHODS.values():
+    for template, order, _ in KNOWN_ORDER_METHODS.values():
         suffix = template.replace("{base}", "")
         if suffix and family.endswith(suffix):
             return order
@@ -109,19 +115,54 @@ def family_order(family: str) -> str:
 
 
 def degraded_explainers(explainers: dict) -> dict[str, tuple[str, float]]:
-    """{explainer name: (family, fraction p)} for the config entries with a
-    known order (KNOWN_ORDER_METHODS: `method: degrade` and `method:
-    randomise_model`); less is better within a family."""
+    """{explainer name: (family, level)} for the config entries with a
+    known order (KNOWN_ORDER_METHODS: degrade, randomise_model, translate,
+    block_shuffle); a lower level is better within a family."""
     out = {}
     for name, settings in explainers.items():
         method = (settings or {}).get("method")
         if method not in KNOWN_ORDER_METHODS:
             continue
-        for key in ("base", "fraction"):
+        template, _, level_key = KNOWN_ORDER_METHODS[method]
+        for key in ("base", level_key):
             if key not in settings:
                 raise ValueError(f"config key 'explainers.{name}.{key}': required for method: {method} "
-                                 f"(e.g. {{method: {method}, base: ig, fraction: 0.2}})")
-        out[name] = (KNOWN_ORDER_METHODS[method][0].format(base=settings["base"]), float(settings["fraction"]))
+                                 f"(e.g. {{method: {method}, base: ig, {level_key}: 2}})")
+        out[name] = (template.format(base=settings["base"]), float(settings[level_key]))
+    return out
+
+
+def family_bases(explainers: dict) -> dict[str, str]:
+    """{family: the base explainer method it degrades} (the gate compares the
+    family's best member with `random` under an independent truth)."""
+    out = {}
+    for name, (family, _) in degraded_explainers(explainers).items():
+        out.setdefault(family, explainers[name]["base"])
+    return out
+
+
+# Scatter pairs (explainers.controlled): two maps with the same information
+# whose top sets differ only in spatial scatter. A metric's scatter reaction
+# is its paired per-image oriented score of the compact member minus the
+# scattered one; a metric that judges only what a map says about the model
+# shows none. random_smooth pairs with random (no information either way);
+# `reorder` entries with the same base pair compact with scattered.
+def scatter_pairs(explainers: dict) -> dict[str, tuple[str, str]]:
+    """{pair name: (compact entry, scattered entry)} of the config's scatter pairs."""
+    method = {n: (s or {}).get("method", n) for n, s in explainers.items()}
+    out = {}
+    smooth = [n for n, m in method.items() if m == "random_smooth"]
+    plain = [n for n, m in method.items() if m == "random"]
+    if smooth and plain:
+        out["random"] = (smooth[0], plain[0])
+    reorders: dict[str, dict[str, str]] = {}
+    for n, m in method.items():
+        if m == "reorder":
+            s = explainers[n]
+            reorders.setdefault(s["base"], {}).setdefault(s.get("order", "compact"), n)
+    for base, members in reorders.items():
+        if {"compact", "scattered"} <= set(members):
+            out[base] = (members["compact"], members["scattered"])
     return out
 
 
@@ -163,16 +204,21 @@ def score_kind(curve: str) -> str:
 
 def anchor_expected_ranks(present, n: int) -> dict[str, float]:
     """{anchor method: the rank (1 = best) a faithful metric gives it among n
-    explainers}: background (anti-faithful) last; random (chance) last but
-    for background, i.e. n - 1 when background is ranked too. Other maps
-    without information (a degraded copy at p = 1, a fully randomised model's
-    map) may tie with random: expected, not guaranteed."""
+    explainers}: background (anti-faithful) last; the maps without
+    information (random, random_smooth) in the places just above it, which
+    they share when both are ranked (the mean of those places: they tie in
+    expectation). Other maps without information (a degraded copy at p = 1,
+    a fully randomised model's map) may tie with random: expected, not
+    guaranteed."""
     present = set(present)
     out = {}
+    last = float(n)
     if "background" in present:
-        out["background"] = float(n)
-    if "random" in present:
-        out["random"] = float(n - 1 if "background" in present else n)
+        out["background"] = last
+        last -= 1
+    chance = [m for m in ("random", "random_smooth") if m in present]
+    for m in chance:
+        out[m] = last - (len(chance) - 1) / 2
     return out
 
 

@@ -29,12 +29,16 @@ EXPLAINERS = {
     "background": "fudbench.explainers.controlled:BackgroundExplainer",
     "degrade": "fudbench.explainers.controlled:Degrade",
     "randomise_model": "fudbench.explainers.controlled:RandomiseModel",
+    "random_smooth": "fudbench.explainers.controlled:RandomSmooth",
+    "reorder": "fudbench.explainers.controlled:Reorder",
+    "translate": "fudbench.explainers.controlled:Translate",
+    "block_shuffle": "fudbench.explainers.controlled:BlockShuffle",
     "captum": "fudbench.explainers.captum_attr:CaptumAttribution",
     "cam": "fudbench.explainers.cam:CAM",
     "lrp": "fudbench.explainers.lrp:LRP",
 }
 
-WRAPPERS = ("degrade", "randomise_model")
+WRAPPERS = ("degrade", "randomise_model", "reorder", "translate", "block_shuffle")
 MASK_METHODS = ("oracle", "background")
 
 

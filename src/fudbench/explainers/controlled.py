@@ -7,6 +7,20 @@
 - degrade:    any explainer's map mixed with a fraction p of random noise
               (the F-Fidelity paper's protocol, seeds/004): the more noise,
               the worse the explanation, which gives a ground-truth ranking.
+- random_smooth: the `random` entry's map smoothed (Gaussian, sigma px) and
+              histogram-matched back to its own values: no information
+              either, but spatially compact (a scatter control: the pair
+              random_smooth - random shows a metric's reaction to scatter).
+- reorder:    a base map whose top set (its maximal pixels, e.g. the oracle
+              mask) is ordered compactly (outward from the set's deepest
+              pixel) or in a seeded random order (scattered): the same set at
+              every tie level, so the pair differs in scatter only.
+- translate:  a base map moved by `shift` px in a seeded direction per image
+              (circular: values and local structure kept, evidence moved off
+              the object): a family of equal scatter and decreasing faithfulness.
+- block_shuffle: a fraction p of the base map's block x block tiles shuffled
+              among themselves as whole tiles (nested across p): ranking
+              damage with the local structure inside each tile kept.
 - randomise_model: any explainer run on a copy of the model whose last
               fraction of layers is re-initialised (Adebayo et al. 2018's
               cascading model-parameter randomisation): the more layers
@@ -174,6 +188,193 @@ class Degrade(Wrapper):
             picked = seeded_uniform(x.shape[-2:], [int(s) ^ 0x9E1EC7 for s in seeds], x.device) < self.fraction
             out = torch.where(picked, noise, a)
         return out.unsqueeze(1).expand_as(x).clone()
+
+
+# ------------------------------------------------ scatter controls (issue 38)
+
+def _gaussian_blur(a: torch.Tensor, sigma: float) -> torch.Tensor:
+    """(N, H, W) blurred with a normalised Gaussian (radius 3 sigma), circular
+    padding: no border is darker or brighter than the middle."""
+    r = max(1, int(math.ceil(3 * sigma)))
+    k = torch.exp(-0.5 * (torch.arange(-r, r + 1, dtype=a.dtype, device=a.device) / sigma) ** 2)
+    k = k / k.sum()
+    x = a.unsqueeze(1)
+    x = torch.nn.functional.pad(x, (r, r, 0, 0), mode="circular")
+    x = torch.nn.functional.conv2d(x, k.view(1, 1, 1, -1))
+    x = torch.nn.functional.pad(x, (0, 0, r, r), mode="circular")
+    return torch.nn.functional.conv2d(x, k.view(1, 1, -1, 1)).squeeze(1)
+
+
+def histogram_match(a: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
+    """a's ranking with reference's values: per image, the k-th largest pixel of
+    a gets the k-th largest value of reference (same value multiset, a's order)."""
+    flat, ref = a.flatten(1), reference.flatten(1)
+    out = torch.empty_like(ref)
+    out.scatter_(1, torch.argsort(flat, dim=1, stable=True), ref.sort(1).values)
+    return out.view_as(a)
+
+
+class RandomSmooth(Explainer):
+    """The `random` explainer's map (same seeds: seeding.explainer_seed_name keys
+    this method as `random`) smoothed with a Gaussian of `sigma` px and matched
+    back to its own values: as uninformative as `random`, but its top pixels
+    lie in blobs instead of scattered. random_smooth - random under a metric is
+    that metric's reaction to scatter alone."""
+
+    name = "random_smooth"
+
+    def __init__(self, sigma: float = 2.0):
+        if not sigma > 0:
+            raise ValueError(f"random_smooth sigma must be > 0, got {sigma}")
+        self.sigma = float(sigma)
+
+    def explain(self, model, x, target, seeds=None):
+        u = seeded_uniform(x.shape[-2:], seeds, x.device)
+        return histogram_match(_gaussian_blur(u, self.sigma), u).unsqueeze(1).expand_as(x).clone()
+
+
+def _image_generator(seed: int, salt: int) -> torch.Generator:
+    return torch.Generator().manual_seed(int(seed) ^ salt)
+
+
+def top_set(a: torch.Tensor) -> torch.Tensor:
+    """(N, H, W) bool: each image's maximal pixels (within 1e-6 of its maximum)."""
+    hi = a.flatten(1).max(1).values.view(-1, 1, 1)
+    return a >= hi - 1e-6 * hi.abs().clamp_min(1.0)
+
+
+def compact_scores(inside: torch.Tensor, seeds) -> torch.Tensor:
+    """(N, H, W) in [0, 1]: inside each image's set, 1 at its deepest pixel (the
+    one farthest from the set's complement, ties by a seeded jitter) falling
+    with the distance to it; 0 outside. Growing the set from there keeps every
+    prefix of the order a compact blob."""
+    from scipy.ndimage import distance_transform_edt
+
+    out = torch.zeros(inside.shape, dtype=torch.float32)
+    h, w = inside.shape[-2:]
+    yy, xx = torch.meshgrid(torch.arange(h, dtype=torch.float32), torch.arange(w, dtype=torch.float32),
+                            indexing="ij")
+    for i, (m, s) in enumerate(zip(inside.cpu(), seeds)):
+        if not m.any():
+            continue
+        depth = torch.from_numpy(distance_transform_edt(m.numpy())).float()
+        jitter = torch.rand((h, w), generator=_image_generator(s, 0xC0A1)) * 1e-3
+        centre = int(torch.argmax(torch.where(m, depth + jitter, torch.tensor(-1.0))))
+        dist = torch.sqrt((yy - centre // w) ** 2 + (xx - centre % w) ** 2) + jitter
+        out[i] = torch.where(m, 1 - dist / (dist[m].max() + 1e-3), torch.tensor(0.0))
+    return out
+
+
+def scattered_scores(inside: torch.Tensor, seeds) -> torch.Tensor:
+    """(N, H, W) in (0, 1]: inside each image's set a seeded random order; 0 outside."""
+    h, w = inside.shape[-2:]
+    u = torch.stack([torch.rand((h, w), generator=_image_generator(s, 0x5CA7)) * 0.999 + 0.001 for s in seeds])
+    return torch.where(inside.cpu(), u, torch.tensor(0.0))
+
+
+class Reorder(Wrapper):
+    """`base`'s map with the order inside its top set made compact or scattered:
+    the set (e.g. the oracle mask, or the background) outranks the rest as in
+    the base, every other pixel keeps its score (ties broken by the
+    evaluations' seeded permutation, as for the base), and within the set the
+    pixels are ordered outward from its deepest pixel (`compact`) or in a
+    seeded random order (`scattered`). The two members of a pair hold the same
+    pixels at every level of the base's ranking: their difference under a
+    metric is its reaction to the scatter of the top pixels."""
+
+    name = "reorder"
+    ORDERS = ("compact", "scattered")
+
+    def __init__(self, base: str, order: str = "compact", base_settings: dict | None = None):
+        if order not in self.ORDERS:
+            raise ValueError(f"reorder order must be one of {self.ORDERS}, got {order!r}")
+        super().__init__(base, 0.0, base_settings)
+        self.order = order
+
+    def explain(self, model, x, target, seeds=None, masks=None):
+        if seeds is None:
+            raise ValueError("reorder is random: pass one seed per image")
+        a = _minmax(self.base_map(model, x, target, seeds, masks).abs().sum(1))
+        inside = top_set(a)
+        within = (compact_scores if self.order == "compact" else scattered_scores)(inside, seeds).to(a.device)
+        out = torch.where(inside, 1.0 + within.to(a.dtype), a)
+        return out.unsqueeze(1).expand_as(x).clone()
+
+
+def shift_offsets(shift: float, seeds) -> list[tuple[int, int]]:
+    """(dy, dx) per image: `shift` px in a seeded direction, rounded to pixels.
+    The direction depends on the seed only, so a family's members move the same
+    way, by more at a higher level."""
+    out = []
+    for s in seeds:
+        angle = float(torch.rand((), generator=_image_generator(s, 0x7A4)) * 2 * math.pi)
+        out.append((round(shift * math.sin(angle)), round(shift * math.cos(angle))))
+    return out
+
+
+class Translate(Wrapper):
+    """`base`'s normalised map moved by `shift` px in a seeded direction per image
+    (torch.roll: circular, so the values, their histogram and the map's local
+    structure are kept exactly and no border value is invented; what moves off
+    one side comes back on the other, far from the object). At a larger shift
+    the map's evidence sits further from where the model found it: a family of
+    known order at equal scatter (analysis.meta: "{base}_shifted")."""
+
+    name = "translate"
+
+    def __init__(self, base: str, shift: float, base_settings: dict | None = None):
+        if not shift >= 0:
+            raise ValueError(f"translate shift must be >= 0 pixels, got {shift}")
+        super().__init__(base, 0.0, base_settings)
+        self.shift = float(shift)
+
+    def explain(self, model, x, target, seeds=None, masks=None):
+        if seeds is None:
+            raise ValueError("translate is random: pass one seed per image")
+        a = _minmax(self.base_map(model, x, target, seeds, masks).abs().sum(1))
+        out = torch.stack([torch.roll(m, shifts=off, dims=(0, 1)) for m, off in zip(a, shift_offsets(self.shift,
+                                                                                                       seeds))])
+        return out.unsqueeze(1).expand_as(x).clone()
+
+
+def block_shuffle(a: torch.Tensor, fraction: float, block: int, seeds) -> torch.Tensor:
+    """a (N, H, W) with round(fraction * B) of its B block x block tiles moved one
+    place along a seeded permutation of the tiles (nested across fractions,
+    like shuffle_degrade for pixels); the inside of every tile is kept."""
+    n, h, w = a.shape
+    if h % block or w % block:
+        raise ValueError(f"block_shuffle block {block} must divide the map's size {h}x{w}")
+    gh, gw = h // block, w // block
+    tiles = a.view(n, gh, block, gw, block).permute(0, 1, 3, 2, 4).reshape(n, gh * gw, block * block)
+    k = round(fraction * gh * gw)
+    if k > 1:
+        picked = torch.stack([torch.randperm(gh * gw, generator=_image_generator(s, 0xB10C))[:k] for s in seeds])
+        picked = picked.to(a.device)
+        idx = picked.unsqueeze(-1).expand(-1, -1, block * block)
+        moved = tiles.gather(1, picked.roll(-1, dims=1).unsqueeze(-1).expand(-1, -1, block * block))
+        tiles = tiles.clone().scatter_(1, idx, moved)
+    return tiles.view(n, gh, gw, block, block).permute(0, 1, 3, 2, 4).reshape(n, h, w)
+
+
+class BlockShuffle(Wrapper):
+    """`base`'s normalised map with a fraction of its block x block tiles
+    shuffled among themselves as whole tiles: ranking damage that keeps the
+    spatial structure inside each tile (beside the pixel shuffle of degrade,
+    which also scatters the top pixels; analysis.meta: "{base}_blocks")."""
+
+    name = "block_shuffle"
+
+    def __init__(self, base: str, fraction: float, base_settings: dict | None = None, block: int = 4):
+        super().__init__(base, fraction, base_settings)
+        if int(block) < 1:
+            raise ValueError(f"block_shuffle block must be >= 1, got {block}")
+        self.block = int(block)
+
+    def explain(self, model, x, target, seeds=None, masks=None):
+        if seeds is None:
+            raise ValueError("block_shuffle is random: pass one seed per image")
+        a = _minmax(self.base_map(model, x, target, seeds, masks).abs().sum(1))
+        return block_shuffle(a, self.fraction, self.block, seeds).unsqueeze(1).expand_as(x).clone()
 
 
 # ------------------------------------------------ model-parameter randomisation

@@ -166,6 +166,42 @@ class RandomiseModelSettings(Settings):
 
 
 @dataclass(frozen=True)
+class RandomSmoothSettings(Settings):
+    """The `random` map (its seeds) smoothed and matched back to its own values
+    (fudbench.explainers.controlled.RandomSmooth): a scatter control."""
+
+    sigma: float = setting(2.0, exclusiveMinimum=0, description="Gaussian sigma in pixels")
+
+
+@dataclass(frozen=True)
+class ReorderSettings(Settings):
+    """`base`'s top set ordered compactly or scattered (a scatter pair)."""
+
+    base: str = setting(description="a registered explainer method whose top set is reordered (e.g. oracle)")
+    order: Literal["compact", "scattered"] = setting("compact")
+    base_settings: dict = setting(default_factory=dict, description="the base explainer's own settings")
+
+
+@dataclass(frozen=True)
+class TranslateSettings(Settings):
+    """`base`'s map moved by `shift` px in a seeded direction (circular)."""
+
+    base: str = setting(description="a registered explainer method")
+    shift: float = setting(minimum=0, description="pixels the map moves (the family's level: less is better)")
+    base_settings: dict = setting(default_factory=dict, description="the base explainer's own settings")
+
+
+@dataclass(frozen=True)
+class BlockShuffleSettings(Settings):
+    """A fraction of `base`'s block x block tiles shuffled as whole tiles."""
+
+    base: str = setting(description="a registered explainer method")
+    fraction: float = setting(minimum=0, maximum=1, description="share of the tiles moved")
+    base_settings: dict = setting(default_factory=dict, description="the base explainer's own settings")
+    block: int = setting(4, minimum=1, description="tile side in pixels (must divide the image size)")
+
+
+@dataclass(frozen=True)
 class CaptumSettings(Settings):
     """Any supported captum.attr class by name (fudbench.explainers.field_names.CAPTUM)."""
 
@@ -255,5 +291,7 @@ SETTINGS = {
     "fig": NoSettings, "gig": GIGSettings, "ig": IGSettings, "isa": ISASettings, "la": LASettings,
     "mfaba": MFABASettings, "sm": SaliencySettings, "random": NoSettings, "oracle": NoSettings,
     "background": NoSettings, "degrade": DegradeSettings, "randomise_model": RandomiseModelSettings,
+    "random_smooth": RandomSmoothSettings, "reorder": ReorderSettings, "translate": TranslateSettings,
+    "block_shuffle": BlockShuffleSettings,
     "captum": CaptumSettings, "cam": CAMSettings, "lrp": LRPSettings,
 }
