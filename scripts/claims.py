@@ -1,5 +1,7 @@
-"""The headline claims of the meta-evaluation (fudbench.analysis.claims), each
-decided by a paired bootstrap over images."""
+"""The claims of the meta-evaluation (fudbench.analysis.claims), derived from
+the run's curves and config, each decided with Holm's adjustment within the
+claim; the family gate (tables/family_gate.csv) where the rule gives it as
+the optional input `gate`."""
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 
@@ -11,9 +13,10 @@ from fudbench.report.meta import claims_table
 
 log = setup_job(snakemake)
 p = snakemake.params
+gate = next(iter(getattr(snakemake.input, "gate", None) or []), None) if not isinstance(getattr(snakemake.input, "gate", None), str) else snakemake.input.gate  # absent: no gate (said in the table and the caption)
 per_image = pd.read_parquet(snakemake.input.per_image).dropna(subset=["score"])
-claims = decide_claims(per_image, p.explainers, configured_curve_scores(p.evaluators), n_boot=p.analysis["bootstrap"], ci=p.analysis["ci"],
-                       seed=p.seed)
+claims = decide_claims(per_image, p.explainers, configured_curve_scores(p.evaluators), n_boot=p.analysis["bootstrap"],
+                       ci=p.analysis["ci"], seed=p.seed, gate=gate)
 write_csv(snakemake.output.csv, claims, index=False, float_format="%.6g")
 write_text(snakemake.output.tex, claims_table(claims, p.analysis["ci"]))
 with pd.option_context("display.width", 200, "display.max_columns", 12):

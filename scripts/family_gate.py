@@ -26,11 +26,14 @@ gate = family_gate(pd.DataFrame(rows), {k: tuple(v) for k, v in p.degraded.items
                    ci=p.ci)
 write_csv(snakemake.output.csv, gate, index=False, float_format="%.6g")
 rows_tex = [[escape(r.model), escape(r.family), escape(r.best_member), f"{r.best_mean:.3f}", f"{r.random_mean:.3f}",
-             fmt_ci(r.estimate, r.ci_low, r.ci_high, 3), "passes" if r.passes else "fails"] for r in gate.itertuples()]
+             fmt_ci(r.estimate, r.ci_low, r.ci_high, 3), fmt_ci(r.order_estimate, r.order_low, r.order_high, 2),
+             "passes" if r.passes else "fails"] for r in gate.itertuples()]
 write_text(snakemake.output.tex, booktabs(
-    ["model", "family", "best member", "mass in (best)", "mass in (random)", "difference", "gate"], rows_tex,
-    caption=f"Family gate: share of the best member's attribution mass inside the ground-truth mask minus "
-            f"random's, paired per image ({p.ci:.0%} interval, fudbench.analysis.inference); a family counts on a "
-            f"model only where the interval lies above 0.", label="tab:family_gate"))
+    ["model", "family", "best member", "mass in (best)", "mass in (random)", "best - random", "order on truth",
+     "gate"], rows_tex,
+    caption=f"Family gate on the ground-truth masks (share of the attribution mass inside): the best member "
+            f"minus random, paired per image, and the mean per-image Spearman of the members' mass inside with "
+            f"the family's order ({p.ci:.0%} intervals, fudbench.analysis.inference); a family counts on a model "
+            f"only where both lie above 0.", label="tab:family_gate"))
 with pd.option_context("display.width", 200, "display.max_columns", 14):
     print(gate.to_string(index=False), flush=True)

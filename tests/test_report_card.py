@@ -207,3 +207,41 @@ def test_report_card_table_and_figure(tmp_path):
     assert ("\\dagger" in body) == (not card["ig_powered"].all() or not card["ig_randomised_powered"].all())
     report_card_figure(card, [tmp_path / "card.png"], {"dpi": 50})
     assert (tmp_path / "card.png").stat().st_size > 1000
+
+
+def test_uninformative_intervals_gate_and_scatter_columns(tmp_path):
+    """An interval spanning (almost) the whole range prints "uninformative"; the
+    family gate (family_gate.csv) and the scatter reaction per pair are columns;
+    the caption says why the card and the claims can disagree."""
+    from fudbench.report.meta import report_card_figure, report_card_table
+
+    explainers = {**EXPLAINERS, "random_smooth": {"method": "random_smooth", "sigma": 2.0}}
+    # the ig family tied (a blind metric: every order compatible); random_smooth 0.2 above random
+    quality = {**QUALITY, "ig_d00": 0.6, "ig_d50": 0.6, "ig_d90": 0.6, "random_smooth": 0.55}
+    per_image, seconds = _per_image(quality, n_images=16, noise=0.05, seed=3)
+    gate = pd.DataFrame({"model": ["cnn", "cnn"], "family": ["ig", "ig_randomised"],
+                         "best_member": ["ig_d00", "ig_r000"], "truth": "mass_inside", "estimate": [0.2, -0.1], "ci_low": [0.1, -0.2],
+                         "ci_high": [0.3, 0.05], "p": [0.001, 0.2], "passes": [True, False], "n_images": 16})
+    gate.to_csv(tmp_path / "family_gate.csv", index=False)
+    card = report_card(per_image, seconds, explainers, EVALUATORS, {"cnn": CNN}, n_boot=0,
+                       gate=tmp_path / "family_gate.csv")
+    assert card["ig_uninformative"].all() and not card["ig_randomised_uninformative"].any()
+    assert (card["ig_ci_low"] == -1).all() and (card["ig_ci_high"] == 1).all()
+    assert (card["ig_gate"] == "passes").all() and (card["ig_randomised_gate"] == "fails").all()
+    assert np.allclose(card["ig_gate_ci_low"], 0.1) and np.allclose(card["ig_randomised_gate_estimate"], -0.1)
+    # scatter: compact (random_smooth) minus scattered (random), oriented: +0.2 for both metrics
+    assert np.allclose(card["scatter_random_reaction"], 0.2, atol=0.03)
+    assert (card["scatter_random_ci_low"] > 0).all() and (card["scatter_random_n"] == 16).all()
+    tex = report_card_table(card)
+    body = tex.split("\\midrule", 1)[1]
+    assert "uninformative" in body and "[-1.00, 1.00]" not in body
+    assert "passes [0.10, 0.30]" in body and "fails [-0.20, 0.05]" in body and "$^{G}$" in body
+    assert "Scatter random" in tex and "favours compact" in tex
+    assert "per-image statistic" in tex and "Holm" in tex  # the card vs the claims
+    report_card_figure(card, [tmp_path / "card.png"], {"dpi": 50})
+    assert (tmp_path / "card.png").stat().st_size > 1000
+    # without a gate: said in the caption, no gate column
+    card = report_card(per_image, seconds, explainers, EVALUATORS, {"cnn": CNN}, n_boot=0)
+    assert (card["ig_gate"] == "no gate").all()
+    tex = report_card_table(card)
+    assert "No family gate" in tex and "ig gate" not in tex

@@ -20,6 +20,10 @@ from pathlib import Path
 
 TABLES = ("report_card", "claims", "meta_ground_truth")   # the agreement matrix (~250 KB + 600 KB figure) stays in the run
 FIGURES = ("report_card",)
+# copied where the run has them: the family gate and the pre-registered endpoint (config/endpoint.yaml), and
+# the per-image scores every claim and endpoint cell is computed from (so a reader can recompute them)
+OPTIONAL = ("tables/family_gate.csv", "tables/family_gate.tex", "tables/endpoint.csv", "tables/endpoint.tex",
+            "analysis/per_image.parquet")
 
 
 def exported_files(results: Path) -> list[tuple[Path, str]]:
@@ -31,6 +35,7 @@ def exported_files(results: Path) -> list[tuple[Path, str]]:
             out.append((path, path.name))
     out += [(results / "figures" / f"{stem}.png", f"{stem}.png") for stem in FIGURES]
     out.append((results / "run_info.json", "run_info.json"))
+    out += [(results / rel, Path(rel).name) for rel in OPTIONAL if (results / rel).is_file()]
     missing = [str(p) for p, _ in out if not p.is_file()]
     if missing:
         raise FileNotFoundError(f"not a finished meta run: missing {missing}")

@@ -20,9 +20,20 @@ Multiplicity: Holm within each comparison over all of its cells (models x
 gated families, plus the cue cells when the joint verdict is formed:
 `joint_holm`). A cell's verdict: "challenger better" / "paper better" where
 the Holm-adjusted p < 0.05, else "undecided".
-Macro difference (descriptive, not tested): the recovery of the per-member
-mean scores, challenger minus paper; it does not reward a metric for lower
-per-image noise, which the per-image statistic also does.
+Macro recovery (descriptive, not tested): the recovery of the per-member
+mean scores of each metric with its compatible-orders interval
+(order_stats.compatible_interval), and their difference. The per-image
+statistic rewards lower per-image noise as well as a better order (the
+design review of issue 38: a challenger that is paper FUD run twice and
+averaged is called better with probability 0.96 at 64 images); whether the
+ORDER itself differs is read from the macro recoveries: where both metrics'
+intervals lie near +1, they order the family alike and a per-image verdict
+says "more sensitive per image", not "more faithful".
+Amendments after the design review, before any endpoint cell was read
+(docs/meta_evaluation.md, "Deviations and amendments"): the family gate
+also requires the family's order on the truth; the cue's cells form their
+own Holm family (they rank different explainers, which differ in scatter:
+not scatter-matched), labelled "cue primary" / "cue secondary".
 """
 from __future__ import annotations
 
@@ -35,7 +46,8 @@ COMPARISONS = (("primary", "fud_symmetric", "fud"), ("secondary", "fud_bottom", 
 SCATTER_MATCHED_SUFFIXES = ("_shifted", "_blocks")
 ALPHA = 0.05
 COLUMNS = ["endpoint", "challenger", "paper", "model", "family", "source", "estimate", "ci_low", "ci_high", "p",
-           "p_holm", "n_cells", "verdict", "macro_challenger", "macro_paper", "macro_difference", "n_images"]
+           "p_holm", "n_cells", "verdict", "macro_challenger", "macro_challenger_low", "macro_challenger_high",
+           "macro_paper", "macro_paper_low", "macro_paper_high", "macro_difference", "n_images"]
 
 
 def scatter_matched(family: str) -> bool:
@@ -50,7 +62,7 @@ def endpoint_cells(per_image: pd.DataFrame, explainers: dict, curve_scores: dict
     from fudbench.analysis.claims import per_image_recovery
     from fudbench.analysis.gate import passing
     from fudbench.analysis.meta import degraded_explainers, family_members, family_order
-    from fudbench.analysis.order_stats import recovery_rows
+    from fudbench.analysis.order_stats import compatible_interval, recovery_rows
 
     degraded = degraded_explainers(explainers)
     ok = passing(gate)
@@ -71,16 +83,22 @@ def endpoint_cells(per_image: pd.DataFrame, explainers: dict, curve_scores: dict
                 if diff.empty:
                     continue
                 est, lo, hi, p = mean_interval(diff.to_numpy(), (-2.0, 2.0), ci)
-                macro = {}
+                macro, macro_ci = {}, {}
                 for c in (challenger, paper):
                     d = per_image[(per_image["model"] == model) & (per_image["curve"] == c)
                                   & per_image["explainer"].isin(members)]
-                    means = d.groupby("explainer")["score"].mean().reindex(members).to_numpy() * signs[c]
-                    macro[c] = float(recovery_rows(means[None], levels, order)[0]) if np.isfinite(means).all() \
-                        else np.nan
+                    wide = d.pivot_table(index="image", columns="explainer", values="score",
+                                         aggfunc="mean").reindex(columns=members).dropna() * signs[c]
+                    means = wide.mean().to_numpy()
+                    macro[c] = float(recovery_rows(means[None], levels, order)[0]) if len(wide) else np.nan
+                    macro_ci[c] = compatible_interval(wide.to_numpy(), levels, order, ci) if len(wide) > 1 \
+                        else (np.nan, np.nan)
                 rows.append({"endpoint": endpoint, "challenger": challenger, "paper": paper, "model": model,
                              "family": family, "source": "families", "estimate": est, "ci_low": lo, "ci_high": hi,
-                             "p": p, "macro_challenger": macro[challenger], "macro_paper": macro[paper],
+                             "p": p, "macro_challenger": macro[challenger],
+                             "macro_challenger_low": macro_ci[challenger][0],
+                             "macro_challenger_high": macro_ci[challenger][1], "macro_paper": macro[paper],
+                             "macro_paper_low": macro_ci[paper][0], "macro_paper_high": macro_ci[paper][1],
                              "macro_difference": macro[challenger] - macro[paper], "n_images": len(diff)})
     return pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("p_holm", "n_cells", "verdict")])
 

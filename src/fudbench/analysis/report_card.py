@@ -24,7 +24,23 @@ evaluator entry, FUD variants included), on each model,
   fewer than 3 explainers);
 - its cost: seconds per image (all steps and draws) of the evaluator entry
   that writes it, from the records' `seconds` (fill + classifier time; one-
-  off costs such as F-Fidelity's fine-tuning are not included).
+  off costs such as F-Fidelity's fine-tuning are not included);
+- `f_uninformative`: the family's interval spans UNINFORMATIVE_WIDTH (1.8)
+  or more of the statistic's range of 2: the table prints "uninformative"
+  instead of a result;
+- the family gate (optional family_gate.csv, analysis.claims.read_gate):
+  whether the family's base beats `random` on the model under an independent
+  truth, with its interval (`f_gate`: passes | fails | not computed | no gate);
+- its scatter reaction per scatter pair (analysis.meta.scatter_pairs): the
+  per-image mean of its oriented score of the compact member minus the
+  scattered one, with inference.mean_interval's interval at `ci` (bounds as
+  in analysis.claims: the metric's value range, else the observed one).
+
+The card's family interval is a macro one (the statistic of the per-member
+mean scores, compatible orders); the claims' (analysis.claims) is for the
+mean of the per-image statistic, Holm-adjusted: the two estimate different
+things (noise on each image lowers the per-image statistic, not the macro
+one) and may disagree on the same cell; report.meta's caption says so.
 
 Pure numpy / pandas / scipy: the table job runs in the analysis env.
 """
@@ -41,6 +57,7 @@ from fudbench.analysis.order_stats import ALPHA, POWER, images_needed  # noqa: F
 from fudbench.seeding import seed_groups  # noqa: F401 (re-exported: the card's seed_group column)
 
 TARGET_HALF_WIDTH = 0.2
+UNINFORMATIVE_WIDTH = 1.8  # of the recovery statistic's range of 2
 STATISTIC = {"total": "spearman", "best_first": "known_pairs"}  # family order -> its recovery statistic
 
 
@@ -139,8 +156,8 @@ def entry_cost(seconds: pd.DataFrame, entries: dict) -> dict[tuple[str, str], fl
 def _family_columns(card: pd.DataFrame, family: str, corr: pd.DataFrame, power: pd.DataFrame,
                     target_half_width: float) -> None:
     """The family's columns of the card (in place): f_statistic, f_recovery,
-    f_ci_low, f_ci_high, f_ci, f_powered, f_images_needed, f_needed_status,
-    f_seed_spread."""
+    f_ci_low, f_ci_high, f_ci, f_powered, f_uninformative, f_images_needed,
+    f_needed_status, f_seed_spread."""
     f = family
     key = list(zip(card["model"], [f] * len(card), card["curve"]))
     rho = corr["recovery"].reindex(key).to_numpy()
@@ -150,15 +167,55 @@ def _family_columns(card: pd.DataFrame, family: str, corr: pd.DataFrame, power: 
     card[f"{f}_ci"] = [f"[{a:.2f}, {b:.2f}]" if np.isfinite(a) and np.isfinite(b) else "" for a, b in zip(lo, hi)]
     with np.errstate(invalid="ignore"):
         card[f"{f}_powered"] = (hi - lo) / 2 <= target_half_width + 1e-9
+        card[f"{f}_uninformative"] = (hi - lo) >= UNINFORMATIVE_WIDTH - 1e-9
     card[f"{f}_images_needed"] = power["images_needed"].reindex(key).to_numpy()
     card[f"{f}_needed_status"] = power["needed_status"].reindex(key).fillna("").to_numpy()
     card[f"{f}_seed_spread"] = card.groupby(["seed_group", "curve"])[f"{f}_recovery"].transform(
         lambda v: v.max() - v.min() if v.notna().sum() > 1 else np.nan)
 
 
+def _gate_columns(card: pd.DataFrame, family: str, gate: dict | None) -> None:
+    """f_gate (passes | fails | not computed | no gate), f_gate_estimate,
+    f_gate_ci_low, f_gate_ci_high (in place): the family's gate on the row's model."""
+    from fudbench.analysis.claims import gate_status
+
+    card[f"{family}_gate"] = [gate_status(gate, m, family) for m in card["model"]]
+    for column in ("estimate", "ci_low", "ci_high"):
+        card[f"{family}_gate_{column}"] = [
+            float(gate[(m, family)][column]) if gate and (m, family) in gate and column in gate[(m, family)]
+            else np.nan for m in card["model"]]
+
+
+def scatter_columns(per_image: pd.DataFrame, explainers: dict, curve_scores: dict, ci: float = 0.95,
+                    value_ranges: dict | None = None) -> pd.DataFrame:
+    """(model, curve) -> per scatter pair p: scatter_p_reaction, scatter_p_ci_low,
+    scatter_p_ci_high, scatter_p_n (module docstring)."""
+    from fudbench.analysis.claims import _interval, curve_value_ranges, difference_bounds, scatter_reaction
+    from fudbench.analysis.meta import scatter_pairs
+
+    pairs = scatter_pairs(explainers)
+    ranges = curve_value_ranges(curve_scores) if value_ranges is None else value_ranges
+    rows = []
+    for (model, curve), d in per_image.groupby(["model", "curve"], sort=False):
+        if curve not in curve_scores or not pairs:
+            continue
+        sign = 1.0 if curve_scores[curve][1] else -1.0
+        bounds = difference_bounds(d["score"].to_numpy(float), ranges.get(curve))[:2]
+        row = {"model": model, "curve": curve}
+        for pair, members in pairs.items():
+            v = scatter_reaction(d, model, curve, sign, members).to_numpy(dtype=float)
+            est, lo, hi, _ = _interval(v, bounds, ci) if len(v) else (np.nan,) * 4
+            row.update({f"scatter_{pair}_reaction": est, f"scatter_{pair}_ci_low": lo,
+                        f"scatter_{pair}_ci_high": hi, f"scatter_{pair}_n": len(v)})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["model", "curve"] + [f"scatter_{p}_{c}" for p in pairs
+                                                           for c in ("reaction", "ci_low", "ci_high", "n")])
+
+
 def report_card(per_image: pd.DataFrame, seconds: pd.DataFrame | None, explainers: dict, evaluators: dict,
                 classifiers: dict, n_boot: int = 1000, ci: float = 0.95, seed: int = 0,
-                target_half_width: float = TARGET_HALF_WIDTH) -> pd.DataFrame:
+                target_half_width: float = TARGET_HALF_WIDTH, gate=None,
+                value_ranges: dict | None = None) -> pd.DataFrame:
     """One row per (model, metric). per_image: model, explainer, curve, image,
     score (aggregate_records). seconds: model, explainer, curve, image, seconds
     (the records; None = no cost column). explainers / evaluators /
@@ -169,8 +226,13 @@ def report_card(per_image: pd.DataFrame, seconds: pd.DataFrame | None, explainer
     reversed | tied | undefined), f_seed_spread (NaN without a second seed).
     Anchors: random_rank, random_expected_rank, background_rank,
     background_expected_rank, n_explainers, score_kind, anchor_note. Then
-    agreement_tau, agreement_note, seconds_per_image, n_images. n_boot: only
-    the micro intervals and agreement intervals use it (not on the card)."""
+    agreement_tau, agreement_note, seconds_per_image, n_images. Per family
+    also f_uninformative and the gate (f_gate, f_gate_estimate, f_gate_ci_low,
+    f_gate_ci_high; gate: family_gate.csv, a path or frame, None = no gate);
+    per scatter pair p: scatter_p_reaction, scatter_p_ci_low,
+    scatter_p_ci_high, scatter_p_n. n_boot: only the micro intervals and
+    agreement intervals use it (not on the card)."""
+    from fudbench.analysis.claims import read_gate
     from fudbench.analysis.curves import configured_curve_scores
     from fudbench.analysis.meta import anchor_explainers, degraded_explainers
 
@@ -196,11 +258,15 @@ def report_card(per_image: pd.DataFrame, seconds: pd.DataFrame | None, explainer
                                          curve_scores=curve_scores)
         corr = corr[corr["kind"] == "macro"].set_index(["model", "family", "curve"])
         power = family_power(per_image, degraded, curve_scores).set_index(["model", "family", "curve"])
+        gates = read_gate(gate)
         for f in family_members(degraded):
             _family_columns(card, f, corr, power, target_half_width)
+            _gate_columns(card, f, gates)
     ranks = anchor_ranks(per_image, anchors, curve_scores)
     agree = mean_agreement(per_image, curve_scores)
     card = card.merge(ranks, on=["model", "curve"], how="left").merge(agree, on=["model", "curve"], how="left")
+    card = card.merge(scatter_columns(per_image, explainers, curve_scores, ci, value_ranges), on=["model", "curve"],
+                      how="left")
     for method in ("random", "background"):
         for column in (f"{method}_rank", f"{method}_expected_rank"):
             if column not in card:
@@ -220,3 +286,9 @@ def report_card(per_image: pd.DataFrame, seconds: pd.DataFrame | None, explainer
 def card_families(card: pd.DataFrame) -> list[str]:
     """The families of a report card, in its column order."""
     return [c[: -len("_recovery")] for c in card.columns if c.endswith("_recovery")]
+
+
+def card_scatter_pairs(card: pd.DataFrame) -> list[str]:
+    """The scatter pairs of a report card, in its column order."""
+    return [c[len("scatter_"): -len("_reaction")] for c in card.columns
+            if c.startswith("scatter_") and c.endswith("_reaction")]

@@ -1,0 +1,213 @@
+"""Scatter controls (issue 38): the scatter pairs, the scatter-matched families,
+the family gate and the pre-registered endpoint, each on a case whose answer is
+known by construction."""
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from fudbench.analysis.endpoint import endpoint_table, joint_holm, scatter_matched
+from fudbench.analysis.gate import family_gate, passing
+from fudbench.analysis.meta import degraded_explainers, family_order, scatter_pairs
+from fudbench.explainers import build_explainer
+from fudbench.explainers.controlled import block_shuffle, histogram_match, shift_offsets
+from fudbench.seeding import explainer_seed_name
+
+SEEDS = [11, 12, 13, 14]
+
+
+def _images(n=4, size=32):
+    x = torch.rand(n, 3, size, size, generator=torch.Generator().manual_seed(0))
+    masks = torch.zeros(n, size, size)
+    masks[:, 10:20, 8:22] = 1
+    return x, masks
+
+
+def _map(name, settings, x, masks=None):
+    e = build_explainer(name, settings)
+    kwargs = {"masks": masks} if e.uses_masks else {}
+    return e.explain(None, x, None, seeds=SEEDS, **kwargs)[:, 0]
+
+
+def top_nn_distance(a: torch.Tensor, share: float, torus: bool = False) -> float:
+    """Mean nearest-neighbour distance (px) among each map's top `share` pixels."""
+    out = []
+    for m in a:
+        h, w = m.shape
+        k = max(2, int(share * m.numel()))
+        idx = m.flatten().argsort(descending=True, stable=True)[:k]
+        yx = torch.stack([idx // w, idx % w], 1).float()
+        d = (yx[:, None] - yx[None]).abs()
+        if torus:
+            d = torch.minimum(d, torch.tensor([h, w], dtype=torch.float32) - d)
+        d = d.pow(2).sum(-1).sqrt()
+        d.fill_diagonal_(float("inf"))
+        out.append(d.min(1).values.mean())
+    return float(torch.stack(out).mean())
+
+
+# ------------------------------------------------------------------ scatter pairs
+
+def test_random_smooth_is_the_random_map_smoothed_with_its_values():
+    x, _ = _images()
+    r = _map("random", {}, x)
+    s = _map("random_smooth", {"method": "random_smooth", "sigma": 2.0}, x)
+    assert torch.equal(r.flatten(1).sort(1).values, s.flatten(1).sort(1).values)  # same values
+    assert not torch.equal(r, s)
+    assert top_nn_distance(s, 0.1) < 0.75 * top_nn_distance(r, 0.1)               # compact top set
+    # seeded as `random` (the same noise), so the pair differs by the smoothing only
+    assert explainer_seed_name("random_smooth", {"method": "random_smooth"}) == "random"
+
+
+def test_histogram_match_keeps_reference_values_and_own_order():
+    a = torch.tensor([[[3.0, 1.0], [2.0, 0.0]]])
+    ref = torch.tensor([[[10.0, 20.0], [30.0, 40.0]]])
+    out = histogram_match(a, ref)
+    assert out.tolist() == [[[40.0, 20.0], [30.0, 10.0]]]
+
+
+@pytest.mark.parametrize("base", ["oracle", "background"])
+def test_reorder_pair_holds_the_same_set_and_differs_in_scatter(base):
+    x, masks = _images()
+    inside = masks.bool() if base == "oracle" else ~masks.bool()
+    maps = {o: _map(f"{base}_{o}", {"method": "reorder", "base": base, "order": o}, x, masks)
+            for o in ("compact", "scattered")}
+    n_set = int(inside[0].sum())
+    for a in maps.values():
+        top = a.flatten(1).argsort(1, descending=True)[:, :n_set]
+        assert bool(inside.flatten(1).gather(1, top).all())            # the base's set ranks first, in full
+        rest = a.masked_select(~inside)
+        assert torch.allclose(rest, rest[:1].expand_as(rest))         # outside it the base's ties are kept
+    share = 0.4 * n_set / masks[0].numel()
+    assert top_nn_distance(maps["compact"], share) < top_nn_distance(maps["scattered"], share)
+    assert scatter_pairs({f"{base}_compact": {"method": "reorder", "base": base, "order": "compact"},
+                          f"{base}_scattered": {"method": "reorder", "base": base, "order": "scattered"}}) \
+        == {base: (f"{base}_compact", f"{base}_scattered")}
+
+
+# ------------------------------------------------------------------ scatter-matched families
+
+def test_translate_keeps_values_and_scatter_and_moves_evidence_off_the_object():
+    x, masks = _images()
+    t0 = _map("r_t0", {"method": "translate", "base": "random_smooth", "shift": 0}, x)
+    inside = []
+    for d in (0, 2, 4, 6, 8):
+        a = _map(f"r_t{d}", {"method": "translate", "base": "random_smooth", "shift": d}, x)
+        # values kept exactly (circular shift: no invented border values)
+        assert torch.equal(a.flatten(1).sort(1).values, t0.flatten(1).sort(1).values)
+        # no edge added: the top set's scatter on the torus is unchanged
+        assert top_nn_distance(a, 0.1, torus=True) == pytest.approx(top_nn_distance(t0, 0.1, torus=True))
+        oracle = _map(f"o{d}", {"method": "translate", "base": "oracle", "shift": d}, x, masks)
+        inside.append(float((oracle * masks).sum() / oracle.sum()))
+    assert inside[0] == pytest.approx(1.0)
+    assert all(a > b for a, b in zip(inside, inside[1:]))            # monotone: less evidence under the map
+
+
+def test_shift_direction_is_shared_by_a_family_and_scales_with_the_level():
+    small, large = shift_offsets(2, SEEDS), shift_offsets(8, SEEDS)
+    for (dy2, dx2), (dy8, dx8) in zip(small, large):
+        assert np.hypot(dy8, dx8) == pytest.approx(8, abs=0.8)
+        assert np.sign(dy2) in (np.sign(dy8), 0) and np.sign(dx2) in (np.sign(dx8), 0)
+
+
+def test_block_shuffle_moves_whole_tiles_nested_across_fractions():
+    a = torch.arange(2 * 16 * 16, dtype=torch.float32).view(2, 16, 16)
+    tiles = lambda m: {tuple(t.flatten().tolist()) for t in m.unfold(0, 4, 4).unfold(1, 4, 4).reshape(-1, 16)}  # noqa: E731
+    moved = {}
+    for p in (0.0, 0.25, 0.5, 1.0):
+        out = block_shuffle(a, p, 4, [1, 2])
+        for i in range(2):
+            assert tiles(out[i]) == tiles(a[i])                       # every tile kept whole
+        moved[p] = (out != a).view(2, 4, 4, 4, 4).permute(0, 1, 3, 2, 4).reshape(2, 16, 16).any(-1)
+    assert not moved[0.0].any()
+    assert moved[0.25].sum(1).tolist() == [4, 4] and moved[1.0].all()
+    assert bool((moved[0.25] <= moved[0.5]).all())                   # nested levels
+    with pytest.raises(ValueError, match="must divide"):
+        block_shuffle(torch.zeros(1, 10, 10), 0.5, 4, [1])
+
+
+def test_new_families_are_known_orders_of_their_own():
+    explainers = {"t0": {"method": "translate", "base": "sm", "shift": 0},
+                  "t4": {"method": "translate", "base": "sm", "shift": 4},
+                  "b0": {"method": "block_shuffle", "base": "sm", "fraction": 0.0},
+                  "b5": {"method": "block_shuffle", "base": "sm", "fraction": 0.5},
+                  "d5": {"method": "degrade", "base": "sm", "fraction": 0.5}}
+    d = degraded_explainers(explainers)
+    assert d == {"t0": ("sm_shifted", 0.0), "t4": ("sm_shifted", 4.0), "b0": ("sm_blocks", 0.0),
+                 "b5": ("sm_blocks", 0.5), "d5": ("sm", 0.5)}
+    assert family_order("sm_shifted") == family_order("sm_blocks") == "total"
+    assert scatter_matched("sm_shifted") and scatter_matched("sm_blocks") and not scatter_matched("sm")
+    with pytest.raises(ValueError, match="explainers.t9.shift"):
+        degraded_explainers({"t9": {"method": "translate", "base": "sm"}})
+
+
+# ------------------------------------------------------------------ gate
+
+def _truth(means: dict, n=24, sd=0.05, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame([{"model": "m", "explainer": e, "image": i, "value": float(np.clip(mu + sd * rng.normal(), 0, 1))}
+                         for e, mu in means.items() for i in range(n)])
+
+
+def test_gate_passes_a_base_above_random_and_fails_one_below():
+    degraded = {"good_t0": ("good_shifted", 0.0), "good_t4": ("good_shifted", 4.0),
+                "bad_t0": ("bad_shifted", 0.0), "bad_t4": ("bad_shifted", 4.0),
+                "flat_t0": ("flat_shifted", 0.0), "flat_t4": ("flat_shifted", 4.0)}
+    # good: above random and ordered; bad: below random; flat: above random but its members are not ordered
+    gate = family_gate(_truth({"random": 0.2, "good_t0": 0.6, "good_t4": 0.4, "bad_t0": 0.1, "bad_t4": 0.05,
+                               "flat_t0": 0.5, "flat_t4": 0.5}, seed=1), degraded, "random")
+    ok = passing(gate)
+    assert ok == {("m", "good_shifted"): True, ("m", "bad_shifted"): False, ("m", "flat_shifted"): False}
+    rows = gate.set_index("family")
+    assert rows.loc["good_shifted", "ci_low"] > 0 and rows.loc["good_shifted", "estimate"] == pytest.approx(0.4, abs=0.05)
+    assert rows.loc["good_shifted", "order_low"] > 0.5
+    assert rows.loc["flat_shifted", "ci_low"] > 0 and rows.loc["flat_shifted", "order_low"] < 0 < rows.loc[
+        "flat_shifted", "order_high"]
+
+
+# ------------------------------------------------------------------ endpoint
+
+def _family_frame(rng, n_images, challenger_gain, scatter=None):
+    """Per-image scores of a translate family (5 members, less is better) under
+    paper FUD and FUD symmetric: the true order with equal signal for both, plus
+    `challenger_gain` more signal for the challenger; `scatter` adds the same
+    offset to every member (a translate family has equal scatter)."""
+    rows = []
+    members = [f"f_t{d}" for d in (0, 2, 4, 6, 8)]
+    for i in range(n_images):
+        for k, e in enumerate(members):
+            base = -0.1 * k
+            for curve, gain in (("fud", 0.0), ("fud_symmetric", challenger_gain)):
+                s = base * (1 + gain) + (scatter or 0.0) + 0.15 * rng.normal()
+                rows.append({"model": "m", "explainer": e, "curve": curve, "image": i, "score": s})
+    explainers = {e: {"method": "translate", "base": "f", "shift": d} for e, d in zip(members, (0, 2, 4, 6, 8))}
+    gate = pd.DataFrame([{"model": "m", "family": "f_shifted", "passes": True}])
+    return pd.DataFrame(rows), explainers, gate
+
+
+CURVES = {"fud": ("FUD", True, None), "fud_symmetric": ("FUD symmetric", True, None)}
+
+
+def test_endpoint_detects_a_better_challenger_and_stays_quiet_without_one():
+    rng = np.random.default_rng(0)
+    per_image, explainers, gate = _family_frame(rng, 64, challenger_gain=2.0)
+    better = endpoint_table(per_image, explainers, CURVES, gate)
+    assert better.iloc[0]["verdict"] == "challenger better" and better.iloc[0]["p_holm"] < 0.05
+    # no difference in faithfulness, a large scatter offset shared by the family: no false verdicts
+    false_calls = 0
+    for seed in range(40):
+        per_image, explainers, gate = _family_frame(np.random.default_rng(100 + seed), 32, 0.0, scatter=0.5)
+        false_calls += endpoint_table(per_image, explainers, CURVES, gate).iloc[0]["verdict"] != "undecided"
+    assert false_calls <= 4   # 5% nominal; 40 repetitions: P(> 4 calls) < 0.05 at the nominal rate
+
+
+def test_endpoint_skips_families_the_gate_fails_and_holm_spans_the_cells():
+    rng = np.random.default_rng(1)
+    per_image, explainers, _ = _family_frame(rng, 16, 1.0)
+    failed = pd.DataFrame([{"model": "m", "family": "f_shifted", "passes": False}])
+    assert endpoint_table(per_image, explainers, CURVES, failed).empty
+    cells = pd.DataFrame({"endpoint": ["primary"] * 3, "estimate": [0.3, -0.2, 0.1], "p": [0.01, 0.02, 0.5]})
+    out = joint_holm(cells)
+    assert out["p_holm"].round(6).tolist() == [0.03, 0.04, 0.5]
+    assert out["verdict"].tolist() == ["challenger better", "paper better", "undecided"]
+    assert (out["n_cells"] == 3).all()
