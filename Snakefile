@@ -13,7 +13,7 @@ REPO = Path(workflow.basedir)
 sys.path.insert(0, str(REPO / "src"))
 
 from fudbench.config import validate_config
-from fudbench.configfiles import command_line_config, with_default
+from fudbench.configfiles import command_line_config, typed_overrides, with_default
 from fudbench.preflight import check_free_space, check_results_path, check_results_writable
 
 # `config` holds the --configfile files merged in order (later keys win, mappings
@@ -23,7 +23,8 @@ from fudbench.preflight import check_free_space, check_results_path, check_resul
 # Snakemake's own merge cannot restore an entry an earlier file nulled (`ig: null`, then `ig: {}`
 # stays null), so the files are merged again here (fudbench.configfiles.command_line_config).
 _settings = getattr(workflow, "config_settings", None)
-_given = (command_line_config(_settings.configfiles or [], _settings.config)
+# --config's values are re-read as YAML means them (typed_overrides: Snakemake leaves nested ones strings).
+_given = (command_line_config(_settings.configfiles or [], typed_overrides(_settings.config))
           if _settings is not None else config)
 _merged = with_default(_given, REPO / "config/config.yaml", REPO / "config/schema.yaml")
 config.clear()
@@ -68,8 +69,10 @@ onstart:
 # Intermediates a job found corrupt and deleted (results/<run>/.damaged) are
 # requested too, so that Snakemake remakes them and reruns their readers (it
 # does not remake a missing intermediate while the tables above it exist):
-# fudbench.damage explains the choice.
-from fudbench.damage import remake_damaged
+# fudbench.damage explains the choice. Intermediates deleted by hand are found the same
+# way, by a presence check of what finished jobs read (fudbench.damage.remake_missing;
+# the main process only: jobs parse the Snakefile too, and need no targets).
+from fudbench.damage import remake_damaged, remake_missing
 
 
 rule all:
@@ -77,4 +80,5 @@ rule all:
         all_targets(),
         CUE_TARGETS,  # rules/cue.smk: empty without data.synthetic.cue
         remake_damaged(RESULTS, workflow.rules),
+        remake_missing(RESULTS, workflow.rules) if getattr(workflow, "is_main_process", True) else [],
     default_target: True

@@ -110,6 +110,7 @@ def main(argv=None) -> list[dict]:
                          "tflop_per_image": flop / 1e12, "tflops": tflops, "pct_peak": pct})
             print(f"{mname:9s} {ename:11s} {cost['forward']:8.1f} {cost['backward']:8.1f} {cost['seconds']:9.4f} "
                   f"{flop / 1e12:10.4f} {tflops:8.3f}", flush=True)
+            write_rows(args.csv, rows)  # after every row: a run stopped by a time limit keeps what it finished
     write_rows(args.csv, rows)
     return rows
 

@@ -1,6 +1,7 @@
 """Does FUD's precision change its scores? The same FUD run (same seeds, same
-masks) with the U-Net in fp32 and in the config's precision (e.g. bf16
-autocast + channels_last), on a finished run's attributions.
+masks) with the U-Net in fp32 (eager) and in the config's precision (e.g. bf16
+autocast + channels_last on a CPU; bf16, contiguous and compiled on a GPU), on
+a finished run's attributions.
 
     ./fud python bench/fud_precision.py [--results results/synthetic] [--config config/config.yaml]
         [--models cnn vit] [--explainers ig sm random oracle_d00] [--limit 16] [--csv PATH]
@@ -89,8 +90,9 @@ def main(argv=None) -> pd.DataFrame:
     from fudbench.hardware import describe_machine
 
     print(describe_machine(device, configured))
-    print(f"configured: amp_dtype={configured.get('amp_dtype')}, channels_last={configured.get('channels_last')}; "
-          f"written to {dest}")
+    print(f"configured: amp_dtype={configured.get('amp_dtype')}, channels_last={configured.get('channels_last')}, "
+          f"compile={configured.get('compile', 'auto')} -> {evaluators['configured'].curves[0][1].runtime.precision.label}"
+          f"; fp32 reference: eager; written to {dest}")
     return table
 
 

@@ -1,8 +1,8 @@
 """Throughput of FUD's sampler: seconds per sample, TFLOP/s, % of the GPU's bf16 peak.
 
     ./fud python bench/fud_throughput.py [--device cuda] [--steps 10 25 50 100]
-        [--batch-sizes 1 8 32 64 auto] [--dtype bf16|fp16|fp32] [--compile] [--channels-last]
-        [--classifier resnet50|vit_b_16] [--repeats 2] [--csv out.csv] [--tiny]
+        [--batch-sizes 1 8 32 64 auto] [--dtype auto|bf16|fp16|fp32] [--compile [auto|true|false]]
+        [--channels-last [auto|true|false]] [--classifier resnet50|vit_b_16] [--repeats 2] [--csv out.csv] [--tiny]
 
 Builds the paper's score model, guided-diffusion's ADM-256 as a diffusers
 UNet2DModel (552.8 M parameters; ../shared/spec/diffusion.md), and a
@@ -22,6 +22,10 @@ times samples per second; the peak is the device's dense bf16 tensor-core
 peak from PEAK_BF16_TFLOPS (matched on torch.cuda.get_device_name; n/a on a CPU).
 `auto` batch size = the largest batch that fits the free GPU memory
 (fudbench.batching.fit_batch_size with a measured per-sample peak).
+The first call of each batch size (2 steps: compilation where compile is on,
+cuDNN autotuning, allocations) is not timed; its seconds are the `warmup_s`
+column. The CSV is rewritten after every row, so a run stopped by a time
+limit keeps the rows it finished.
 """
 from __future__ import annotations
 
@@ -146,7 +150,11 @@ def time_sampler(sampler: DiffusionImputer, classifier, batch: int, size: int, d
     mask = (torch.rand(batch, 1, size, size, generator=g) < 0.5).float().to(device)
     ctx = ImputeContext(classifier=classifier, target=torch.randint(0, 10, (batch,), generator=g).to(device),
                         seeds=list(range(batch)))
+    _sync(device)
+    t0 = time.perf_counter()
     sampler.with_steps(2).fill(x, mask, ctx)  # warm-up: allocator, cuDNN autotuning, compilation
+    _sync(device)
+    warmup = time.perf_counter() - t0
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     times = []
@@ -157,7 +165,7 @@ def time_sampler(sampler: DiffusionImputer, classifier, batch: int, size: int, d
         _sync(device)
         times.append(time.perf_counter() - t0)
     peak = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else float("nan")
-    return {"seconds": statistics.median(times), "peak_gib": peak}
+    return {"seconds": statistics.median(times), "peak_gib": peak, "warmup_s": warmup}
 
 
 def parse_args(argv=None):
@@ -166,14 +174,19 @@ def parse_args(argv=None):
     ap.add_argument("--steps", type=int, nargs="+", default=[10, 25, 50, 100])
     ap.add_argument("--batch-sizes", nargs="+", default=None,
                     help="integers and/or 'auto' (default: 1 8 32 64 auto on cuda, 1 4 on cpu)")
-    ap.add_argument("--dtype", choices=["bf16", "fp16", "fp32"], default=None,
-                    help="U-Net autocast dtype (default: bf16 on cuda, fp32 on cpu)")
-    ap.add_argument("--compile", action="store_true", help="torch.compile the U-Net")
-    ap.add_argument("--channels-last", action="store_true")
+    ap.add_argument("--dtype", choices=["auto", "bf16", "fp16", "fp32"], default=None,
+                    help="U-Net autocast dtype (default: bf16 on cuda, fp32 on cpu; auto: FUD's default)")
+    ap.add_argument("--compile", nargs="?", const="true", default="false", choices=["auto", "true", "false"],
+                    help="torch.compile the U-Net (bare --compile: true; auto: FUD's default, on on a GPU)")
+    ap.add_argument("--channels-last", nargs="?", const="true", default="false", choices=["auto", "true", "false"],
+                    help="U-Net in channels_last (bare flag: true; auto: FUD's default, on a CPU only)")
     ap.add_argument("--classifier", default="resnet50", choices=["resnet50", "vit_b_16"])
     ap.add_argument("--guidance-start", type=float, default=0.05)
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--max-auto-batch", type=int, default=512)
+    ap.add_argument("--plan", nargs="+", default=None, metavar="STEPS:BATCH",
+                    help="these (steps, batch) pairs in this order instead of --steps x --batch-sizes "
+                         "(e.g. 10:32 100:32 10:1 10:auto)")
     ap.add_argument("--tiny", action="store_true", help="reduced U-Net at 32x32: seconds on a CPU")
     ap.add_argument("--threads", type=int, default=None,
                     help="CPU threads for torch (default: torch's; use 1 on a busy machine)")
@@ -181,11 +194,22 @@ def parse_args(argv=None):
     args = ap.parse_args(argv)
     if args.batch_sizes is None:
         args.batch_sizes = ["1", "8", "32", "64", "auto"] if args.device.startswith("cuda") else ["1", "4"]
+    if args.plan is not None:
+        pairs = [p.partition(":") for p in args.plan]
+        if any(not (st.isdigit() and int(st) > 0 and sep) for st, sep, _ in pairs):
+            ap.error(f"--plan: {args.plan}: each entry is STEPS:BATCH, e.g. 100:32")
+        args.pairs = [(int(st), b) for st, _, b in pairs]
+        args.steps = sorted({st for st, _ in args.pairs})
+        args.batch_sizes = [b for _, b in args.pairs]
+    else:
+        args.pairs = [(st, b) for st in args.steps for b in args.batch_sizes]
     bad = [b for b in args.batch_sizes if b != "auto" and not (b.isdigit() and int(b) > 0)]
     if bad:
         ap.error(f"--batch-sizes: {bad} are neither positive integers nor 'auto'")
     if args.dtype is None:
         args.dtype = "bf16" if args.device.startswith("cuda") else "fp32"
+    args.compile = {"true": True, "false": False}.get(args.compile, args.compile)
+    args.channels_last = {"true": True, "false": False}.get(args.channels_last, args.channels_last)
     return args
 
 
@@ -207,49 +231,56 @@ def main(argv=None) -> list[dict]:
         "steps": max(args.steps), "guidance_scale": 4.0, "guidance_start": args.guidance_start,
         "amp_dtype": None if args.dtype == "fp32" else args.dtype, "channels_last": args.channels_last,
         "compile": args.compile})
+    precision = base.runtime.precision
     name, peak = peak_tflops(device)
     from fudbench.hardware import describe_machine
 
     print(describe_machine(device))
     print(f"device={device} ({name}), peak bf16={peak or 'n/a'} TFLOP/s, dtype={args.dtype}, "
-          f"compile={args.compile}, channels_last={args.channels_last}, threads={torch.get_num_threads()}")
+          f"compile={args.compile}, channels_last={args.channels_last}, threads={torch.get_num_threads()}; "
+          f"U-Net runs as: {precision.label}")
     n_params = sum(p.numel() for p in unet.parameters()) / 1e6
     print(f"U-Net {'tiny ' if args.tiny else 'ADM-256 '}{size}px: {n_params:.1f} M "
           f"parameters, {f_unet / 1e12:.4f} TFLOP per forward; guidance ({args.classifier} at {clf_size}px, "
           f"forward + input gradient): {f_guidance / 1e9:.2f} GFLOP")
     print(f"{'steps':>5s} {'batch':>5s} {'s/sample':>10s} {'samples/s':>10s} {'TFLOP/s':>9s} {'% peak':>7s} "
-          f"{'peak GiB':>9s}")
+          f"{'peak GiB':>9s} {'warm-up s':>9s}")
     rows = []
-    for steps in args.steps:
+    for steps, b in args.pairs:
         sampler = base.with_steps(steps)
         flop_per_sample = steps * f_unet + len(sampler.guided_timesteps) * f_guidance
-        for b in args.batch_sizes:
-            if b == "auto":
-                per_sample = sampler.bytes_per_sample((3, size, size), device)
-                batch = fit_batch_size(args.max_auto_batch, per_sample, device)
-            else:
-                batch = int(b)
-            row = {"device": name, "dtype": args.dtype, "compile": args.compile, "channels_last": args.channels_last,
-                   "classifier": args.classifier, "size": size, "steps": steps, "batch": batch,
-                   "batch_request": b, "tflop_per_sample": flop_per_sample / 1e12}
-            try:
-                timing = time_sampler(sampler, classifier, batch, size, device, args.repeats)
-            except Exception as exc:  # noqa: BLE001
-                if not is_out_of_memory(exc):
-                    raise
-                timing = None
-            if timing is None:
-                free_cached_memory()
-                print(f"{steps:5d} {batch:5d} {'out of memory':>10s}", flush=True)
-                rows.append({**row, "seconds_per_sample": math.nan, "samples_per_second": math.nan,
-                             "tflops": math.nan, "pct_peak": math.nan, "peak_gib": math.nan, "oom": True})
-                continue
-            sps = timing["seconds"] / batch
-            tflops, pct = achieved_tflops(flop_per_sample, sps, peak)
-            rows.append({**row, "seconds_per_sample": sps, "samples_per_second": 1 / sps, "tflops": tflops,
-                         "pct_peak": pct, "peak_gib": timing["peak_gib"], "oom": False})
-            print(f"{steps:5d} {batch:5d} {sps:10.4f} {1 / sps:10.2f} {tflops:9.3f} "
-                  f"{'n/a' if not peak else f'{pct:.1f}':>7s} {timing['peak_gib']:9.2f}", flush=True)
+        if b == "auto":
+            per_sample = sampler.bytes_per_sample((3, size, size), device)
+            batch = fit_batch_size(args.max_auto_batch, per_sample, device)
+        else:
+            batch = int(b)
+        row = {"device": name, "dtype": precision.amp_dtype or "fp32", "compile": precision.compile,
+               "channels_last": precision.channels_last,
+               "classifier": args.classifier, "size": size, "steps": steps, "batch": batch,
+               "batch_request": b, "tflop_per_sample": flop_per_sample / 1e12}
+        try:
+            timing = time_sampler(sampler, classifier, batch, size, device, args.repeats)
+        except Exception as exc:  # noqa: BLE001
+            if not is_out_of_memory(exc):
+                raise
+            timing = None
+        if timing is None:
+            free_cached_memory()
+            print(f"{steps:5d} {batch:5d} {'out of memory':>10s}", flush=True)
+            rows.append({**row, "seconds_per_sample": math.nan, "samples_per_second": math.nan,
+                         "tflops": math.nan, "pct_peak": math.nan, "peak_gib": math.nan, "warmup_s": math.nan,
+                         "compile_failed": base.runtime.compile_failed or "", "oom": True})
+            write_rows(args.csv, rows)
+            continue
+        sps = timing["seconds"] / batch
+        tflops, pct = achieved_tflops(flop_per_sample, sps, peak)
+        rows.append({**row, "seconds_per_sample": sps, "samples_per_second": 1 / sps, "tflops": tflops,
+                     "pct_peak": pct, "peak_gib": timing["peak_gib"], "warmup_s": timing["warmup_s"],
+                     "compile_failed": base.runtime.compile_failed or "", "oom": False})
+        write_rows(args.csv, rows)
+        print(f"{steps:5d} {batch:5d} {sps:10.4f} {1 / sps:10.2f} {tflops:9.3f} "
+              f"{'n/a' if not peak else f'{pct:.1f}':>7s} {timing['peak_gib']:9.2f} {timing['warmup_s']:9.1f}",
+              flush=True)
     write_rows(args.csv, rows)
     return rows
 

@@ -1,5 +1,5 @@
 # Shared constants, wildcard constraints, resource helpers and targets.
-from fudbench.config import fud_diagnostics_on
+from fudbench.config import fud_diagnostics_on, score_model_users
 from fudbench.data.shards import n_shards
 from fudbench.evaluators import entries_of, entry_curves, method_of, spec_of, use_plugins
 from fudbench.fingerprint import score_model_training_inputs
@@ -92,9 +92,10 @@ def entry_assets(evaluator):
     return spec_of(evaluator, config["evaluators"][evaluator]).assets(resolved_settings(evaluator))
 
 
-# The score model's own rules (train or verify, check, samples figure) run only
-# when an evaluator reads it (FUD, diffusion fills): a run without FUD skips them.
-SCORE_MODEL_USED = FUD_ON or any("score_model" in entry_assets(e) for e in EVALUATORS)
+# The score model's own rules (train, verify or convert, check, samples figure) exist only
+# when an evaluator reads it (FUD, its variants, diffusion fills): a run without them
+# needs no models.score_model and no diffusion checkpoint (fudbench.config.score_model_users).
+SCORE_MODEL_USED = bool(score_model_users(config, REPO))
 
 
 def asset_path(key, wildcards):
@@ -191,6 +192,12 @@ def configured_appendix_curves():
 def appendix_targets():
     present = tables_of(config["evaluators"])
     return table_paths(*[t for t in APPENDIX_TABLES if t in present])
+
+
+def gate_input(gated):
+    """The family gate's table where this run computes one (rules/meta.smk), else
+    nothing (claims and the report card then say that no gate was applied)."""
+    return [f"{RESULTS}/tables/family_gate.csv"] if gated else []
 
 
 def meta_targets():

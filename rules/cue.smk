@@ -1,11 +1,12 @@
 # The planted-cue ground truth (data.synthetic.cue; fudbench.analysis.cue,
 # docs/meta_evaluation.md, "Planted cue"): the intervention check that licenses
-# it, each map's coverage of the cue, and each metric's agreement with that
-# coverage. Without a cue none of these rules is in the DAG.
+# it (with the dose-response), each map's coverage of the cue, each metric's
+# agreement with that coverage, and the endpoint cells (FUD symmetric / bottom
+# minus paper FUD). Without a cue none of these rules is in the DAG.
 CUE = config["data"]["source"] == "synthetic" and bool(config["data"]["synthetic"].get("cue"))
 CUE_CHECK = config["analysis"].get("cue") or {}
 # rule all's share (the Snakefile)
-CUE_TARGETS = table_paths("cue_intervention", "cue_truth", "cue_verdict") if CUE else []
+CUE_TARGETS = table_paths("cue_intervention", "cue_dose", "cue_truth", "cue_verdict", "cue_endpoint") if CUE else []
 
 
 if CUE:
@@ -18,6 +19,8 @@ if CUE:
         output:
             tex=f"{RESULTS}/tables/cue_intervention.tex",
             csv=reported_table(f"{RESULTS}/tables/cue_intervention.csv", "cue_intervention"),
+            dose_tex=f"{RESULTS}/tables/cue_dose.tex",
+            dose_csv=reported_table(f"{RESULTS}/tables/cue_dose.csv", "cue_dose"),
         params:
             synthetic=config["data"]["synthetic"],
             seed=config["seed"],
@@ -60,6 +63,9 @@ if CUE:
         output:
             tex=f"{RESULTS}/tables/cue_verdict.tex",
             csv=reported_table(f"{RESULTS}/tables/cue_verdict.csv", "cue_verdict"),
+            per_image=f"{RESULTS}/analysis/cue_spearman_per_image.csv",
+            endpoint_tex=f"{RESULTS}/tables/cue_endpoint.tex",
+            endpoint_csv=reported_table(f"{RESULTS}/tables/cue_endpoint.csv", "cue_endpoint"),
         params:
             explainers=config["explainers"],
             evaluators=config["evaluators"],

@@ -7,7 +7,7 @@
 # any job in the Snakefile's onstart asset check, which names what is missing.
 # Your own folder was checked when the config was (fudbench.data.folder).
 from fudbench.assets import present, resolved_imagenet
-from fudbench.data.folder import evaluated_files, resolved_folder
+from fudbench.data.folder import evaluated_files, mask_file, resolved_folder
 
 
 if config["data"]["source"] == "folder":
@@ -18,6 +18,9 @@ if config["data"]["source"] == "folder":
             # the evaluated files themselves: replacing an image reruns what depends on it
             labels=FOLDER["labels"],
             images=[f"{FOLDER['root']}/{f}" for f, _ in evaluated_files(FOLDER, config["data"]["n_eval"])],
+            # their object masks (data.folder.masks), if any
+            masks=[str(mask_file(FOLDER, f)) for f, _ in evaluated_files(FOLDER, config["data"]["n_eval"])]
+            if FOLDER.get("masks") else [],
         output:
             eval=f"{RESULTS}/data/eval.npz",
             classes=f"{RESULTS}/data/classes.json",

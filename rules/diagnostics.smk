@@ -42,7 +42,8 @@ rule plot_fud_diagnostics:
     params:
         diagnostics=DIAG,
         fud=lambda w: config["evaluators"]["fud"],
-        num_train_timesteps=config["models"]["score_model"].get("num_train_timesteps", 1000),
+        # absent score model: these rules are not in the DAG (no FUD), the value unused
+        num_train_timesteps=(config["models"].get("score_model") or {}).get("num_train_timesteps", 1000),
         models=MODELS,
         plots=config["plots"],
     log:

@@ -15,7 +15,8 @@ PRETRAINED = [m for m in MODELS if is_torchvision(CLASSIFIERS[m]["arch"]) or is_
 # assets/ so that every machine starts from the same weights (fudbench.models.shipped).
 SHIPPED = [m for m in MODELS if m not in PRETRAINED and CLASSIFIERS[m].get("source", "train") == "shipped"]
 TRAINED = [m for m in MODELS if m not in PRETRAINED and m not in SHIPPED]
-SCORE_SOURCE = config["models"]["score_model"]["source"]
+# None when no evaluator reads the score model: its rules are left out (SCORE_MODEL_USED, rules/common.smk)
+SCORE_SOURCE = config["models"]["score_model"]["source"] if SCORE_MODEL_USED else None
 
 
 if TRAINED:
@@ -67,6 +68,7 @@ if SHIPPED:
         params:
             training_inputs=lambda w: classifier_training_inputs(config, w.model),
             gates=config["models"]["gates"],
+            min_accuracy=lambda w: config["models"]["classifiers"][w.model].get("min_accuracy"),
         wildcard_constraints:
             model="|".join(SHIPPED),
         threads: 1
@@ -162,7 +164,7 @@ elif SCORE_SOURCE == "shipped":
         script:
             "../scripts/verify_score_model.py"
 
-else:
+elif SCORE_SOURCE == "guided_diffusion":
     GUIDED_DIFFUSION = {
         **config["models"]["score_model"]["guided_diffusion"],
         "checkpoint": str(resolve_path(config["models"]["score_model"]["guided_diffusion"]["checkpoint"], REPO)),
@@ -192,51 +194,53 @@ else:
             "../scripts/convert_score_model.py"
 
 
-# Unconditional samples vs real images. A pretrained 256 px U-Net samples at
-# its own size; the samples are resized to the images'.
-rule check_score_model:
-    input:
-        score_model=f"{RESULTS}/models/score_model.pt",
-        classifiers=expand(f"{RESULTS}/models/{{model}}.pt", model=MODELS),
-        test=REAL_IMAGES,
-        classes=rules.make_dataset.output.classes,
-    output:
-        report=f"{RESULTS}/models/score_model_check.json",
-        samples=f"{RESULTS}/models/score_model_samples.npz",
-    params:
-        gates=config["models"]["gates"],
-        models=MODELS,
-        # the U-Net's precision and layout as FUD runs it (the gate checks that sampler)
-        precision={k: config["evaluators"].get("fud", {}).get(k, "auto") for k in ("amp_dtype", "channels_last")},
-        job=job_params(),
-    # One thread: a 2-thread job waits for both cores to be free at once, and the
-    # stream of 1-thread jobs rarely leaves them so (it starved the second model).
-    threads: 1
-    resources:
-        gpu=GPU,
-        mem_mb=16000 if SCORE_SOURCE == "guided_diffusion" else 4000,
-        runtime=60,
-    log:
-        f"{RESULTS}/logs/check_score_model.log",
-    conda:
-        ENV_TORCH
-    script:
-        "../scripts/check_score_model.py"
+if SCORE_MODEL_USED:
+
+    # Unconditional samples vs real images. A pretrained 256 px U-Net samples at
+    # its own size; the samples are resized to the images'.
+    rule check_score_model:
+        input:
+            score_model=f"{RESULTS}/models/score_model.pt",
+            classifiers=expand(f"{RESULTS}/models/{{model}}.pt", model=MODELS),
+            test=REAL_IMAGES,
+            classes=rules.make_dataset.output.classes,
+        output:
+            report=f"{RESULTS}/models/score_model_check.json",
+            samples=f"{RESULTS}/models/score_model_samples.npz",
+        params:
+            gates=config["models"]["gates"],
+            models=MODELS,
+            # the U-Net's precision and layout as FUD runs it (the gate checks that sampler)
+            precision={k: config["evaluators"].get("fud", {}).get(k, "auto") for k in ("amp_dtype", "channels_last")},
+            job=job_params(),
+        # One thread: a 2-thread job waits for both cores to be free at once, and the
+        # stream of 1-thread jobs rarely leaves them so (it starved the second model).
+        threads: 1
+        resources:
+            gpu=GPU,
+            mem_mb=16000 if SCORE_SOURCE == "guided_diffusion" else 4000,
+            runtime=60,
+        log:
+            f"{RESULTS}/logs/check_score_model.log",
+        conda:
+            ENV_TORCH
+        script:
+            "../scripts/check_score_model.py"
 
 
-rule plot_score_model_samples:
-    input:
-        samples=rules.check_score_model.output.samples,
-    output:
-        figure_paths("score_model_samples"),
-    params:
-        plots=config["plots"],
-    log:
-        f"{RESULTS}/logs/plot_score_model_samples.log",
-    conda:
-        ENV_REPORT
-    script:
-        "../scripts/plot_score_model_samples.py"
+    rule plot_score_model_samples:
+        input:
+            samples=rules.check_score_model.output.samples,
+        output:
+            figure_paths("score_model_samples"),
+        params:
+            plots=config["plots"],
+        log:
+            f"{RESULTS}/logs/plot_score_model_samples.log",
+        conda:
+            ENV_REPORT
+        script:
+            "../scripts/plot_score_model_samples.py"
 
 
 rule model_quality:

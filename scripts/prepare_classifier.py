@@ -10,6 +10,7 @@ from fudbench.device import resolve_device
 from fudbench.io import write_json
 from fudbench.jobs import setup_job
 from fudbench.models.classifiers import output_classes, pretrained_classifier, save_classifier
+from fudbench.models.gate import accuracy_gate, gate_line
 from fudbench.models.torchvision_models import is_torchvision, weights_path
 from fudbench.models.training import accuracy
 from fudbench.plugins import plugin_sources, sources_digest
@@ -30,13 +31,13 @@ else:
 log.info("%s: %s (sha256 %s), %d classes", w.model, source, digest, n_classes)
 with torch.no_grad():
     acc = accuracy(model.to(device), images.to(device), labels.to(device), batch_size=128)
-gate = p.gates["min_test_accuracy"]
+gate, gate_key = accuracy_gate(w.model, p.classifier, p.gates)
 metrics = {"model": w.model, "arch": p.classifier["arch"], **source, "sha256": digest,
            "test_accuracy": acc, "accuracy_on": f"the {len(labels)} evaluated images",
-           "gate_min_test_accuracy": gate, "passes_gate": acc >= gate,
+           "gate_min_test_accuracy": gate, "gate_key": gate_key, "passes_gate": acc >= gate,
            "parameters": sum(t.numel() for t in model.parameters())}
-msg = f"[gate] classifier {w.model}: top-1 accuracy {acc:.4f} on the evaluated images (gate >= {gate})"
-print(msg + ("" if acc >= gate else "  BELOW GATE"), flush=True)
+msg = gate_line(w.model, f"top-1 accuracy on the {len(labels)} evaluated images", acc, gate, gate_key)
+print(msg, flush=True)
 if acc < gate and p.gates["strict"]:
     raise SystemExit(msg + ": below the gate and models.gates.strict is true; check the labels (data.imagenet."
                      "labels / synsets, data.folder.labels) and the weights")

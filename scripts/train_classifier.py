@@ -5,6 +5,7 @@ import json
 from fudbench.data.splits import load_split
 from fudbench.device import resolve_device
 from fudbench.models.classifiers import build_classifier, save_classifier
+from fudbench.models.gate import accuracy_gate, gate_line
 from fudbench.models.training import accuracy, train_classifier
 from fudbench.io import write_json
 from fudbench.jobs import setup_job
@@ -27,12 +28,12 @@ model = build_classifier(p.classifier, n_classes, train_x.shape[-1], mean, std)
 info = train_classifier(model, train_x, train_y, val_x, val_y, p.classifier["train"],
                         derive_seed(p.job["seed"], "train", w.model), device)
 test_acc = accuracy(model, test_x.to(device), test_y.to(device))
-gate = p.gates["min_test_accuracy"]
+gate, gate_key = accuracy_gate(w.model, p.classifier, p.gates)
 metrics = {"model": w.model, "arch": p.classifier["arch"], "test_accuracy": test_acc,
-           "gate_min_test_accuracy": gate, "passes_gate": test_acc >= gate,
+           "gate_min_test_accuracy": gate, "gate_key": gate_key, "passes_gate": test_acc >= gate,
            "parameters": sum(t.numel() for t in model.parameters()), **info}
-msg = f"[gate] classifier {w.model}: test accuracy {test_acc:.4f} (gate >= {gate})"
-print(msg + ("" if test_acc >= gate else "  BELOW GATE"), flush=True)
+msg = gate_line(w.model, "test accuracy", test_acc, gate, gate_key)
+print(msg, flush=True)
 if test_acc < gate and p.gates["strict"]:
     raise SystemExit(msg + ": below the gate and models.gates.strict is true; train longer "
                      "(models.classifiers.<name>.train.epochs) or relax the gate")

@@ -6,6 +6,7 @@ from fudbench.data.splits import load_split
 from fudbench.io import atomic_path, write_json
 from fudbench.jobs import setup_job
 from fudbench.models.classifiers import load_classifier
+from fudbench.models.gate import accuracy_gate
 from fudbench.models.shipped import accuracy_matches, verify_shipped_checkpoint
 from fudbench.models.training import accuracy
 
@@ -22,9 +23,9 @@ shipped_acc = manifest["metrics"]["test_accuracy"]
 if not accuracy_matches(test_acc, shipped_acc, len(test_y)):
     raise SystemExit(f"the shipped classifier {w.model} has test accuracy {test_acc:.4f} here, its manifest says "
                      f"{shipped_acc:.4f}: the test split differs from the one it was trained with; {fix}")
-gate = p.gates["min_test_accuracy"]
+gate, gate_key = accuracy_gate(w.model, {"min_accuracy": p.min_accuracy}, p.gates)
 print(f"[gate] classifier {w.model} (shipped, sha256 {manifest['sha256'][:12]}): test accuracy {test_acc:.4f} "
-      f"(gate >= {gate}; shipped {shipped_acc:.4f})", flush=True)
+      f"(gate >= {gate}, {gate_key}; shipped {shipped_acc:.4f})", flush=True)
 with atomic_path(snakemake.output.model) as tmp:
     shutil.copyfile(snakemake.input.shipped, tmp)
 write_json(snakemake.output.metrics, {**manifest["metrics"], "source": "shipped", "sha256": manifest["sha256"],

@@ -151,6 +151,17 @@ def test_other_arguments_are_named(batch, no_work):
         fudbench.explain(model, x, y, "oracle")
 
 
+def test_negative_seeds_and_ids_are_refused(batch, no_work):
+    """Issue 39: the API accepted seed=-1 (the config's seed is >= 0)."""
+    model, x, y, a = batch
+    with pytest.raises(InputError, match=r"fudbench\.evaluate: .*seed must be >= 0 \(as the config's `seed`\), got -1"):
+        fudbench.evaluate(model, x, y, a, INSDEL, seed=-1)
+    with pytest.raises(InputError, match=r"image_ids must be >= 0, got \[-2\]"):
+        fudbench.evaluate(model, x, y, a, INSDEL, image_ids=[0, 1, -2])
+    with pytest.raises(InputError, match=r"fudbench\.explain: seeds must be >= 0, got \[-1\]"):
+        fudbench.explain(model, x, y, "sm", seeds=[0, -1, 2])
+
+
 def test_every_settings_problem_is_reported_at_once(batch, no_work):
     model, x, y, a = batch
     with pytest.raises(InputError, match=r"4 problems") as info:

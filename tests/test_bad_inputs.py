@@ -191,8 +191,9 @@ def test_too_little_free_space_is_refused_naming_the_need_and_the_override(repo,
                                              r"with --directory DIR, or set FUD_MIN_FREE_MB=N .*0 turns this check off"):
         check_free_space(results, smoke, environ={"FUD_MIN_FREE_MB": str(10 * free)})
     check_free_space(results, smoke, environ={"FUD_MIN_FREE_MB": "0"})  # off
-    with pytest.raises(PreflightError, match=r"FUD_MIN_FREE_MB='lots' is not a number of MB"):
-        check_free_space(results, smoke, environ={"FUD_MIN_FREE_MB": "lots"})
+    for bad in ("lots", "-5", "nan", "inf"):  # issue 39: -5 and nan turned the check off silently
+        with pytest.raises(PreflightError, match=rf"FUD_MIN_FREE_MB='{bad}' is not a number of MB >= 0 \(0 turns"):
+            check_free_space(results, smoke, environ={"FUD_MIN_FREE_MB": bad})
     # the estimate less what the results directory already holds
     monkeypatch.setattr(preflight.shutil, "disk_usage", lambda p: namedtuple("U", "total used free")(0, 0, 100 * 2**20))
     need = estimated_run_mb(smoke)
@@ -327,10 +328,78 @@ def _set(path, value):
     (_set(("plots", "qualitative_explainers"), ["ig", "gradcam"]),
      r"'plots\.qualitative_explainers': \['gradcam'\] not in explainers"),
     # run_name: a plain folder name under results/
-    (_set(("run_name",), ".."), r"'run_name': '\.\.' does not match the required form \(a plain folder name"),
-    (_set(("run_name",), "a/b"), r"'run_name': 'a/b' does not match the required form"),
+    (_set(("run_name",), ".."), r"'run_name': '\.\.' is not a valid name: it starts with a dot; use a plain folder "
+                                r"name under results/"),
+    (_set(("run_name",), "a/b"), r"'run_name': 'a/b' is not a valid name: it contains a path separator"),
 ])
 def test_round_two_config_errors_name_the_key(repo, edit, match):
+    from fudbench.config import ConfigError, validate_config
+
+    cfg = _smoke(repo)
+    edit(cfg)
+    with pytest.raises(ConfigError, match=match):
+        validate_config(cfg, repo / "config/schema.yaml")
+
+
+def _rename(section: tuple, old: str, new):
+    def edit(cfg):
+        node = cfg
+        for k in section:
+            node = node[k]
+        node[new] = node.pop(old)
+    return edit
+
+
+@pytest.mark.parametrize("edit,match", [
+    # issue 39, case 1: an evaluator entry's name was not checked: x/../insdel wrote insdel's records
+    (_rename(("evaluators",), "insdel", "x/../insdel"),
+     r"config key 'evaluators\.x/\.\./insdel': 'x/\.\./insdel' is not a valid name: it contains a path separator; "
+     r"use lower-case ASCII letters, digits and _"),
+    (_rename(("evaluators",), "insdel", ".."), r"'evaluators\.\.\.': '\.\.' is not a valid name: it starts with a dot"),
+    (_rename(("evaluators",), "insdel", "ins del"), r"'evaluators\.ins del': .* it contains whitespace"),
+    (_rename(("evaluators",), "insdel", "Insdel"), r"'evaluators\.Insdel': .* it contains an upper-case letter"),
+    # the schema's `pattern` is a search: `$` matched before a final newline, so "ig\n" passed
+    (_rename(("explainers",), "ig", "ig\n"), r"config key 'explainers\.'ig\\n'': 'ig\\n' is not a valid name: it "
+                                              r"contains a control character"),
+    (_rename(("explainers",), "ig", " "), r"'explainers\.' '': ' ' is not a valid name: it is only whitespace"),
+    (_rename(("explainers",), "ig", "igé"), r"'explainers\.igé': 'igé' is not a valid name: it contains a non-ASCII"),
+    (_rename(("explainers",), "ig", "i" * 65), r"'explainers\.i{37}\.\.\.': the name is 65 characters long; at most "
+                                               r"64"),
+    (_rename(("models", "classifiers"), "cnn", "c\\nn"), r"'models\.classifiers\.c\\nn': .* a path separator"),
+    (_set(("run_name",), "smoke\n"), r"'run_name': 'smoke\\n' is not a valid name: it contains a control character"),
+    # found by the probe: names whose files are another's
+    (_rename(("models", "classifiers"), "cnn", "vit_surrogate"), r"config key 'models\.classifiers\.vit_surrogate': "
+     r"'vit_surrogate' cannot be used: results/<run>/models/vit_surrogate\.pt is the F-Fidelity surrogate file"),
+    (_rename(("models", "classifiers"), "cnn", "score_model"), r"'models\.classifiers\.score_model': 'score_model' "
+                                                               r"cannot be used: .*the score model's checkpoint"),
+    (_rename(("explainers",), "ig", "ig__x"), r"'explainers\.ig__x': 'ig__x' cannot be used: it contains '__'"),
+    (_set(("run_name",), "r" * 65), r"'run_name': the name is 65 characters long; at most 64"),
+    (_set(("run_name",), 7), r"'run_name': 7 is not a name"),
+])
+def test_every_name_that_becomes_a_path_follows_one_rule(repo, edit, match):
+    """fudbench.names: run_name and the entry names of explainers, evaluators and
+    classifiers, checked by one rule before anything else, each error naming the key."""
+    from fudbench.config import ConfigError, validate_config
+
+    cfg = _smoke(repo)
+    edit(cfg)
+    with pytest.raises(ConfigError, match=match):
+        validate_config(cfg, repo / "config/schema.yaml")
+
+
+@pytest.mark.parametrize("edit,match", [
+    # LRP on a ViT was refused only in its explain job (fudbench.explainers.lrp)
+    (_set(("explainers", "lrp"), {}), r"config key 'explainers\.lrp': LRP has no rules for attention or LayerNorm, "
+                                      r"and every explainer runs on every classifier: models\.classifiers \['vit'\] "
+                                      r"are ViTs"),
+    (_set(("explainers", "lrp_d10"), {"method": "degrade", "base": "lrp", "fraction": 0.1}),
+     r"config key 'explainers\.lrp_d10': LRP has no rules"),
+    # analysis.cue without a planted cue was silently ignored
+    (_set(("analysis", "cue"), {"truth": "auroc"}), r"config key 'analysis\.cue': set, but data\.synthetic\.cue is "
+                                                    r"not, so the planted-cue rules do not run"),
+])
+def test_settings_a_run_would_ignore_or_fail_on_are_refused_at_parse_time(repo, edit, match):
+    """Issue 39 (smaller items)."""
     from fudbench.config import ConfigError, validate_config
 
     cfg = _smoke(repo)

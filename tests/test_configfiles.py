@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from fudbench.configfiles import (ConfigFileError, collect_configfiles, expand_variants, finish_config, merge_configs,
-                                  report_argv, resolve_config, snakemake_argv, with_default)
+from fudbench.configfiles import (ConfigFileError, collect_configfiles, command_line_config, expand_variants,
+                                  finish_config, load_config_file, merge_configs, report_argv, resolve_config,
+                                  snakemake_argv, with_default)
 
 
 def test_merge_configs_is_a_deep_merge_in_order():
@@ -54,8 +55,67 @@ def test_command_line_files_merge_by_our_rule_so_a_later_file_restores_a_dropped
         update_config(theirs, load_config_file(f))
     assert theirs["explainers"]["ig"] is None  # the quirk this works around
     ours = command_line_config([drop, restore], {"seed": 5})
-    assert ours == {"explainers": {"sm": {}, "ig": {}}, "seed": 5}
-    assert "ig" in with_default(ours)["explainers"]
+    assert finish_config(ours) == {"explainers": {"sm": {}, "ig": {}}, "seed": 5}
+    assert with_default(ours)["explainers"]["ig"] == {}  # given again after a removal: afresh, not the default's
+
+
+def _yaml(path, text):
+    path.write_text(text)
+    return path
+
+
+def test_a_null_in_a_later_file_or_in_config_removes_the_default_entry_too(repo, tmp_path):
+    """Issue 39, case 2: default <- smoke <- overlay. A `null` in the third layer removes
+    the entry; before, the two files were merged first (the null deleted smoke's entry)
+    and the default under them brought its own back, at the default's cost."""
+    smoke = repo / "config/smoke.yaml"
+    nofud = _yaml(tmp_path / "nofud.yaml", "evaluators: {fud: null, sensn: null}\n")
+    config = resolve_config([smoke, nofud])
+    assert "fud" not in config["evaluators"] and "sensn" not in config["evaluators"]
+    assert set(config["evaluators"]) == set(resolve_config([smoke])["evaluators"]) - {"fud", "sensn"}
+    # smoke.yaml + cue.yaml: the cue run's `diagnostics: null` / `timing: null` stay removed
+    cue = resolve_config([smoke, repo / "config/cue.yaml"])["analysis"]
+    assert "diagnostics" not in cue and "timing" not in cue
+    # --config's null too (Snakemake gives it to command_line_config as `overrides`)
+    given = command_line_config([smoke], {"evaluators": {"fud": None}, "analysis": {"timing": None}})
+    config = with_default(given)
+    assert "fud" not in config["evaluators"] and "timing" not in config["analysis"]
+    assert config["evaluators"]["sensn"] == resolve_config([smoke])["evaluators"]["sensn"]
+
+
+@pytest.mark.parametrize("layers", [
+    [{"evaluators": {"fud": {"steps": 5}}}, {"evaluators": {"fud": None}}],
+    [{"evaluators": {"fud": None}}, {"evaluators": {"fud": {"steps": 3}}}],           # removed, then afresh
+    [{"evaluators": {"fud": {"steps": 5}}}, {"evaluators": {"fud": None}}, {"evaluators": {"fud": {"steps": 3}}}],
+    [{"analysis": {"diagnostics": None}}, {"analysis": {"diagnostics": {"n_images": 2}}}],
+    [{"models": {"classifiers": {"_replace": True, "c": {"arch": "small_cnn"}}}},
+     {"models": {"classifiers": {"_replace": False, "d": {"arch": "small_cnn"}}}}],
+    [{"models": {"classifiers": None}}, {"models": {"classifiers": {"c": {"arch": "small_cnn"}}}}],
+    [{"evaluators": {"fud": {"steps": 5}}}, {"evaluators": {"_replace": True, "insdel": {"n_steps": 3}}}],
+    [{"evaluation": {"quality": {"images_per_shard": None}}}, {"analysis": {"meta_metrics": None}}],
+])
+def test_merging_the_files_first_equals_one_merge_with_the_default_under_them(repo, layers):
+    """The one merge rule: however the layers are grouped (the command line's files and
+    --config first, then the default under them, as the Snakefile does), the result is
+    that of merging default, file 1, file 2, ... in one pass."""
+    default = yaml.safe_load((repo / "config/config.yaml").read_text())
+    grouped = with_default(merge_configs(*layers, keep_removals=True))
+    assert grouped == finish_config(merge_configs(default, *layers))
+    split = merge_configs(merge_configs(*layers[:-1], keep_removals=True), layers[-1], keep_removals=True)
+    assert with_default(split) == grouped
+
+
+def test_replace_marks_are_booleans_and_not_top_level(tmp_path):
+    """Issue 39: `_replace: "no"` counted as true; a top-level `_replace` was ignored."""
+    with pytest.raises(ConfigFileError, match=r"config key 'models\.classifiers\._replace': 'no' is not true or "
+                                              r"false"):
+        load_config_file(_yaml(tmp_path / "a.yaml", "models: {classifiers: {_replace: 'no', c: {}}}\n"))
+    with pytest.raises(ConfigFileError, match=r"b\.yaml.*a top-level '_replace' is not supported; to use a file "
+                                              r"without the default config, give every top-level key"):
+        load_config_file(_yaml(tmp_path / "b.yaml", "_replace: true\nseed: 3\n"))
+    with pytest.raises(ConfigFileError, match=r"--config: config key 'explainers\._replace': 1 is not true"):
+        command_line_config([], {"explainers": {"_replace": 1}})
+    load_config_file(_yaml(tmp_path / "c.yaml", "models: {classifiers: {_replace: false}}\n"))  # a boolean: fine
 
 
 def test_replace_mark_replaces_a_section_instead_of_merging():
@@ -125,6 +185,8 @@ def test_a_target_after_configfile_is_named_with_how_to_write_targets(repo, tmp_
     png.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
     json = tmp_path / "quality.json"  # a target that is a mapping
     json.write_text('{"classifiers": {"cnn": {"test_accuracy": 0.99}}, "gates": {}}')
+    run_info = tmp_path / "run_info.json"
+    run_info.write_text('{"commit": "d2d2544", "cores": 2, "cpu_model": "AMD EPYC", "device": "cpu"}')
     smoke = str(repo / "config/smoke.yaml")
     hint = r"put targets before --configfile \(\./fud run TARGET --configfile FILE\) or after --"
     for argv, why in [
@@ -132,13 +194,36 @@ def test_a_target_after_configfile_is_named_with_how_to_write_targets(repo, tmp_
         (["--configfile", smoke, str(csv)], "is not a config file: its top level is str, not a mapping"),
         (["--configfile", smoke, "--configfile", str(png)], r"is not a YAML or JSON file \(UnicodeDecodeError"),
         (["--configfile", smoke, str(tmp_path)], "is a directory"),
-        (["--configfile", smoke, str(json)], r"is not a config file: none of its keys \(classifiers, gates\) is a "
-                                             r"config key"),
+        (["--configfile", smoke, str(json)], r"is not a config file: 2 of its 2 keys \(classifiers, gates\) are "
+                                             r"not config keys"),
+        # issue 39: results/<run>/run_info.json shares one key (device) with the config
+        (["--configfile", smoke, str(run_info)], r"is not a config file: 3 of its 4 keys \(commit, cores, cpu_model\) "
+                                                 r"are not config keys"),
     ]:
-        with pytest.raises(ConfigFileError, match=rf"--configfile argument '{argv[-1]}' {why}.*{hint}"):
+        with pytest.raises(ConfigFileError, match=rf"--configfile argument '{argv[-1]}'( \(= [^)]*\))? {why}.*{hint}"):
             snakemake_argv(argv)
     assert snakemake_argv(["results/smoke/tables/x.csv", "--configfile", smoke]) == [
         "results/smoke/tables/x.csv", "--configfile", smoke]
+
+
+def test_a_relative_configfile_is_the_callers_not_the_repositorys(repo, tmp_path, monkeypatch):
+    """Issue 39, case 4: ./fud changes to the repository; a relative --configfile is read
+    from the directory it was run in (FUD_CALLER_CWD), and a missing one is named as such."""
+    mine = tmp_path / "config" / "smoke.yaml"  # same relative path as the repository's
+    mine.parent.mkdir()
+    mine.write_text("run_name: mine\n")
+    monkeypatch.setenv("FUD_CALLER_CWD", str(tmp_path))
+    assert snakemake_argv(["-n", "--configfile", "config/smoke.yaml"]) == ["-n", "--configfile", str(mine)]
+    assert report_argv(["config/smoke.yaml"])[:4] == ["--configfile", str(mine), "--report",
+                                                      "results/mine/report.html"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.setenv("FUD_CALLER_CWD", str(elsewhere))
+    with pytest.raises(ConfigFileError, match=rf"--configfile argument 'config/smoke\.yaml' \(= {elsewhere}/config/"
+                                              rf"smoke\.yaml\) does not exist; relative paths start from the "
+                                              rf"directory \./fud was run in, not the repository \(which has "
+                                              rf"{repo}/config/smoke\.yaml"):
+        snakemake_argv(["--configfile", "config/smoke.yaml"])
 
 
 def test_report_takes_run_name_from_the_resolved_config(repo, tmp_path):

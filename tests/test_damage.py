@@ -53,6 +53,37 @@ def test_a_job_finds_every_corrupt_input_in_one_run(tmp_path, monkeypatch):
     assert len(read_every(paths[1:2], read_parquet)) == 1
 
 
+def test_a_truncated_eval_npz_is_named_deleted_and_noted_so_the_rerun_remakes_it(tmp_path, monkeypatch):
+    """Issue 39, case 5: data/eval.npz (read by every explain and evaluate job, without a
+    `made_by`) crashed with a bare BadZipFile naming no path, was not noted, and every
+    rerun failed the same way. A job's reader of any file of its run's results folder now
+    treats it as an intermediate; a file outside it (the researcher's) is named, not deleted."""
+    import numpy as np
+
+    from fudbench.data.shards import load_eval_shard
+    from fudbench.io import load_npz, write_npz
+
+    run = tmp_path / "results" / "run"
+    ledger = run / ".damaged"
+    monkeypatch.setenv(LEDGER_ENV, str(ledger))
+    eval_npz = run / "data" / "eval.npz"
+    arrays = {"images": np.zeros((4, 3, 8, 8), np.uint8), "labels": np.zeros(4, np.int64),
+              "masks": np.zeros((4, 8, 8), np.uint8)}
+    write_npz(eval_npz, **arrays)
+    os.truncate(eval_npz, eval_npz.stat().st_size // 2)
+    with pytest.raises(CorruptFileError, match=rf"{re.escape(str(eval_npz))} is corrupt \(BadZipFile.*deleted it, so "
+                                               r"the next run of the workflow remakes it \(the rule that makes it\)"):
+        load_eval_shard(eval_npz, 0, 2)
+    assert not eval_npz.exists() and ledger_entries(ledger) == [str(eval_npz)]
+
+    mine = tmp_path / "mine.npz"  # not under results/<run>: named, kept
+    write_npz(mine, **arrays)
+    os.truncate(mine, 40)
+    with pytest.raises(CorruptFileError, match=rf"{re.escape(str(mine))} cannot be read .*corrupt or truncated"):
+        load_npz(mine)
+    assert mine.exists() and ledger_entries(ledger) == [str(eval_npz)]
+
+
 def test_outside_a_workflow_nothing_is_noted(tmp_path, monkeypatch):
     monkeypatch.delenv(LEDGER_ENV, raising=False)
     assert note_deleted(tmp_path / "x.npz") is None
@@ -162,3 +193,60 @@ def test_damaged_records_and_attributions_are_remade_and_the_tables_equal_an_und
 
     rc, out = run("-n")  # and nothing is left to do
     assert rc == 0 and "Nothing to be done" in out, out[-4000:]
+
+
+class _StubRule:
+    """A stand-in for a Snakemake rule: what remake_missing uses of one."""
+
+    def __init__(self, outputs, inputs):
+        import re as _re
+
+        self.output, self.input, self.name = list(outputs), list(inputs), outputs[0]
+        self._patterns = [_re.compile(_re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", _re.escape(o)) + "$")
+                          for o in self.output]
+
+    def has_wildcards(self):
+        return any("{" in o for o in self.output)
+
+    def _match(self, path):
+        return next((m for p in self._patterns if (m := p.match(path))), None)
+
+    def is_producer(self, path):
+        return self._match(path) is not None
+
+    def get_wildcards(self, path):
+        return self._match(path).groupdict()
+
+
+def test_a_file_deleted_by_hand_is_requested_again_with_what_read_it(tmp_path, monkeypatch, capsys):
+    """Issue 39: an intermediate deleted by hand was not remade ("Nothing to be done"; the
+    tables stayed built from the deleted file). remake_missing (the Snakefile adds its paths
+    to `rule all`, as the ledger's) walks back from the finished tables through the inputs
+    of finished jobs and returns the missing ones a rule makes; nothing on a fresh run."""
+    from fudbench.damage import remake_missing
+
+    monkeypatch.chdir(tmp_path)
+    r = "results/run"
+    rules = [
+        _StubRule([f"{r}/data/eval.npz"], []),
+        _StubRule([f"{r}/attributions/{{model}}/{{explainer}}/shard{{shard}}.npz"], [f"{r}/data/eval.npz"]),
+        _StubRule([f"{r}/records/{{model}}/{{explainer}}/shard{{shard}}.parquet"],
+              [f"{r}/data/eval.npz", f"{r}/attributions/{{model}}/{{explainer}}/shard{{shard}}.npz",
+               "assets/outside.pt"]),
+        _StubRule([f"{r}/tables/scores.csv"], [f"{r}/records/cnn/{e}/shard0.parquet" for e in ("ig", "sm")]),
+    ]
+    files = [f"{r}/data/eval.npz", f"{r}/tables/scores.csv"] + [
+        f"{r}/{kind}/cnn/{e}/shard0.{ext}" for e in ("ig", "sm") for kind, ext in (("attributions", "npz"),
+                                                                                    ("records", "parquet"))]
+    assert remake_missing(r, rules) == []  # fresh run: nothing made, nothing requested
+    for f in files:
+        Path(f).parent.mkdir(parents=True, exist_ok=True)
+        Path(f).write_text("x")
+    assert remake_missing(r, rules) == []  # complete: nothing missing ("assets/..." is not the run's)
+    os.remove(f"{r}/attributions/cnn/sm/shard0.npz")  # two levels below the table
+    os.remove(f"{r}/records/cnn/ig/shard0.parquet")
+    assert sorted(remake_missing(r, rules)) == [f"{r}/attributions/cnn/sm/shard0.npz",
+                                                f"{r}/records/cnn/ig/shard0.parquet"]
+    assert "2 file(s) that finished jobs read are missing (deleted by hand?) and are remade" in capsys.readouterr().err
+    os.remove(f"{r}/data/eval.npz")
+    assert f"{r}/data/eval.npz" in remake_missing(r, rules)

@@ -15,9 +15,11 @@ The default run starts from the same shipped weights on every machine
 (assets/, issue 25), so what still differs between machines is measured, not
 guessed:
 - On a machine of the kind that made EXPECTED (same FUD precision, same CPU
-  capability, from the run's run_info.json), the run is deterministic: a cell
-  may differ by at most half a unit of the last digit its .tex prints (no
-  printed number may change).
+  capability, from the run's run_info.json), a cell may differ by at most
+  half a unit of the last digit its .tex prints (no printed number may
+  change), except the cells computed from FUD's samples: CPUs of that kind
+  have different bf16 kernels (Intel AMX, AMD AVX512-BF16), which moved them
+  by up to 3e-4; they get BF16_KERNEL_MOVES (below, with the measurement).
 - Elsewhere, two effects move cells, each bounded by moves(key) (below):
   precision: FUD's U-Net runs in bf16 where the CPU has native bf16 and in
   fp32 where it has not (`amp_dtype: auto`), which moves every cell computed
@@ -119,6 +121,17 @@ MOVES_MARGIN = 2.0
 MOVES_FLOOR = {"score": 0.005, "kendall": 0.03, "ood": 0.008, "PSNR": 0.15, "quality": 0.003}
 
 
+# bf16 kernels differ too: a run of EXPECTED's kind (bf16 U-Net, torch capability AVX512) made on an Intel Xeon
+# with AMX (issue 39) matched every cell except FUD's, which moved by 7e-5 to 3e-4 against EXPECTED's AMD EPYC
+# (AVX512-BF16): largest FUD mean move 0.000269 (table7 vit/ig FUD 0.420924 vs 0.421193), largest AUROC move
+# 0.000315 (table2 FUD energy AUROC cnn 0.709122 vs 0.708807): oneDNN's AMX and AVX512-BF16 kernels round the
+# bf16 products differently and sum in another order. So on a run of EXPECTED's kind, cells computed from FUD's
+# samples get about 3x that largest measured move (one pair of runs is one draw of it), per statistic; the other
+# cells stay at the printed digit. Kendall tau and PSNR/SSIM of FUD matched to the printed digit in that run, so
+# they have no entry (one flipped near-tie would move a tau by 0.007: widen it here if a run shows one).
+BF16_KERNEL_MOVES = {"score": 1e-3, "ood": 1e-3}
+
+
 def moves(key: str) -> float:
     """How far the cell may move on the other kind of CPU."""
     from fudbench.analysis import sanity
@@ -151,12 +164,17 @@ def run_kind(results: Path) -> dict | None:
 
 
 def tolerance(key: str, decimals: int, kind: dict | None) -> float:
-    """Half a unit of the printed digit on a machine of EXPECTED's kind; MOVES[key] elsewhere."""
+    """Half a unit of the printed digit on a machine of EXPECTED's kind (FUD's cells: BF16_KERNEL_MOVES
+    there, the bf16 kernels of CPUs of that kind differ); moves(key) elsewhere."""
     override = os.environ.get("FUD_DEFAULT_TOLERANCE")
     if override:
         return float(override)
     printed = 0.5 * 10.0 ** -decimals
     if kind is None or kind == EXPECTED_KIND:
+        if kind is not None and str(kind.get("fud_precision")).startswith("bf16") and moves_with_precision(key):
+            from fudbench.analysis import sanity
+
+            return max(printed, BF16_KERNEL_MOVES.get(sanity.KINDS[parse_key(key)[0]], 0.0))  # another bf16 kernel
         return printed
     return max(printed, moves(key))
 
@@ -244,6 +262,15 @@ def test_tolerances_say_what_moves():
     assert moves_with_precision("table7_scores: model=cnn, explainer=ig, metric=FUD -> mean")
     assert moves_with_precision("table5_constraint: evaluator=hard, metric=PSNR -> mean")
     assert not moves_with_precision("road_scores: model=cnn, explainer=random, metric=ROAD MoRF -> mean")
+    # issue 39: on EXPECTED's kind (bf16), FUD's cells allow the AMX vs AVX512-BF16 moves; the others do not move
+    amx = {"table7_scores: model=vit, explainer=ig, metric=FUD -> mean": 0.420924,
+           "table2_ood: evaluator=FUD, detector=energy, model=cnn, metric=AUROC -> value": 0.709122}
+    for key, got in amx.items():
+        assert abs(got - EXPECTED[key]) <= tolerance(key, 4, dict(EXPECTED_KIND)) == 1e-3
+    assert tolerance("road_scores: model=cnn, explainer=random, metric=ROAD MoRF -> mean", 4, dict(EXPECTED_KIND)) \
+        == 0.5e-4
+    assert tolerance("table4_kendall: model=cnn, evaluator=FUD, explainer=ig -> mean", 4, dict(EXPECTED_KIND)) \
+        == 0.5e-4
 
 
 if __name__ == "__main__":

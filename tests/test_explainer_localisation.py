@@ -45,7 +45,9 @@ def _score(name, trained):
     return float(mass_inside(a, masks).mean())
 
 
-METHODS = sorted(set(EXPLAINERS) - {"random", "degrade", "oracle", "background", "randomise_model"})
+# not the controls: their maps are chance, the mask, or another method's map changed on purpose
+METHODS = sorted(set(EXPLAINERS) - {"random", "degrade", "oracle", "background", "randomise_model", "random_smooth",
+                                    "reorder", "translate", "block_shuffle"})
 
 
 @pytest.mark.parametrize("name", METHODS)

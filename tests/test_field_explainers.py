@@ -132,6 +132,8 @@ def test_config_accepts_field_entries(repo):
     from fudbench.config import load_yaml, validate_config
 
     cfg = resolve_config([repo / "config/smoke.yaml"])
+    del cfg["models"]["classifiers"]["vit"]   # LRP is refused beside a ViT (tests/test_bad_inputs.py)
+    cfg["analysis"]["timing"]["model"] = "cnn"
     cfg["explainers"].update({
         "dl": {"method": "captum", "attr": "DeepLift", "baseline": "mean"},
         "occ": {"method": "captum", "attr": "Occlusion", "settings": {"sliding_window_shapes": [3, 2, 2]}},

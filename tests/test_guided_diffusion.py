@@ -15,82 +15,13 @@ from fudbench.models.guided_diffusion import (
     ADM256, ADM256_PARAMETERS, ADMConfig, ConversionError, build_adm_unet, convert_checkpoint,
     convert_state_dict, diffusers_config, load_into_unet, schedule,
 )
+from fudbench.stand_ins import gd_shapes, random_gd_state  # noqa: F401  (other tests import them from here)
 
 SMALL = ADMConfig(image_size=16, model_channels=32, num_res_blocks=1, attention_resolutions=(8,),
                   channel_mult=(1, 2), num_head_channels=16)
 
 
-def gd_shapes(adm: ADMConfig) -> dict:
-    """Parameter names and shapes of guided-diffusion's UNetModel (resblock_updown,
-    use_scale_shift_norm, learn_sigma), in its construction order."""
-    c0, emb = adm.model_channels, 4 * adm.model_channels
-    shapes = {}
-
-    def param(name, *shape, bias=True):
-        shapes[f"{name}.weight"] = shape
-        if bias:
-            shapes[f"{name}.bias"] = (shape[0],)
-
-    def res(p, cin, cout):
-        param(f"{p}.in_layers.0", cin)
-        param(f"{p}.in_layers.2", cout, cin, 3, 3)
-        param(f"{p}.emb_layers.1", 2 * cout, emb)
-        param(f"{p}.out_layers.0", cout)
-        param(f"{p}.out_layers.3", cout, cout, 3, 3)
-        if cin != cout:
-            param(f"{p}.skip_connection", cout, cin, 1, 1)
-
-    def att(p, c):
-        param(f"{p}.norm", c)
-        param(f"{p}.qkv", 3 * c, c, 1)
-        param(f"{p}.proj_out", c, c, 1)
-
-    attn = [2**lv in {adm.image_size // r for r in adm.attention_resolutions} for lv in range(len(adm.channel_mult))]
-    param("time_embed.0", emb, c0)
-    param("time_embed.2", emb, emb)
-    param("input_blocks.0.0", c0, adm.in_channels, 3, 3)
-    chans, ch, idx = [c0], c0, 1
-    for level, mult in enumerate(adm.channel_mult):
-        for _ in range(adm.num_res_blocks):
-            res(f"input_blocks.{idx}.0", ch, mult * c0)
-            ch = mult * c0
-            if attn[level]:
-                att(f"input_blocks.{idx}.1", ch)
-            chans.append(ch)
-            idx += 1
-        if level != len(adm.channel_mult) - 1:
-            res(f"input_blocks.{idx}.0", ch, ch)
-            chans.append(ch)
-            idx += 1
-    res("middle_block.0", ch, ch)
-    att("middle_block.1", ch)
-    res("middle_block.2", ch, ch)
-    idx = 0
-    for level, mult in reversed(list(enumerate(adm.channel_mult))):
-        for i in range(adm.num_res_blocks + 1):
-            res(f"output_blocks.{idx}.0", ch + chans.pop(), mult * c0)
-            ch, sub = mult * c0, 1
-            if attn[level]:
-                att(f"output_blocks.{idx}.1", ch)
-                sub = 2
-            if level and i == adm.num_res_blocks:
-                res(f"output_blocks.{idx}.{sub}", ch, ch)
-            idx += 1
-    param("out.0", ch)
-    param("out.2", adm.out_channels, ch, 3, 3)
-    return shapes
-
-
-def random_gd_state(adm: ADMConfig, seed=0) -> dict:
-    g = torch.Generator().manual_seed(seed)
-    state = {}
-    for name, shape in gd_shapes(adm).items():
-        if len(shape) == 1:  # norms and biases: near 1 / near 0, not exactly (so a swap shows)
-            base = 1.0 if name.endswith("weight") else 0.0
-            state[name] = base + 0.1 * torch.randn(shape, generator=g)
-        else:
-            state[name] = torch.randn(shape, generator=g) / math.sqrt(math.prod(shape[1:]))
-    return state
+# gd_shapes / random_gd_state: guided-diffusion's key names with random tensors (library: the stand-ins)
 
 
 # --- reference forward of guided-diffusion's UNetModel, from the state dict ---

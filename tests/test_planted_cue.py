@@ -303,7 +303,10 @@ def test_the_cue_profile_is_an_overlay_that_repeats_no_default(repo):
                 yield f"{path}{key}"
 
     assert list(repeated(over, default)) == []
-    assert load_config(repo / "config/cue.yaml")["evaluators"] == default["evaluators"]
+    # the default's evaluators, FUD symmetric (its bottom curve and symmetric score: the cue endpoint)
+    expected = copy.deepcopy(default["evaluators"])
+    expected["fud"]["symmetric"] = True
+    assert load_config(repo / "config/cue.yaml")["evaluators"] == expected
 
 
 @pytest.mark.workflow

@@ -52,6 +52,13 @@ def test_the_table_agrees_with_the_installed_quantus():
             assert theirs == m.higher_is_better, name
     for name in NOT_SUPPORTED:
         assert hasattr(quantus, name) and name not in METRICS
+    from fudbench.evaluators.quantus import SIZE_DEFAULTS
+
+    for name, values in SIZE_DEFAULTS.items():  # the defaults the parse-time size check assumes
+        params = inspect.signature(getattr(quantus, name).__init__).parameters
+        for keyword, value in values.items():
+            theirs = params[keyword].default
+            assert theirs == value or (theirs is None and keyword == "perturb_patch_sizes"), (name, keyword, theirs)
 
 
 @pytest.mark.parametrize("metric", sorted(METRICS))
@@ -81,18 +88,20 @@ def test_scores_equal_calling_quantus_directly_with_the_image_seed(metric, task)
     assert alone["value"].iloc[0] == pytest.approx(records["value"].iloc[1], rel=1e-12)
 
 
-def test_an_all_zero_map_scores_nan_and_leaves_the_other_images_as_they_were(task, caplog):  # noqa: F811
-    """Quantus asserts that a map is not all zero (Grad-CAM can zero a ViT's map):
-    that image scores NaN, logged, and the others score as they do without it."""
+@pytest.mark.parametrize("level", [0.0, 0.5])
+def test_a_constant_map_scores_nan_and_leaves_the_other_images_as_they_were(task, caplog, level):  # noqa: F811
+    """Quantus asserts that a map is not uniform, all zero included (Grad-CAM can zero
+    a ViT's map; a box covering a whole photo is uniform): that image scores NaN,
+    logged, and the others score as they do without it."""
     model, _, x, y, quadrant, _ = task
     settings = {"metric": "PixelFlipping", "settings": SMALL["PixelFlipping"], "batch_size": 8}
     maps = quadrant[:3].clone()
-    maps[1] = 0.0
+    maps[1] = level
     ids, key = [11, 3, 7], (0, "evaluate", "task", "quantus")
     with caplog.at_level("WARNING"):
         records, _ = build_evaluator("quantus", settings, EVALUATION, {}, "cpu").run(model, x[:3], y[:3], maps,
                                                                                      ids, key)
-    assert "1 all-zero map(s) (images [3])" in caplog.text
+    assert "1 constant map(s), all-zero or uniform (images [3])" in caplog.text
     values = records["value"].to_numpy()
     assert np.isnan(values[1]) and np.isfinite(values[[0, 2]]).all()
     kept, _ = build_evaluator("quantus", settings, EVALUATION, {}, "cpu").run(
@@ -133,14 +142,60 @@ def test_bad_settings_are_refused_at_parse_time_naming_the_key(settings, match):
     assert any(__import__("re").search(match, p) for p in problems), problems
 
 
+@pytest.mark.parametrize("metric, settings, match", [
+    ("FaithfulnessCorrelation", {"nr_runs": -5}, r"settings\.nr_runs': -5 is not an integer >= 2"),
+    ("FaithfulnessCorrelation", {"nr_runs": True}, r"settings\.nr_runs': True is not an integer >= 2"),
+    ("FaithfulnessEstimate", {"features_in_step": "abc"}, r"settings\.features_in_step': 'abc' is not an integer"),
+    ("FaithfulnessEstimate", {"features_in_step": 7}, r"settings\.features_in_step': 7 does not divide the 16x16 = "
+                                                      r"256 pixels of the images \(data\.synthetic\.image_size\)"),
+    ("FaithfulnessCorrelation", {"subset_size": 100000}, r"settings\.subset_size': 100000 must be smaller than the "
+                                                         r"16x16 = 256 pixels"),
+    ("FaithfulnessCorrelation", {"similarity_func": "pearson"}, r"settings\.similarity_func': 'pearson' is not a "
+                                                                r"function"),
+    ("RegionPerturbation", {"patch_size": 0}, r"settings\.patch_size': 0 is not an integer >= 1"),
+    ("Selectivity", {"patch_size": 17}, r"settings\.patch_size': 17 is larger than the images' side 16"),
+    ("Infidelity", {"perturb_patch_sizes": []}, r"settings\.perturb_patch_sizes': \[\] is not a non-empty list"),
+    ("MonotonicityCorrelation", {"eps": -1}, r"settings\.eps': -1 is not a number > 0"),
+    ("Monotonicity", {"abs": "yes"}, r"settings\.abs': 'yes' is not true or false"),
+    ("FaithfulnessCorrelation", {"nr_runs": 3, "subset_size": 256}, r"settings\.subset_size': 256 must be smaller"),
+])
+def test_quantus_setting_values_are_checked_at_parse_time_naming_the_key(repo, metric, settings, match):
+    """Issue 39, case 6: these passed the parse-time check and failed inside the evaluate
+    job with numpy / Quantus errors naming no config key."""
+    from fudbench.config import ConfigError, validate_config
+    from fudbench.configfiles import resolve_config
+
+    config = resolve_config([repo / "config/smoke.yaml"])
+    assert config["data"]["synthetic"]["image_size"] == 16
+    config["evaluators"]["q"] = {"method": "quantus", "metric": metric, "settings": settings}
+    with pytest.raises(ConfigError, match=rf"config key 'evaluators\.q\.{match}"):
+        validate_config(config, repo / "config/schema.yaml")
+
+
+def test_quantus_setting_values_are_checked_by_the_protocol_too(task):  # noqa: F811
+    """The API (or images of another size) gets the same check before Quantus runs."""
+    model, _, x, y, quadrant, _ = task
+    with pytest.raises(ValueError, match=rf"'quantus\.FaithfulnessEstimate\.features_in_step': 7 does not divide "
+                                         rf"the {x.shape[-1]}x{x.shape[-1]}"):
+        build_evaluator("quantus", {"metric": "FaithfulnessEstimate", "settings": {"features_in_step": 7},
+                                    "batch_size": 8}, EVALUATION, {}, "cpu").run(model, x[:1], y[:1], quadrant[:1], [0],
+                                                                                 (0, "evaluate", "t", "q"))
+
+
 def test_the_config_names_an_unsupported_metric_and_lerf_turns_the_direction(repo):
     from fudbench.config import ConfigError, validate_config
     from fudbench.configfiles import resolve_config
 
     config = resolve_config([repo / "config/smoke.yaml"])
     config["evaluators"]["q"] = {"method": "quantus", "metric": "SensitivityN"}
-    with pytest.raises(ConfigError, match=r"evaluators.q.metric': 'SensitivityN' is not allowed"):
+    with pytest.raises(ConfigError, match=r"evaluators.q.metric': quantus.SensitivityN is not offered: scores a "
+                                          r"correlation over the whole batch"):
         validate_config(config, repo / "config/schema.yaml")
+    for name, why in NOT_SUPPORTED.items():  # issue 39: ROAD and IROF got a bare "not allowed"
+        config["evaluators"]["q"] = {"method": "quantus", "metric": name}
+        with pytest.raises(ConfigError, match=rf"evaluators.q.metric': quantus.{name} is not offered: "
+                                              rf"{__import__('re').escape(why)}; allowed values: 'Faithfulness"):
+            validate_config(config, repo / "config/schema.yaml")
     lerf = spec("quantus").curves(spec("quantus").resolve({"metric": "RegionPerturbation", "order": "lerf"}))[0]
     assert not lerf.higher_is_better and lerf.name == "quantus_region_perturbation"
 

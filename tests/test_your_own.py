@@ -506,7 +506,39 @@ def test_a_plugin_file_imports_a_helper_next_to_it(tmp_path, monkeypatch):
     main = _write(tmp_path / "h26b_methods.py", "from h26b_helpers import SCALE\n\ndef f():\n    return SCALE\n")
     _write(tmp_path / "h26b_helpers.py", "SCALE = 5\n")
     assert load_object(f"{main}:f")() == 5
-    monkeypatch.delitem(sys.modules, "h26b_helpers")
+    assert "h26b_helpers" not in sys.modules  # loaded under its folder's name (issue 39, case 3)
+
+
+def test_two_plugin_folders_with_same_named_helpers_each_get_their_own(tmp_path):
+    """Issue 39, case 3: plug-ins in two folders that each import `helper` (module level,
+    inside a function, and through a helper package) get their own folder's helper,
+    not the one loaded first; each plug-in's sources name its own helper."""
+    import sys
+
+    from fudbench.plugins import load_object, plugin_sources
+
+    mains = {}
+    for side in ("a", "b"):
+        folder = tmp_path / side
+        mains[side] = _write(folder / "plug.py", """
+            from h39_helper import SCALE
+            from h39_pkg import sub
+
+            def f():
+                import h39_helper
+                return SCALE, h39_helper.SCALE, sub.V
+        """)
+        _write(folder / "h39_helper.py", f"SCALE = {side!r}\n")
+        _write(folder / "h39_pkg" / "__init__.py", "")
+        _write(folder / "h39_pkg" / "sub.py", "from h39_helper import SCALE as V\n")
+    assert load_object(f"{mains['a']}:f")() == ("a", "a", "a")
+    assert load_object(f"{mains['b']}:f")() == ("b", "b", "b")
+    assert load_object(f"{mains['a']}:f")() == ("a", "a", "a")  # calls after both loads keep their own
+    for side in ("a", "b"):
+        assert str(tmp_path / side / "h39_helper.py") in plugin_sources(f"{mains[side]}:f")
+        assert not [s for s in plugin_sources(f"{mains[side]}:f") if str(tmp_path / ("b" if side == "a" else "a"))
+                    in s]
+    assert "h39_helper" not in sys.modules and str(tmp_path / "a") not in sys.path
 
 
 def test_editing_a_plugin_imputers_helper_recomputes_the_evaluate_work(shard, tmp_path, monkeypatch):
@@ -543,7 +575,6 @@ def test_editing_a_plugin_imputers_helper_recomputes_the_evaluate_work(shard, tm
     assert job()["cached"] == ["ig"]
     Path(levels).write_text("GREY = 0.25\n")
     assert job()["computed"] == ["ig"]
-    monkeypatch.delitem(sys.modules, "h26c_levels")
 
 
 def test_a_map_that_requires_grad_is_detached_in_the_job_and_the_api(plugin, shard, caplog):

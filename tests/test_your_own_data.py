@@ -152,7 +152,8 @@ def _rewrite_labels(text):
     (lambda c, tmp: c["data"]["folder"].update(resize=12), r"data\.folder\.resize': 12 must be >= .*crop = 16"),
     (lambda c, tmp: c["data"].pop("folder"), r"'data'.*'folder' is a required property"),
     # what folder data can be combined with
-    (lambda c, tmp: c["explainers"].update(oracle={}), r"explainers\.oracle.*ground-truth masks"),
+    (lambda c, tmp: c["explainers"].update(oracle={}),
+     r"explainers\.oracle.*ground-truth masks.*`oracle: null`.*`explainers: \{_replace: true, \.\.\.\}`"),
     (lambda c, tmp: c["explainers"].update(o20={"method": "degrade", "base": "oracle", "fraction": 0.2}),
      r"explainers\.o20.*ground-truth masks"),
     (lambda c, tmp: c["models"].update(score_model=load_yaml(Path(__file__).parents[1] / "config/config.yaml")
@@ -160,10 +161,11 @@ def _rewrite_labels(text):
      r"score_model\.source': 'shipped'.*use guided_diffusion.*folder images is not supported"),
     (lambda c, tmp: c["models"]["classifiers"].update(cnn={"arch": "small_cnn", "width": 4, "train": {
         "epochs": 1, "batch_size": 4, "lr": 0.1, "weight_decay": 0.0}}),
-     r"classifiers\.cnn\.arch.*needs data\.source: synthetic; use a torchvision_\* arch or arch: import"),
+     r"classifiers\.cnn\.arch.*needs data\.source: synthetic; use a torchvision_\* arch or arch: import.*"
+     r"`cnn: null`.*`classifiers: \{_replace: true"),
     (lambda c, tmp: c["evaluators"].update(ffid={}),
      r"evaluators\.ffid': F-Fidelity fine-tunes its surrogate on the synthetic training split, which data\.source: "
-     r"folder does not have"),
+     r"folder does not have; remove the entry \(`ffid: null`.*`evaluators: \{_replace: true"),
     (lambda c, tmp: c["evaluators"].update(srg={"imputers": ["mean"]}),
      r"evaluators\.srg': a train_set or dataset-mean fill draws from the synthetic training split"),
 ])
@@ -280,6 +282,54 @@ def test_corrupt_image_is_named_before_any_job(config, folder, repo, tmp_path):
         build_eval_set(_folder_cfg(folder), 6)
 
 
+@pytest.mark.parametrize("score_model", ["absent", "null", "the default's (shipped, synthetic)"])
+def test_folder_data_without_fud_needs_no_score_model(config, repo, tmp_path, score_model):
+    """Issue 40: a score model is required only when an evaluator of the run reads
+    it; without one, whatever is left under models.score_model is not checked and
+    the asset check looks for no diffusion checkpoint (the guided-diffusion path
+    here does not exist)."""
+    from fudbench.assets import required_assets
+    from fudbench.config import score_model_users
+
+    assert score_model_users(config) == ["fud"]
+    del config["evaluators"]["fud"]
+    if score_model == "absent":
+        del config["models"]["score_model"]
+    elif score_model == "null":
+        config["models"]["score_model"] = None
+    else:
+        config["models"]["score_model"] = load_yaml(repo / "config/config.yaml")["models"]["score_model"]
+    _check(config, repo)
+    assert not [a for a in required_assets(config, repo) if "diffusion" in a.name]
+    check_assets(config, repo)  # the folder's images only: no AssetError for the absent checkpoint
+
+
+def test_replaced_explainers_error_names_the_key_to_set(config, repo):
+    """An overlay that replaces the explainers leaves the default's pooled and
+    qualitative lists naming explainers it no longer has: the error says what to set."""
+    config["explainers"] = {"mine": {"method": "sm"}, "random": {}}
+    config["analysis"]["pooled_explainers"] = ["sm", "ig"]
+    config["plots"]["qualitative_explainers"] = ["sm"]
+    config["analysis"]["diagnostics"]["explainer"] = "mine"
+    with pytest.raises(ConfigError, match=r"(?s)pooled_explainers': \['sm', 'ig'\] not in explainers \(mine, random\); "
+                                          r"set analysis\.pooled_explainers: null \(= every explainer of the run\).*"
+                                          r"qualitative_explainers': \['sm'\] not in explainers.*set plots\."):
+        _check(config, repo)
+    config["analysis"]["pooled_explainers"] = None
+    config["plots"]["qualitative_explainers"] = ["mine"]
+    _check(config, repo)
+
+
+def test_a_score_model_is_required_where_an_evaluator_reads_it(config, repo):
+    """FUD (or a diffusion fill) without models.score_model: the error names the
+    key, the evaluators that read it and both fixes."""
+    del config["models"]["score_model"]
+    config["evaluators"]["road_diff"] = {"method": "road", "imputer": "diffusion_plain"}
+    with pytest.raises(ConfigError, match=r"'models\.score_model': required, because the evaluator\(s\) "
+                                          r"\['fud', 'road_diff'\] read .*guided_diffusion.*`fud: null`"):
+        _check(config, repo)
+
+
 def test_n_eval_beyond_the_listed_images(folder):
     with pytest.raises(FolderDataError, match=r"'data\.n_eval': 9 exceeds the 6 images listed"):
         build_eval_set(_folder_cfg(folder), 9)
@@ -305,3 +355,112 @@ def test_folder_and_factory_dag(repo, folder, factories, tmp_path, monkeypatch):
     assert counts["make_dataset"] == 1 and counts["prepare_classifier"] == 1 and counts["convert_score_model"] == 1
     assert counts["explain"] == n_explainers * shards and counts["evaluate"] == n_evaluators * shards
     assert "train_classifier" not in counts and "train_score_model" not in counts
+
+
+# --- object masks of a folder (data.folder.masks) ----------------------------------------------
+
+
+def _draw_masks(folder, tmp_path, skip=()):
+    """A box mask per image (the image's size, non-zero = object) at masks/<file>.png."""
+    masks = tmp_path / "masks"
+    for file, (w, h), *_ in IMAGES:
+        if file in skip:
+            continue
+        out = (masks / file).with_suffix(".png")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        m = np.zeros((h, w), np.uint8)
+        m[: h // 2, : w // 2] = 255  # the top-left quarter
+        Image.fromarray(m).save(out)
+    return masks
+
+
+def test_folder_masks_are_read_like_the_images_and_enable_the_oracle(config, folder, repo, tmp_path):
+    masks = _draw_masks(folder, tmp_path)
+    cfg = _folder_cfg(folder, masks=str(masks))
+    out = build_eval_set(cfg, 5)
+    assert out["masks"].shape == (5, 16, 16) and set(np.unique(out["masks"])) == {0, 1}
+    # the quarter survives resize (20 px shorter side) and the 16 px centre crop at the top left
+    assert out["masks"][:, 0, 0].all() and not out["masks"][:, -1, -1].any()
+    from fudbench.data.imagenet import eval_arrays
+
+    assert bool(eval_arrays(out)["has_masks"]) and not bool(eval_arrays(build_eval_set(_folder_cfg(folder), 5))
+                                                            ["has_masks"])
+    config["data"]["folder"]["masks"] = str(masks)
+    config["explainers"]["oracle"] = {}
+    config["explainers"]["o20"] = {"method": "degrade", "base": "oracle", "fraction": 0.2}
+    _check(config, repo)  # the ground-truth explainers run on a folder with masks
+
+
+@pytest.mark.parametrize("problem,match", [
+    ("missing", r"'data\.folder\.masks': no mask for 1 evaluated image\(s\): \S+/masks/sub/d\.png; each image "
+                r"<file> needs <masks>/<file with \.png>"),
+    ("no_folder", r"'data\.folder\.masks': \S+/nope is not a directory"),
+])
+def test_folder_mask_errors_name_the_key(config, folder, repo, tmp_path, problem, match):
+    masks = _draw_masks(folder, tmp_path, skip=("sub/d.jpg",) if problem == "missing" else ())
+    config["data"]["folder"]["masks"] = str(masks if problem == "missing" else tmp_path / "nope")
+    with pytest.raises(ConfigError, match=match):
+        _check(config, repo)
+
+
+def test_a_mask_of_another_size_is_named_before_any_job(config, folder, repo, tmp_path):
+    masks = _draw_masks(folder, tmp_path)
+    Image.fromarray(np.zeros((5, 5), np.uint8)).save(masks / "b.png")
+    config["data"]["folder"]["masks"] = str(masks)
+    del config["evaluators"]["fud"]
+    with pytest.raises(AssetError, match=r"masks/b\.png: the mask is 5x5, its image 20x24; draw it on the image"):
+        check_assets(config, repo)
+
+
+# --- the accuracy gate, per classifier ---------------------------------------------------------
+
+
+def test_the_accuracy_gate_is_set_per_classifier_and_says_how(config, repo):
+    from fudbench.fingerprint import classifier_training_inputs
+    from fudbench.models.gate import accuracy_gate, gate_line
+
+    gates = {"min_test_accuracy": 0.95}
+    assert accuracy_gate("cnn", {"arch": "small_cnn"}, gates) == (0.95, "models.gates.min_test_accuracy")
+    assert accuracy_gate("mine", {"min_accuracy": 0.6}, gates) == (0.6, "models.classifiers.mine.min_accuracy")
+    assert "BELOW" not in gate_line("mine", "top-1 accuracy", 0.8, 0.6, "models.classifiers.mine.min_accuracy")
+    below = gate_line("mine", "top-1 accuracy", 0.5, 0.95, "models.gates.min_test_accuracy")
+    assert "BELOW GATE" in below and "models.classifiers.mine.min_accuracy" in below
+    config["models"]["classifiers"]["mine"]["min_accuracy"] = 0.6
+    _check(config, repo)  # an import entry takes it
+    config["models"]["classifiers"]["mine"]["min_accuracy"] = 1.5
+    with pytest.raises(ConfigError, match=r"mine\.min_accuracy': 1\.5 is greater than the maximum of 1"):
+        _check(config, repo)
+    # a gate is no training input: setting one keeps a shipped classifier's fingerprint
+    default = resolve_config([repo / "config/config.yaml"])
+    before = classifier_training_inputs(default, "cnn")
+    default["models"]["classifiers"]["cnn"]["min_accuracy"] = 0.5
+    assert classifier_training_inputs(default, "cnn") == before
+    _check(default, repo)
+
+
+# --- the template: config/your_own.yaml ---------------------------------------------------------
+
+
+def test_the_template_replaces_the_defaults_and_needs_no_score_model(repo):
+    """config/your_own.yaml over the default: only its own classifier, explainers and
+    evaluators (`_replace: true`), nothing that needs masks or a training split, no
+    score model; the asset check finds its stand-in photos."""
+    from fudbench.config import load_config, score_model_users
+
+    cfg = load_config(repo / "config/your_own.yaml")
+    assert list(cfg["models"]["classifiers"]) == ["mine"] and "score_model" not in cfg["models"]
+    assert set(cfg["explainers"]) == {"mine", "sm", "ig", "random"}
+    assert set(cfg["evaluators"]) == {"insdel", "road", "irof", "sensn"} and score_model_users(cfg) == []
+    assert check_assets(cfg, repo) == []
+
+
+@pytest.mark.workflow
+def test_the_template_dag_has_no_score_model_rule(repo, tmp_path):
+    from workflow_support import job_counts, snakemake
+
+    res = snakemake(repo, "-n", "--quiet", "rules", "--configfile", str(repo / "config/your_own.yaml"),
+                    "--directory", str(tmp_path / "work"))
+    assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
+    counts = job_counts(res.stdout + res.stderr)
+    assert counts["prepare_classifier"] == 1 and counts["explain"] == 4 and counts["evaluate"] == 4
+    assert not {r for r in counts if "score_model" in r or "fud" in r}, counts

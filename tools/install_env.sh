@@ -6,6 +6,12 @@
 # session) reuses it instead of downloading ~5 GB of CUDA wheels again.
 #   FUD_CACHE   where environments live (default: ~/.cache/fud-repro)
 #   FUD_PYTHON  base interpreter (default: python3)
+#   FUD_WHEELHOUSE  install from this wheelhouse (tools/wheelhouse.sh) with no package index; the same
+#               as `tools/install_env.sh --offline DIR` (README, "Running where there is no internet")
+#   FUD_REUSE_TORCH  offline only: auto (default) reuses a torch + torchvision the base interpreter
+#               already imports when torch is at least FUD_MIN_TORCH (default 2.4) and of the lock's major
+#               version; 1 insists, 0 installs the lock's torch from the wheelhouse
+#   FUD_LOCK    the pinned requirements (default: requirements.lock; tests use a small subset)
 # Idempotent: a finished environment carries a .complete marker listing the
 # finished steps; a half-built one (killed install) is removed and rebuilt, and
 # a finished one that misses a later step (bytecode) is completed in place.
@@ -13,14 +19,34 @@
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 py="${FUD_PYTHON:-python3}"
+wheelhouse="${FUD_WHEELHOUSE:-}"
+if [ "${1:-}" = "--offline" ]; then
+  [ -n "${2:-}" ] || { echo "[install] --offline takes the wheelhouse directory (tools/wheelhouse.sh)" >&2; exit 2; }
+  wheelhouse="$2"
+fi
+lock="${FUD_LOCK:-$repo/requirements.lock}"
 # HOME may be unset in stripped CI environments: fall back to the passwd entry.
 home="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 export UV_CACHE_DIR="${UV_CACHE_DIR:-$home/.cache/uv}"
 cache="${FUD_CACHE:-$home/.cache/fud-repro}"
 pyver="$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
-key="$( (cat "$repo/requirements.lock"; echo "$pyver") | sha256sum | cut -c1-16)"
+key="$( (cat "$lock"; echo "$pyver") | sha256sum | cut -c1-16)"
 venv="$cache/venv-py$pyver-$key"
 mkdir -p "$cache"
+reuse_torch=""
+if [ -n "$wheelhouse" ]; then
+  [ -d "$wheelhouse" ] || { echo "[install] wheelhouse $wheelhouse is not a directory (FUD_WHEELHOUSE / --offline)" >&2; exit 2; }
+  wheelhouse="$(cd "$wheelhouse" && pwd)"
+  # Reuse the node's torch (a cluster's module, built for its driver) where it is compatible: the
+  # environment then sees the base interpreter's packages and installs the rest of the lock.
+  # Decided once, when the environment is built (importing torch takes seconds).
+  if [ -f "$venv-systorch/.complete" ]; then
+    reuse_torch=yes
+  elif [ ! -f "$venv/.complete" ]; then
+    reuse_torch=$(LOCK="$lock" "$py" "$repo/tools/compatible_torch.py" >&2 && echo yes || true)
+  fi
+  [ -z "$reuse_torch" ] || venv="$venv-systorch"
+fi
 
 exec 9>"$cache/.install.lock"
 flock 9
@@ -29,19 +55,37 @@ if [ ! -f "$marker" ]; then
   echo "[install] building $venv (first time only; torch's CUDA wheels are large)" >&2
   start=$SECONDS
   rm -rf "$venv"
-  "$py" -m venv "$venv"
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check uv >&2 \
+  reqs="$lock"
+  offline=()
+  if [ -n "$wheelhouse" ]; then
+    # No index at all: every package from the wheelhouse. Its missing.txt (entries without a wheel for
+    # this Python / platform) and entries absent from it are named before anything is installed.
+    offline=(--no-index --find-links "$wheelhouse")
+    reqs="$cache/.offline-requirements-$$.txt"
+    LOCK="$lock" WHEELHOUSE="$wheelhouse" REUSE="$reuse_torch" "$py" "$repo/tools/compatible_torch.py" --filter > "$reqs"
+    if [ -n "$reuse_torch" ]; then
+      "$py" -m venv --system-site-packages "$venv"
+    else
+      "$py" -m venv "$venv"
+    fi
+  else
+    "$py" -m venv "$venv"
+  fi
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check ${offline[@]+"${offline[@]}"} uv >&2 \
     || echo "[install] uv unavailable, falling back to pip" >&2
   # The lock is the full resolution: install exactly it (--no-deps), so a
   # dependency overridden away at compile time (requirements-overrides.txt:
   # quantus' opencv-python) is not pulled back in.
   if [ -x "$venv/bin/uv" ]; then
-    "$venv/bin/uv" pip install --no-deps --python "$venv/bin/python" -r "$repo/requirements.lock" >&2
+    "$venv/bin/uv" pip install --no-deps ${offline[@]+--offline "${offline[@]}"} --python "$venv/bin/python" -r "$reqs" >&2
   else
-    "$venv/bin/python" -m pip install --no-deps --disable-pip-version-check -r "$repo/requirements.lock" >&2
+    "$venv/bin/python" -m pip install --no-deps --disable-pip-version-check ${offline[@]+"${offline[@]}"} -r "$reqs" >&2
   fi
+  [ "$reqs" = "$lock" ] || rm -f "$reqs"
   # Fail now, not in the middle of a workflow, if torchvision's ops do not load.
-  "$venv/bin/python" -c "import torch, torchvision, torchvision.ops; torchvision.ops.nms(torch.zeros(1,4), torch.zeros(1), 0.5)" >&2
+  if grep -q '^torchvision==' "$lock"; then
+    "$venv/bin/python" -c "import torch, torchvision, torchvision.ops; torchvision.ops.nms(torch.zeros(1,4), torch.zeros(1), 0.5)" >&2
+  fi
   echo "packages" > "$marker"
   echo "[install] packages installed in $((SECONDS - start)) s" >&2
 fi

@@ -166,6 +166,8 @@ def _check_per_image(values, n: int, name: str, where: str, distinct: bool = Fal
         raise InputError(f"{where}: {name} must be integers, got {values[:5]}") from None
     if any(i != v for i, v in zip(ints, values)):
         raise InputError(f"{where}: {name} must be integers, got {values[:5]}")
+    if any(i < 0 for i in ints):  # seed material, as the workflow's (>= 0) are
+        raise InputError(f"{where}: {name} must be >= 0, got {[i for i in ints if i < 0][:5]}")
     if distinct and len(set(ints)) != n:
         dup = sorted({i for i in ints if ints.count(i) > 1})
         raise InputError(f"{where}: {name} must be distinct (records and per-image scores are keyed by them); "
@@ -453,6 +455,8 @@ def evaluate(model, images, targets, attributions, metrics: Union[str, Sequence,
     problems += _asset_problems(assets, specs)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         problems.append(f"seed must be an integer, got {seed!r}")
+    elif seed < 0:  # the config's seed is >= 0 (schema); a negative one fails inside numpy's generator
+        problems.append(f"seed must be >= 0 (as the config's `seed`), got {seed}")
     _raise(where, problems)
     seed = int(seed)
 

@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from fudbench.config import score_model_users
 from fudbench.data.folder import resolved_folder
 from fudbench.models import torchvision_models as tvm
 from fudbench.models.imported import is_imported, resolved_entry
@@ -83,6 +84,9 @@ def gd_fetch_command(path: Path, url: str = ADM256_URL) -> str:
 
 
 def required_assets(config: dict, repo) -> list[Asset]:
+    """The external files the rules of this run read: the images, the pretrained
+    classifiers' weights, and the guided-diffusion checkpoint only when an
+    evaluator reads the score model."""
     out = []
     data = config["data"]
     if data["source"] == "imagenet":
@@ -104,8 +108,10 @@ def required_assets(config: dict, repo) -> list[Asset]:
             out.append(Asset(f"weights of classifier {name!r} ({c['arch']}, {c['weights']})",
                              f"models.classifiers.{name}.path", tvm.weights_path(c), tvm.fetch_command(c),
                              sha256=want if full else None, sha256_prefix=None if full else want))
-    score = config["models"]["score_model"]
-    if score["source"] == "guided_diffusion":
+    # The diffusion checkpoint only where an evaluator of the run reads the score model
+    # (FUD, its variants, diffusion fills): the rules that read it exist only then.
+    score = config["models"].get("score_model") if score_model_users(config, repo) else None
+    if score and score["source"] == "guided_diffusion":
         gd = score["guided_diffusion"]
         path = resolve_path(gd["checkpoint"], repo)
         out.append(Asset("guided-diffusion 256x256_diffusion_uncond.pt",

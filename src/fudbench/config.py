@@ -130,7 +130,14 @@ def _evaluator_problems(config: dict, base=None) -> list[str]:
                             f"registered: {', '.join(EVALUATORS)} (or an EvaluatorSpec by import path, "
                             f"'package.module:SPEC' or 'path/to/file.py:SPEC')")
             continue
-        problems += spec(method).check(settings, f"evaluators.{name}")
+        found = spec(method).check(settings, f"evaluators.{name}")
+        size = _image_size(config["data"])
+        if method == "quantus" and not found and size:  # Quantus' asserts on the image size, named here
+            from fudbench.evaluators.quantus import value_problems
+
+            resolved = spec(method).resolve(settings)
+            found = value_problems(resolved["settings"], f"evaluators.{name}.settings", *size, resolved["metric"])
+        problems += found
     ffid = entries_of(config["evaluators"], "ffid")
     shared = [{k: spec("ffid").resolve(config["evaluators"][e])[k] for k in ("beta", "finetune")} for e in ffid]
     if any(s != shared[0] for s in shared[1:]):
@@ -181,12 +188,77 @@ def _mask_method(method: str, settings: dict):
     return None
 
 
+# Classifier archs with attention and LayerNorm: LRP has no rules for them (fudbench.explainers.lrp refuses
+# the network when the job builds it; named here, before any job)
+ATTENTION_ARCHS = ("small_vit", "torchvision_vit_b_16")
+
+
+def _runs_base(method: str, settings: dict) -> str:
+    """The method an entry finally runs: itself, or the base of its (nested) wrappers."""
+    from fudbench.explainers import WRAPPERS
+
+    base, base_settings = settings.get("base"), settings.get("base_settings") or {}
+    if method in WRAPPERS and isinstance(base, str) and isinstance(base_settings, dict):
+        return _runs_base(base, base_settings)
+    return method
+
+
+def _lrp_on_attention_problems(config: dict) -> list[str]:
+    """LRP on a ViT was refused only in its explain job: every explainer runs on every classifier."""
+    from fudbench.explainers import method_of
+
+    vits = [n for n, c in config["models"]["classifiers"].items() if c.get("arch") in ATTENTION_ARCHS]
+    return [f"config key 'explainers.{name}': LRP has no rules for attention or LayerNorm, and every explainer "
+            f"runs on every classifier: models.classifiers {vits} are ViTs; remove the entry (cam or a captum "
+            f"method explain ViTs) or run it in a config without them"
+            for name, settings in config["explainers"].items()
+            if vits and _runs_base(method_of(name, settings), settings) == "lrp"]
+
+
+def _cue_analysis_problems(config: dict) -> list[str]:
+    """analysis.cue configures the planted-cue rules (rules/cue.smk), which run only with a data cue:
+    without one it was silently ignored."""
+    data = config["data"]
+    if "cue" not in config["analysis"] or (data["source"] == "synthetic" and (data.get("synthetic") or {}).get("cue")):
+        return []
+    return ["config key 'analysis.cue': set, but data.synthetic.cue is not, so the planted-cue rules do not run "
+            "and these settings would be ignored; remove analysis.cue (or set it to null), or plant a cue "
+            "(data.synthetic.cue; config/cue.yaml)"]
+
+
+def has_masks(data: dict) -> bool:
+    """The evaluated images come with object masks: the synthetic benchmark's, or a
+    folder's `masks` (ImageNet has none)."""
+    return data["source"] == "synthetic" or (data["source"] == "folder" and bool((data.get("folder") or {})
+                                                                                 .get("masks")))
+
+
 def has_fud(config: dict) -> bool:
     """The config has FUD's evaluator entry `fud` (the diagnostics run its settings)."""
     from fudbench.evaluators import method_of
 
     evaluators = config["evaluators"]
     return isinstance(evaluators.get("fud"), dict) and method_of("fud", evaluators["fud"]) == "fud"
+
+
+def score_model_users(config: dict, base=None) -> list[str]:
+    """The evaluator entries that read the diffusion score model (FUD, its
+    variants, a diffusion fill: their spec's `assets`). Only then is
+    `models.score_model` required, and its rules and files (a guided-diffusion
+    checkpoint) part of the run. An entry that does not resolve is left out
+    (reported on its own)."""
+    from fudbench.evaluators import method_of, spec
+    from fudbench.plugins import PluginError
+
+    users = []
+    for name, settings in (config.get("evaluators") or {}).items():
+        try:
+            entry = spec(method_of(name, settings), base)
+            if "score_model" in entry.assets(entry.resolve(settings)):
+                users.append(name)
+        except (KeyError, TypeError, ValueError, PluginError):
+            continue
+    return users
 
 
 def fud_diagnostics_on(config: dict) -> bool:
@@ -206,14 +278,17 @@ def _reference_problems(config: dict) -> list[str]:
     explainers, models = set(config["explainers"]), set(config["models"]["classifiers"])
     analysis, problems = config["analysis"], []
 
-    def unknown(key, names, known, what):
+    def unknown(key, names, known, what, fix=""):
         missing = [n for n in names if n not in known]
         if missing:
-            problems.append(f"config key '{key}': {missing} not in {what} ({', '.join(sorted(known))})")
+            problems.append(f"config key '{key}': {missing} not in {what} ({', '.join(sorted(known))})"
+                            + (f"; {fix}" if fix else ""))
 
-    unknown("analysis.pooled_explainers", analysis.get("pooled_explainers") or [], explainers, "explainers")
+    # the defaults name the default's explainers: an overlay that replaced them must say which of its own
+    unknown("analysis.pooled_explainers", analysis.get("pooled_explainers") or [], explainers, "explainers",
+            "set analysis.pooled_explainers: null (= every explainer of the run) or list some of them")
     unknown("plots.qualitative_explainers", config["plots"].get("qualitative_explainers") or [], explainers,
-            "explainers")
+            "explainers", "set plots.qualitative_explainers to a few of them")
     if has_fud(config):  # the diagnostics are FUD's: without it they are left out, unchecked
         if "diagnostics" in analysis:
             unknown("analysis.diagnostics.explainer", [analysis["diagnostics"]["explainer"]], explainers,
@@ -279,11 +354,13 @@ def check_semantics(config: dict, base=None) -> None:
                 f"config key '{where}': unknown explainer {method!r}; "
                 f"registered: {', '.join(sorted(EXPLAINERS))}"
             )
-        elif (masked := _mask_method(method, settings)) and config["data"]["source"] != "synthetic":
+        elif (masked := _mask_method(method, settings)) and not has_masks(config["data"]):
             problems.append(f"config key 'explainers.{name}': the {masked} explainer needs ground-truth masks "
-                            f"(data.source: synthetic)")
+                            f"(data.source: synthetic, or data.folder.masks); drop it with `{name}: null` under explainers in your "
+                            f"overlay, or replace the section: `explainers: {{_replace: true, ...}}`")
         else:
             problems += _explainer_settings_problems(name, method, settings)
+    problems += _lrp_on_attention_problems(config) + _cue_analysis_problems(config)
     problems += _evaluator_problems(config, base)
     problems += _reference_problems(config)
     problems += _first_shard_problems(config)
@@ -339,11 +416,7 @@ def check_semantics(config: dict, base=None) -> None:
                 problems.append(f"config key 'models.classifiers.{name}.heads': must divide dim = {c['dim']}")
         elif "width" not in c:
             problems.append(f"config key 'models.classifiers.{name}.width': required for arch small_cnn")
-    score = config["models"]["score_model"]
-    if "attention" in score and len(score["attention"]) != len(score.get("block_out_channels", ())):
-        problems.append(
-            "config key 'models.score_model.attention': needs one flag per entry of block_out_channels"
-        )
+    problems += _score_model_problems(config, base)
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
 
@@ -383,12 +456,35 @@ def _pretrained_model_problems(config: dict, base=None) -> list[str]:
         elif data["source"] != "synthetic":
             problems.append(f"config key '{key}.arch': {c['arch']} is trained by the workflow on the synthetic "
                             f"training split and needs data.source: synthetic; use a torchvision_* arch or "
-                            f"arch: import (your own classifier)")
-    source = config["models"]["score_model"]["source"]
-    if source in ("train", "shipped") and data["source"] != "synthetic":
-        problems.append(f"config key 'models.score_model.source': {source!r} is the synthetic benchmark's score "
-                        f"model and needs data.source: synthetic; use guided_diffusion (a pretrained model of the "
-                        f"images' domain: training one on ImageNet or folder images is not supported)")
+                            f"arch: import (your own classifier), and drop this one with `{name}: null` under "
+                            f"models.classifiers in your overlay, or replace the section: "
+                            f"`classifiers: {{_replace: true, mine: {{arch: import, ...}}}}` (config/your_own.yaml)")
+    return problems
+
+
+def _score_model_problems(config: dict, base=None) -> list[str]:
+    """`models.score_model` is checked only where an evaluator of the run reads it
+    (score_model_users): a run without FUD or a diffusion fill needs none, and
+    whatever is left there (the default's synthetic one) is ignored."""
+    users = score_model_users(config, base)
+    if not users:
+        return []
+    score, source = config["models"].get("score_model"), config["data"]["source"]
+    if score is None:
+        fix = ("source: guided_diffusion with its guided_diffusion block, as in config/paper.yaml"
+               if source != "synthetic" else "source: shipped or train, as in config/config.yaml")
+        return [f"config key 'models.score_model': required, because the evaluator(s) {users} read the diffusion "
+                f"score model (FUD, its variants, diffusion fills); set it ({fix}), or drop those evaluators "
+                f"(e.g. `fud: null` in an overlay, or `evaluators: {{_replace: true, ...}}` without them)"]
+    problems = []
+    if score["source"] in ("train", "shipped") and source != "synthetic":
+        problems.append(f"config key 'models.score_model.source': {score['source']!r} is the synthetic benchmark's "
+                        f"score model and needs data.source: synthetic, but the evaluator(s) {users} read it; use "
+                        f"guided_diffusion (a pretrained model of the images' domain, as in config/paper.yaml: "
+                        f"training one on ImageNet or folder images is not supported), or drop those evaluators "
+                        f"(`fud: null`)")
+    if "attention" in score and len(score["attention"]) != len(score.get("block_out_channels", ())):
+        problems.append("config key 'models.score_model.attention': needs one flag per entry of block_out_channels")
     return problems
 
 
@@ -413,7 +509,8 @@ def _training_split_problems(config: dict) -> list[str]:
         except (KeyError, TypeError, ValueError):  # the entry is itself wrong: reported on its own
             continue
         problems += [f"config key 'evaluators.{name}': {uses[a]}, which data.source: {source} does not have; "
-                     f"remove the entry" for a in sorted(assets & set(uses))]
+                     f"remove the entry (`{name}: null` under evaluators in your overlay, or replace the section: "
+                     f"`evaluators: {{_replace: true, ...}}`)" for a in sorted(assets & set(uses))]
     return problems
 
 
@@ -430,13 +527,21 @@ def _folder_problems(data: dict, base) -> list[str]:
     read and every listed file looked up; no image is decoded here (the asset check
     before any job does)."""
     from fudbench.data.folder import folder_problems, resolved_folder
+    from fudbench.paths import PackagePathError
 
-    return folder_problems(resolved_folder(data["folder"], base), data["n_eval"])
+    try:
+        folder = resolved_folder(data["folder"], base)
+    except PackagePathError as exc:
+        return [f"config key 'data.folder': {exc}"]
+    return folder_problems(folder, data["n_eval"])
 
 
 def validate_config(config: dict, schema_path) -> dict:
     """Validate a config dict (raises ConfigError) and return it unchanged."""
-    problems = non_finite_numbers(config)
+    from fudbench.names import name_problems
+
+    # names that become paths first (fudbench.names): a bad one must not reach any check that builds paths
+    problems = name_problems(config) or non_finite_numbers(config)
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
     base = Path(schema_path).resolve().parent.parent

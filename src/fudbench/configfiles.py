@@ -5,7 +5,13 @@ config unless they make a complete config (docs/reliability.md, "Command line").
   file's keys override, mappings merge key by key, anything else (lists
   included) is replaced. A later `null` over a mapping removes it (an overlay
   drops an explainer, evaluator or classifier of the default: `sm: null`);
-  an explainer, evaluator or classifier entry left `null` is removed too.
+  an explainer, evaluator or classifier entry left `null` is removed too. The
+  removal holds through the later merge with the default (the command line's
+  files are merged with keep_removals), so a null in any file or in --config
+  removes the default's entry too; `_replace` takes true or false only, and
+  not at the top level.
+- Relative --configfile paths are the caller's: `./fud` changes to the
+  repository, after passing the directory it was run in (caller_path).
 - `variant_of: NAME` in an explainers, evaluators or models.classifiers entry
   repeats entry NAME of the same section with only the keys given changed
   (explainers and evaluators: `method` set to NAME's method), so a variant
@@ -56,25 +62,91 @@ class ConfigFileError(ValueError):
 REPLACE = "_replace"
 
 
-def merge_configs(*configs: Mapping) -> dict:
+class _Removed:
+    """What a `null` over a mapping leaves in a merge that is not final (keep_removals): the
+    removal itself, so that a merge under a default later removes the default's mapping too
+    instead of bringing it back (smoke.yaml + an overlay with `fud: null` ran FUD at the
+    default's settings). Never in a finished config (finish_config drops it)."""
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self):
+        return "<removed>"
+
+    def __reduce__(self):
+        return (_Removed, ())
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+REMOVED = _Removed()
+
+
+def merge_configs(*configs: Mapping, keep_removals: bool = False) -> dict:
     """Deep merge in order (later wins; mappings merge, other values replace, a
     `null` over a mapping removes the key, a mapping with `_replace: true`
-    replaces it); the inputs are not modified and keys keep their first position."""
+    replaces it); the inputs are not modified and keys keep their first position.
+
+    keep_removals: the result is itself merged over something later (the command
+    line's files, then the default config under them): a removal is kept as
+    REMOVED, and a mapping given after a removal is marked `_replace: true`, so
+    that merge_configs(default, merge_configs(a, b, keep_removals=True)) equals
+    merge_configs(default, a, b) - one rule however the merge is grouped. (A null
+    over nothing stays a null: whether it removes a mapping or sets a value is
+    decided where it meets the default.)"""
     merged: dict = {}
     for config in configs:
         for key, value in config.items():
             base = merged.get(key)
-            if value is None and isinstance(base, Mapping):
-                del merged[key]
-            elif isinstance(value, Mapping) and value.get(REPLACE):
-                replaced = merge_configs({k: v for k, v in value.items() if k != REPLACE})
-                # over nothing (an overlay merged on its own), the mark stays for the merge with the default
-                merged[key] = replaced if isinstance(base, Mapping) else {REPLACE: True, **replaced}
+            if value is REMOVED or (value is None and (isinstance(base, Mapping) or base is REMOVED)):
+                if keep_removals:
+                    merged[key] = REMOVED
+                else:
+                    merged.pop(key, None)
+            elif isinstance(value, Mapping) and (value.get(REPLACE) is True or base is REMOVED
+                                                 or (keep_removals and key in merged and base is None)):
+                # kept: a mapping after a removal (or after a null that is one if the default has a mapping
+                # there) starts afresh, as it would in one merge with the default under it
+                replaced = merge_configs({k: v for k, v in value.items() if k != REPLACE}, keep_removals=keep_removals)
+                # over nothing (an overlay merged on its own) or in a merge that is not final, the mark stays
+                # for the merge with the default
+                merged[key] = replaced if isinstance(base, Mapping) and not keep_removals else {REPLACE: True,
+                                                                                               **replaced}
             elif isinstance(value, Mapping):
-                merged[key] = merge_configs(base, value) if isinstance(base, Mapping) else merge_configs(value)
+                value = {k: v for k, v in value.items() if k != REPLACE}  # `_replace: false`: an ordinary merge
+                merged[key] = (merge_configs(base, value, keep_removals=keep_removals) if isinstance(base, Mapping)
+                               else merge_configs(value, keep_removals=keep_removals))
             else:
                 merged[key] = copy.deepcopy(value)
     return merged
+
+
+def replace_mark_problems(config, where: str, path: tuple = ()) -> list[str]:
+    """`_replace` only as true or false, and not at the top level (a complete config - every
+    key the schema requires - already replaces the default; an overlay merges into it)."""
+    problems = []
+    if not isinstance(config, Mapping):
+        return problems
+    for key, value in config.items():
+        if key == REPLACE and not path:
+            problems.append(f"{where}: a top-level '{REPLACE}' is not supported; to use a file without the default "
+                            f"config, give every top-level key the schema requires "
+                            f"({', '.join(required_keys())}); an overlay merges into the default")
+        elif key == REPLACE and not isinstance(value, bool):
+            problems.append(f"{where}: config key '{'.'.join(map(str, (*path, key)))}': {value!r} is not true or "
+                            f"false (true: this mapping replaces the one below it instead of merging into it)")
+        elif isinstance(value, Mapping):
+            problems += replace_mark_problems(value, where, (*path, key))
+    return problems
 
 
 # Sections whose entries are mappings: a null entry there is a removal (Snakemake's own
@@ -117,7 +189,7 @@ def expand_variants(section: dict, where: str, method: bool = True) -> dict:
 def _without_replace_marks(config):
     if not isinstance(config, dict):
         return config
-    return {k: _without_replace_marks(v) for k, v in config.items() if k != REPLACE}
+    return {k: _without_replace_marks(v) for k, v in config.items() if k != REPLACE and v is not REMOVED}
 
 
 def finish_config(config: Mapping) -> dict:
@@ -144,6 +216,8 @@ def load_config_file(path, where: str | None = None) -> dict:
     path = Path(path)
     where = where or f"--configfile argument '{path}'"
     if not path.is_file():
+        if path.suffix in (".yaml", ".yml") and not path.is_dir():  # meant as a config file, not a target
+            raise ConfigFileError(f"{where} does not exist")
         why = "is a directory" if path.is_dir() else "does not exist"
         raise ConfigFileError(f"{where} {why}, so it is not a config file; {TARGETS_HINT}")
     try:
@@ -156,6 +230,9 @@ def load_config_file(path, where: str | None = None) -> dict:
     if not isinstance(config, dict):
         what = "it is empty" if config is None else f"its top level is {type(config).__name__}"
         raise ConfigFileError(f"{where} is not a config file: {what}, not a mapping of config keys; {TARGETS_HINT}")
+    problems = replace_mark_problems(config, where)
+    if problems:
+        raise ConfigFileError("\n  ".join(problems))
     return config
 
 
@@ -169,8 +246,8 @@ def required_keys(schema_path=SCHEMA) -> list[str]:
 
 
 def is_overlay(config: Mapping, schema_path=SCHEMA) -> bool:
-    """True when `config` lacks a top-level key the schema requires."""
-    return any(key not in config for key in required_keys(schema_path))
+    """True when `config` lacks a top-level key the schema requires (or a later file removed it)."""
+    return any(config.get(key, REMOVED) is REMOVED for key in required_keys(schema_path))
 
 
 def with_default(config: Mapping, default=DEFAULT_CONFIG, schema_path=SCHEMA) -> dict:
@@ -185,8 +262,33 @@ def with_default(config: Mapping, default=DEFAULT_CONFIG, schema_path=SCHEMA) ->
 def command_line_config(files, overrides: Mapping | None = None) -> dict:
     """The command line's --configfile files merged in order by merge_configs,
     then --config's values (`overrides`) over them: what the Snakefile gives
-    with_default instead of Snakemake's own merge (module docstring)."""
-    return merge_configs(*(load_config_file(f) for f in files), overrides or {})
+    with_default instead of Snakemake's own merge (module docstring). Removals
+    are kept (merge_configs' keep_removals), so a `null` here also removes the
+    default's entry when with_default merges the default under it."""
+    problems = replace_mark_problems(overrides or {}, "--config")
+    if problems:
+        raise ConfigFileError("\n  ".join(problems))
+    return merge_configs(*(load_config_file(f) for f in files), overrides or {}, keep_removals=True)
+
+
+def typed_overrides(value):
+    """--config's values as YAML means them. Snakemake reads `--config KEY=VALUE` with
+    int, float, a boolean parser, then YAML's BaseLoader, which leaves every value inside
+    a mapping or list a string: `evaluators='{fud: null}'` gave fud the string 'null'
+    (not a removal) and `{fud: {steps: 3}}` the string '3'. A string that YAML reads as
+    null, a boolean or a number becomes that; other strings stay strings."""
+    if isinstance(value, Mapping):
+        return {k: typed_overrides(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [typed_overrides(v) for v in value]
+    if isinstance(value, str):
+        try:
+            scalar = yaml.safe_load(value)
+        except yaml.YAMLError:
+            return value
+        if scalar is None or isinstance(scalar, (bool, int, float)):
+            return scalar
+    return value
 
 
 def resolve_config(files, default=DEFAULT_CONFIG, schema_path=SCHEMA) -> dict:
@@ -222,23 +324,49 @@ def collect_configfiles(argv: list[str]) -> tuple[list[str], list[str]]:
     return out, files
 
 
+# `./fud` changes to the repository before it runs Python; it passes the directory it was run in here,
+# so that a relative --configfile is the file the user typed, not a same-named one in the repository.
+CALLER_CWD = "FUD_CALLER_CWD"
+
+
+def caller_path(path: str) -> tuple[str, str]:
+    """(absolute path, how errors name it) of a command-line path, resolved against the
+    directory the user ran ./fud in (FUD_CALLER_CWD; else the working directory)."""
+    resolved = os.path.abspath(os.path.join(os.environ.get(CALLER_CWD) or os.getcwd(), os.path.expanduser(path)))
+    shown = f"--configfile argument '{path}'" + (f" (= {resolved})" if resolved != path else "")
+    return resolved, shown
+
+
 def snakemake_argv(argv: list[str]) -> list[str]:
     """Snakemake's arguments for `./fud run` / `./fud snakemake ARGS`: the config
-    files collected and checked (ConfigFileError naming a bad one)."""
+    files collected, resolved against the caller's directory (caller_path) and
+    checked (ConfigFileError naming a bad one)."""
     argv, files = collect_configfiles(list(argv))
     known = set(_schema().get("properties", {}))
+    resolved = {}
     for f in files:
-        config = load_config_file(f)
-        if config and not known & set(config):  # e.g. a JSON target: results/<run>/models/quality.json
-            raise ConfigFileError(f"--configfile argument '{f}' is not a config file: none of its keys "
-                                  f"({', '.join(map(str, list(config)[:5]))}) is a config key; {TARGETS_HINT}")
+        resolved[f], where = caller_path(f)
+        in_repo = REPO / f
+        if not os.path.isabs(f) and not os.path.exists(resolved[f]) and in_repo.is_file():
+            raise ConfigFileError(f"{where} does not exist; relative paths start from the directory ./fud was run "
+                                  f"in, not the repository (which has {in_repo}: give that path to use it)")
+        config = load_config_file(resolved[f], where)
+        unknown = [k for k in config if k not in known]
+        # e.g. a JSON target (results/<run>/run_info.json shares `device` with the config): mostly foreign keys
+        if unknown and len(unknown) > len(config) - len(unknown):
+            raise ConfigFileError(f"{where} is not a config file: {len(unknown)} of its {len(config)} keys "
+                                  f"({', '.join(map(str, unknown[:5]))}{', ...' if len(unknown) > 5 else ''}) are "
+                                  f"not config keys; {TARGETS_HINT}")
+    if files:
+        at = argv.index("--configfile")
+        argv[at + 1:at + 1 + len(files)] = [resolved[f] for f in files]
     return argv
 
 
 def report_argv(argv: list[str]) -> list[str]:
     """`./fud report [CONFIGFILE] [ARGS]`: --report results/<run_name>/report.html,
     run_name taken from the resolved config (an overlay may leave it out)."""
-    files = [] if not argv or argv[0].startswith("-") else [argv.pop(0)]
+    files = [] if not argv or argv[0].startswith("-") else [caller_path(argv.pop(0))[0]]
     run = resolve_config(files)["run_name"]
     return [*(["--configfile", *files] if files else []), "--report", f"results/{run}/report.html",
             *snakemake_argv(argv)]

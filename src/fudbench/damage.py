@@ -38,6 +38,7 @@ one run (the aggregation of the records does).
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Iterable, Optional
@@ -97,3 +98,73 @@ def remake_damaged(results: str, rules: Iterable) -> list[str]:
         print(f"note: {len(wanted)} file(s) that a job found corrupt and deleted (listed in {results}/"
               f"{LEDGER_NAME}) are remade, with every job that reads them: {', '.join(wanted)}", file=sys.stderr)
     return wanted
+
+
+# ------------------------------------------------------------------ files deleted by hand
+
+_WILDCARD = re.compile(r"\{\s*(\w+)\s*(?:,[^{}]*)?\}")
+
+
+def _with_wildcards(pattern: str, wildcards: dict) -> Optional[str]:
+    """`pattern` with its {wildcards} filled in; None if one is not given."""
+    try:
+        return _WILDCARD.sub(lambda m: str(wildcards[m.group(1)]), pattern)
+    except KeyError:
+        return None
+
+
+def _plain_inputs(rule, wildcards: dict) -> list[str]:
+    """The input paths of `rule`'s job with `wildcards`: its string inputs (input functions,
+    which only the DAG evaluates, are left out)."""
+    out = []
+    for item in rule.input:
+        is_function = getattr(item, "is_callable", None)
+        if callable(item) or (is_function is not None and is_function()):
+            continue
+        path = _with_wildcards(str(item), wildcards)
+        if path is not None:
+            out.append(os.path.normpath(path))
+    return out
+
+
+def remake_missing(results: str, rules: Iterable, limit: int = 100_000) -> list[str]:
+    """Parse time, from the Snakefile's `rule all`: the intermediates of results/<run> that a
+    finished job read and that are gone now (deleted by hand), so that Snakemake remakes
+    them and reruns what read them (as for the ledger's files, remake_damaged). Snakemake
+    itself does not: a job whose input is missing is not rerun while its outputs exist,
+    so the tables stayed built from the deleted file ("Nothing to be done").
+
+    Walks back from the rules without wildcards whose outputs all exist (the finished
+    tables and figures) through the string inputs of each finished job (a job whose
+    outputs all exist), to the missing inputs that a rule makes. Cheap: one stat per
+    intermediate, no file read; at most `limit` files are looked at."""
+    rules = list(rules)
+    root = os.path.normpath(results) + os.sep
+    queue = [(r, {}) for r in rules
+             if not r.has_wildcards() and r.output and all(os.path.exists(str(o)) for o in r.output)]
+    seen, jobs, missing = set(), set(), []
+    while queue and len(seen) < limit:
+        rule, wildcards = queue.pop()
+        for path in _plain_inputs(rule, wildcards):
+            if path in seen or not path.startswith(root):
+                continue
+            seen.add(path)
+            producer = next((r for r in rules if r.is_producer(path)), None)
+            if producer is None:
+                continue
+            if not os.path.exists(path):
+                missing.append(path)
+                continue
+            found = dict(producer.get_wildcards(path) or {}) if producer.has_wildcards() else {}
+            job = (producer.name, tuple(sorted(found.items())))
+            if job in jobs:  # a job with many outputs (one per explainer) is walked once
+                continue
+            jobs.add(job)
+            outputs = [_with_wildcards(str(o), found) for o in producer.output]
+            if all(o is not None and os.path.exists(o) for o in outputs):
+                queue.append((producer, found))
+    if missing:
+        print(f"note: {len(missing)} file(s) that finished jobs read are missing (deleted by hand?) and are remade, "
+              f"with every job that reads them: {', '.join(missing[:10])}"
+              + (f" ... ({len(missing) - 10} more)" if len(missing) > 10 else ""), file=sys.stderr)
+    return missing

@@ -21,7 +21,8 @@ def score_model_training_inputs(config: dict) -> dict:
     return {"seed": config["seed"], "data": config["data"]["synthetic"], "score_model": score}
 
 
-SHIPPING_KEYS = ("source", "shipped", "shipped_surrogate")  # where the weights come from, not what they are
+# where the weights come from and the accuracy they must reach, not what they are
+SHIPPING_KEYS = ("source", "shipped", "shipped_surrogate", "min_accuracy")
 
 
 def classifier_training_inputs(config: dict, model: str) -> dict:

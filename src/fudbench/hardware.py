@@ -77,11 +77,39 @@ def cpu_has_native_fp16() -> bool:
     return bool(probe()) if probe is not None else "amx_fp16" in cpu_info()["flags"]
 
 
-def cuda_has_bf16(device) -> bool:
-    """Native bf16 tensor cores: compute capability 8.0 (Ampere) and newer."""
+def cuda_capability(device) -> tuple[int, int]:
+    """The GPU's compute capability (major, minor); the one probe the CUDA defaults read."""
     import torch
 
-    return torch.cuda.get_device_capability(device)[0] >= 8
+    return tuple(torch.cuda.get_device_capability(device))
+
+
+def cuda_has_bf16(device) -> bool:
+    """Native bf16 tensor cores: compute capability 8.0 (Ampere) and newer."""
+    return cuda_capability(device)[0] >= 8
+
+
+# torch.compile's GPU backend (Inductor -> Triton) needs compute capability 7.0 (Volta) or newer.
+COMPILE_MIN_CAPABILITY = (7, 0)
+
+
+def resolve_compile(compile, device) -> tuple[bool, str]:
+    """`compile: auto` -> on for a CUDA GPU Triton supports, off on a CPU; an explicit
+    true/false is kept. (on?, why). Why auto is on on a GPU: the first GPU measurement
+    (H200, docs/performance.md) ran the compiled U-Net 2.7x faster than eager for ~1 min
+    of compilation per job process; on a CPU it measured 1.4x for ~70 s per job, which
+    the default run's short jobs do not win back."""
+    import torch
+
+    device = torch.device(device)
+    if compile != "auto":
+        return bool(compile), f"explicit compile: {compile}"
+    if device.type != "cuda":
+        return False, "auto: off on a CPU (compilation costs more than it saves in short CPU jobs)"
+    cap = cuda_capability(device)
+    if cap < COMPILE_MIN_CAPABILITY:
+        return False, f"auto: off, compute capability {cap[0]}.{cap[1]} < 7.0 (Triton needs Volta or newer)"
+    return True, f"auto: on, CUDA compute capability {cap[0]}.{cap[1]}"
 
 
 @dataclass(frozen=True)
@@ -90,22 +118,26 @@ class Precision:
     amp_dtype: Optional[str]  # None (fp32), "bf16" or "fp16"
     channels_last: bool
     reason: str
+    compile: bool = False     # torch.compile'd U-Net (resolve_compile)
 
     @property
     def label(self) -> str:
-        return f"{self.amp_dtype or 'fp32'}{', channels_last' if self.channels_last else ''}"
+        return (f"{self.amp_dtype or 'fp32'}{', channels_last' if self.channels_last else ''}"
+                f"{', compiled' if self.compile else ''}")
 
 
-def resolve_precision(amp_dtype, channels_last, device, warn=None) -> Precision:
+def resolve_precision(amp_dtype, channels_last, device, warn=None, compile=False) -> Precision:
     """`auto` -> what the device computes natively; an explicit choice is kept,
     with a PrecisionError where the device cannot run it and a warning (through
     `warn`, default: stderr) where it runs it slowly.
 
     amp_dtype: "auto", None/"fp32", "bf16" or "fp16" (aliases as in
-    imputers.diffusion.settings.AMP_DTYPE_NAMES); channels_last: "auto" or bool.
-    auto channels_last: on the CPU always (measured faster in fp32 and bf16 on
-    both kinds of CPU, docs/performance.md); on CUDA with a half-precision
-    autocast (tensor-core convolutions take NHWC), not in fp32.
+    imputers.diffusion.settings.AMP_DTYPE_NAMES); channels_last: "auto" or bool;
+    compile: "auto" or bool (resolve_compile).
+    auto channels_last: on the CPU (measured faster in fp32 and bf16 on both
+    kinds of CPU, docs/performance.md); never on CUDA: on the first GPU
+    measured (H200, bf16 autocast) channels_last was 34% slower per U-Net
+    forward than contiguous, its layout conversions 45% of the GPU's time.
     """
     import torch
 
@@ -136,10 +168,11 @@ def resolve_precision(amp_dtype, channels_last, device, warn=None) -> Precision:
             warn("amp_dtype: bf16 on a CPU without native bf16 (no AVX512-BF16, no AMX) runs the U-Net "
                  "7-40x slower than fp32; amp_dtype: auto picks fp32 here")
     if channels_last == "auto":
-        layout = True if not cuda else dtype is not None
+        layout = not cuda
     else:
         layout = bool(channels_last)
-    return Precision(dtype, layout, reason)
+    compiled, why = resolve_compile(compile, device)
+    return Precision(dtype, layout, f"{reason}; compile {why}" if compiled else reason, compiled)
 
 
 def settings_precision(settings: dict, device) -> Optional[str]:
@@ -148,7 +181,7 @@ def settings_precision(settings: dict, device) -> Optional[str]:
     if "amp_dtype" not in settings and "channels_last" not in settings:
         return None
     return resolve_precision(settings.get("amp_dtype", "auto"), settings.get("channels_last", "auto"), device,
-                             warn=lambda msg: None).label
+                             warn=lambda msg: None, compile=settings.get("compile", "auto")).label
 
 
 def _gpu_name(device) -> str:
@@ -181,7 +214,7 @@ def run_info(device="cpu", fud_settings: Optional[dict] = None) -> dict:
     }
     if fud_settings is not None:
         p = resolve_precision(fud_settings.get("amp_dtype", "auto"), fud_settings.get("channels_last", "auto"),
-                              device, warn=lambda msg: None)
+                              device, warn=lambda msg: None, compile=fud_settings.get("compile", "auto"))
         info.update(fud_precision=p.label, fud_precision_reason=p.reason)
     return info
 

@@ -18,12 +18,13 @@ import json
 import os
 import tempfile
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
 
-from fudbench.damage import note_deleted
+from fudbench.damage import LEDGER_ENV, note_deleted
 
 
 class CorruptFileError(RuntimeError):
@@ -36,19 +37,37 @@ def current_umask() -> int:
     return mask
 
 
+def _in_this_run(path) -> bool:
+    """In a workflow job (the damage ledger is set), whether `path` is a file of this run's
+    results folder (results/<run>/, where the ledger is): an intermediate a rule makes."""
+    ledger = os.environ.get(LEDGER_ENV)
+    if not ledger:
+        return False
+    run = os.path.dirname(os.path.abspath(ledger))
+    return os.path.abspath(path).startswith(run + os.sep)
+
+
 @contextlib.contextmanager
 def checked_read(path, made_by: str | None):
-    """Read `path` inside this block; if it cannot be parsed and `made_by` names
-    the rule that makes it, delete it and raise CorruptFileError saying so."""
+    """Read `path` inside this block; if it cannot be parsed and it is an
+    intermediate (`made_by` names the rule that makes it, or a workflow job reads
+    it from the run's results folder: data/eval.npz and the like), delete it, note
+    it in the damage ledger and raise CorruptFileError saying so. Any other file
+    (the researcher's, an asset) is left alone: CorruptFileError naming it."""
     try:
         yield
-    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
-        if made_by is None or isinstance(exc, FileNotFoundError):
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
+        if isinstance(exc, FileNotFoundError):
             raise
+        if made_by is None and not _in_this_run(path):
+            raise CorruptFileError(f"{path} cannot be read ({type(exc).__name__}: {exc}); it is corrupt or "
+                                   f"truncated: replace it (not a file of a workflow run's results: left as it is)"
+                                   ) from exc
         Path(path).unlink(missing_ok=True)
         ledger = note_deleted(path)  # in a workflow job: the next run remakes it and its readers (fudbench.damage)
+        rule = f"rule {made_by}" if made_by else "the rule that makes it"
         raise CorruptFileError(f"{path} is corrupt ({type(exc).__name__}: {exc}); deleted it, so the next run of "
-                               f"the workflow remakes it (rule {made_by}): run the same command again"
+                               f"the workflow remakes it ({rule}): run the same command again"
                                + (f" (noted in {ledger})" if ledger else "")) from exc
 
 

@@ -11,9 +11,18 @@ The registries (fudbench.registry.resolve and the evaluator registry) look a
 built-in name up in their table and an import path up here, the same way for
 every kind. Errors name the path and what is wrong with it.
 
-A plug-in file's folder is appended to sys.path when it is loaded, so it can
-import helper modules next to it (`from my_helpers import SCALE`), as a script
-run with `python file.py` can (appended: it never shadows an installed module).
+A plug-in file can import helper modules next to it (`from my_helpers import
+SCALE`), as a script run with `python file.py` can; a module of the environment
+with the same name wins (a helper never shadows an installed module). The
+helpers load under a name derived from their folder's absolute path
+(`fud_plugin_dir_<hash>.my_helpers`), not under their own: Python keeps one
+module per name, so two plug-in folders that each have a `helpers.py` used to
+share the one loaded first (the second plug-in's maps came from the first one's
+helper, and editing its own helper reran nothing). Each plug-in file and its
+helpers get an `__import__` that maps the folder's module names to these
+(`_FolderImport`), at load time and for imports inside functions alike; the
+folder is not put on sys.path. Imports by a computed name
+(`importlib.import_module("my_helpers")`) bypass it and do not find the helper.
 
 Provenance: `plugin_sources` lists every module file a plug-in loads from
 outside the environment (site-packages, the standard library) and this
@@ -61,18 +70,113 @@ def _split(path: str) -> tuple[str, str]:
     return target, attr
 
 
+def _digest(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()[:12]
+
+
+FOLDER_PREFIX = "fud_plugin_dir_"
+_FOLDERS: dict[str, "_FolderImport"] = {}  # package name -> the __import__ of that plug-in folder's modules
+
+
+class _FolderImport:
+    """`__import__` for a plug-in file and its helper modules: a top-level module name
+    that is a module of the plug-in's folder (NAME.py or NAME/__init__.py) and not one of
+    the environment's loads as `<package>.NAME`, the package being the folder's
+    (its __path__ is the folder); anything else is the ordinary import."""
+
+    def __init__(self, folder: str, package: str):
+        self.folder, self.package, self._local = folder, package, {}
+
+    def is_local(self, top: str) -> bool:
+        found = self._local.get(top)
+        if found is None:
+            here = os.path.isfile(os.path.join(self.folder, f"{top}.py")) or os.path.isfile(
+                os.path.join(self.folder, top, "__init__.py"))
+            found = here and top not in sys.modules and _environment_spec(top) is None
+            self._local[top] = found
+        return found
+
+    def __call__(self, name, globals=None, locals=None, fromlist=(), level=0):
+        import builtins
+
+        top = name.partition(".")[0]
+        if level != 0 or not top or not self.is_local(top):
+            return builtins.__import__(name, globals, locals, fromlist, level)
+        module = importlib.import_module(f"{self.package}.{name}")
+        if not fromlist:
+            return sys.modules[f"{self.package}.{top}"]
+        for item in fromlist:  # `from helpers import submodule`
+            if item != "*" and not hasattr(module, item) and hasattr(module, "__path__"):
+                with contextlib.suppress(ImportError):
+                    importlib.import_module(f"{module.__name__}.{item}")
+        return module
+
+    def builtins(self) -> dict:
+        import builtins
+
+        return {**builtins.__dict__, "__import__": self}
+
+
+def _environment_spec(name: str):
+    try:
+        return importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return True  # something of that name is there, if odd: the environment's
+
+
+class _FolderLoader(importlib.machinery.SourceFileLoader):
+    """Loads a helper module of a plug-in folder with the folder's __import__."""
+
+    def exec_module(self, module):
+        module.__dict__["__builtins__"] = _FOLDERS[module.__name__.split(".")[0]].builtins()
+        super().exec_module(module)
+
+
+class _FolderFinder:
+    """Finds `fud_plugin_dir_<hash>.NAME` (and deeper) in the folder behind the package."""
+
+    @staticmethod
+    def find_spec(fullname, path=None, target=None):
+        if not fullname.startswith(FOLDER_PREFIX) or "." not in fullname or path is None:
+            return None
+        if fullname.split(".")[0] not in _FOLDERS:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or not isinstance(spec.loader, importlib.machinery.SourceFileLoader):
+            return spec
+        return importlib.util.spec_from_file_location(
+            fullname, spec.origin, loader=_FolderLoader(fullname, spec.origin),
+            submodule_search_locations=spec.submodule_search_locations)
+
+
+def _folder_import(folder: Path) -> _FolderImport:
+    """The __import__ of a plug-in folder, its package registered (once per process)."""
+    import types
+
+    package = f"{FOLDER_PREFIX}{_digest(str(folder))}"
+    if package not in _FOLDERS:
+        if _FolderFinder not in sys.meta_path:
+            sys.meta_path.insert(0, _FolderFinder)
+        module = types.ModuleType(package, f"helper modules of the plug-ins in {folder}")
+        module.__path__ = [str(folder)]
+        module.__spec__ = importlib.machinery.ModuleSpec(package, None, is_package=True)
+        module.__spec__.submodule_search_locations = [str(folder)]
+        sys.modules[package] = module
+        _FOLDERS[package] = _FolderImport(str(folder), package)
+    return _FOLDERS[package]
+
+
 def _load_file(file: Path, path: str):
     if not file.is_file():
         raise PluginError(f"{path!r}: {file} does not exist")
     # One module per file path, so two plug-in files with the same name do not collide.
-    name = f"fud_plugin_{hashlib.sha1(str(file.resolve()).encode()).hexdigest()[:12]}_{file.stem}"
+    name = f"fud_plugin_{_digest(str(file.resolve()))}_{file.stem}"
     if name in sys.modules:
         return sys.modules[name]
-    folder = str(file.resolve().parent)
-    if folder not in sys.path:  # helper modules next to the file import (appended: shadows nothing)
-        sys.path.append(folder)
     spec = importlib.util.spec_from_file_location(name, file)
     module = importlib.util.module_from_spec(spec)
+    # helper modules next to the file: the folder's own, under collision-free names (module docstring)
+    module.__dict__["__builtins__"] = _folder_import(file.resolve().parent).builtins()
     sys.modules[name] = module
     try:
         spec.loader.exec_module(module)
@@ -268,7 +372,7 @@ def _discover(path: str, base: Optional[Path]) -> list[str]:
         root = resolve_path(target, base)
         if not root.is_file():
             return []
-        extra = [str(root.resolve().parent)]  # _load_file appends it to sys.path
+        extra = [str(root.resolve().parent)]  # its helpers, where the environment has no module of the name
         sources.append(str(root))
         queue.append((str(root), None))
     else:

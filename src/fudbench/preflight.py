@@ -15,6 +15,7 @@ FUD_MIN_FREE_MB=N sets the minimum instead (0 turns the check off).
 """
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import tempfile
@@ -129,7 +130,9 @@ def check_free_space(results_dir, config: dict, environ=os.environ) -> None:
         try:
             needed = float(setting)
         except ValueError:
-            raise PreflightError(f"{MIN_FREE_ENV}={setting!r} is not a number of MB (0 turns the free-space "
+            needed = math.nan
+        if not math.isfinite(needed) or needed < 0:  # -5 or nan turned the check off silently (`needed <= 0`)
+            raise PreflightError(f"{MIN_FREE_ENV}={setting!r} is not a number of MB >= 0 (0 turns the free-space "
                                  f"check off)") from None
         how = f"{MIN_FREE_ENV}={setting}"
     else:

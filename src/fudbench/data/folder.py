@@ -10,7 +10,9 @@ files in sorted file order: to evaluate another subset, list only it.
 Reading and preprocessing are the ImageNet path's (fudbench.data.imagenet):
 converted to RGB (counted), shorter side resized to `resize` (bilinear,
 antialiased), centre-cropped to `crop`, stored as uint8 in the same eval npz,
-with zero masks and `has_masks` False (no ground truth).
+with zero masks and `has_masks` False (no ground truth), unless `masks` names a
+folder of object masks (one PNG per image, resized and cropped as the image):
+then they are stored with `has_masks` True and the ground-truth explainers run.
 
 Checks come in two steps: `folder_problems` at parse time (paths, the labels
 file, n_eval; reads no image), `image_problems` before any job of a real run
@@ -41,8 +43,32 @@ class FolderDataError(ValueError):
 
 
 def resolved_folder(cfg: dict, repo=None) -> dict:
-    """`data.folder` with root and labels resolved like every config path (relative: to `repo`)."""
-    return {**cfg, **{k: str(resolve_path(cfg[k], repo)) for k in ("root", "labels")}}
+    """`data.folder` with root, labels and masks resolved like every config path (relative: to `repo`)."""
+    return {**cfg, **{k: str(resolve_path(cfg[k], repo)) for k in ("root", "labels", "masks") if cfg.get(k)}}
+
+
+def mask_file(cfg: dict, file: str) -> Path:
+    """The object mask of image `file` (data.folder.masks resolved): <masks>/<file with .png>."""
+    return Path(cfg["masks"]) / Path(file).with_suffix(".png")
+
+
+def read_mask(path, size: tuple[int, int], resize: int, crop: int) -> np.ndarray:
+    """A mask file as stored in the eval npz: (crop, crop) uint8, 1 = object. It must have
+    the image's `size` (w, h); it is resized (nearest) and centre-cropped as the image is."""
+    import torchvision.transforms.functional as TF
+    from PIL import Image
+    from torchvision.transforms import InterpolationMode
+
+    try:
+        with Image.open(path) as im:
+            mask = im.convert("L")
+    except Exception as exc:  # PIL raises OSError, SyntaxError, ValueError ... for broken files
+        raise CorruptImageError(f"{path}: cannot decode the mask ({type(exc).__name__}: {exc})") from exc
+    if mask.size != tuple(size):
+        raise CorruptImageError(f"{path}: the mask is {mask.size[0]}x{mask.size[1]}, its image {size[0]}x{size[1]}; "
+                                f"draw it on the image's pixels")
+    mask = TF.center_crop(TF.resize(mask, [resize], interpolation=InterpolationMode.NEAREST), [crop, crop])
+    return (np.asarray(mask) > 0).astype(np.uint8)
 
 
 def _row_problem(line: int, file: str, label: str, seen: dict, root: Path) -> str | None:
@@ -117,9 +143,19 @@ def folder_problems(cfg: dict, n_eval: int) -> list[str]:
         problems.append(f"config key 'data.folder.resize': {cfg['resize']} must be >= data.folder.crop = "
                         f"{cfg['crop']} (shorter side resized, then centre-cropped)")
     try:
-        evaluated_files(cfg, n_eval)
+        files = evaluated_files(cfg, n_eval)
     except FolderDataError as exc:
-        problems.append(str(exc))
+        return [*problems, str(exc)]
+    if cfg.get("masks"):
+        if not Path(cfg["masks"]).is_dir():
+            return [*problems, f"config key 'data.folder.masks': {cfg['masks']} is not a directory; point it at "
+                               f"the folder of your object masks or set it to null (see {DOCS})"]
+        missing = [str(mask_file(cfg, f)) for f, _ in files if not mask_file(cfg, f).is_file()]
+        if missing:
+            more = f" and {len(missing) - MAX_LISTED} more" if len(missing) > MAX_LISTED else ""
+            problems.append(f"config key 'data.folder.masks': no mask for {len(missing)} evaluated image(s): "
+                            f"{', '.join(missing[:MAX_LISTED])}{more}; each image <file> needs <masks>/<file with "
+                            f".png> (see {DOCS})")
     return problems
 
 
@@ -128,7 +164,9 @@ def image_problems(cfg: dict, n_eval: int) -> list[str]:
     problems = []
     for file, _ in evaluated_files(cfg, n_eval):
         try:
-            load_rgb(Path(cfg["root"]) / file)
+            img, _ = load_rgb(Path(cfg["root"]) / file)
+            if cfg.get("masks"):
+                read_mask(mask_file(cfg, file), img.size, cfg["resize"], cfg["crop"])
         except CorruptImageError as exc:
             problems.append(f"{exc}; replace the file or remove its row from {cfg['labels']}")
     return problems
@@ -141,10 +179,14 @@ def build_eval_set(cfg: dict, n_eval: int) -> dict:
     indices: the folder names no classes)."""
     files = evaluated_files(cfg, n_eval)
     images = np.empty((n_eval, 3, cfg["crop"], cfg["crop"]), dtype=np.uint8)
+    masks = np.zeros((n_eval, cfg["crop"], cfg["crop"]), dtype=np.uint8) if cfg.get("masks") else None
     rows, modes = [], Counter()
     for i, (file, label) in enumerate(files):
         try:
             images[i], info = read_image(Path(cfg["root"]) / file, cfg["resize"], cfg["crop"], modes)
+            if masks is not None:
+                masks[i] = read_mask(mask_file(cfg, file), (info["width"], info["height"]), cfg["resize"],
+                                     cfg["crop"])
         except CorruptImageError as exc:
             raise CorruptImageError(f"{exc}; replace the file or remove its row from {cfg['labels']}") from exc
         rows.append({"id": i, "file": file, "label": label, **info})
@@ -152,5 +194,6 @@ def build_eval_set(cfg: dict, n_eval: int) -> dict:
     stats = {"root": str(cfg["root"]), "labels": str(cfg["labels"]), **mode_stats(modes)}
     log.info("image folder %s: %d images read; converted to RGB: %s", cfg["root"], n_eval,
              {k: v for k, v in modes.items() if k != "RGB"} or "none")
-    return {"images": images, "labels": labels, "manifest": rows, "stats": stats,
-            "class_names": [str(c) for c in range(int(labels.max()) + 1)]}
+    out = {"images": images, "labels": labels, "manifest": rows, "stats": stats,
+           "class_names": [str(c) for c in range(int(labels.max()) + 1)]}
+    return out if masks is None else {**out, "masks": masks}

@@ -369,8 +369,12 @@ def sample_eval_set(index: ImageNetIndex, n_eval: int, seed: int, resize: int = 
 
 def eval_arrays(sample: dict) -> dict:
     """The eval npz of the workflow (same keys as the synthetic benchmark's). ImageNet
-    has no object masks: `masks` are zeros and `has_masks` is False."""
+    has no object masks: `masks` are zeros and `has_masks` is False; a folder with
+    data.folder.masks gives its own (sample["masks"]) and `has_masks` True."""
     n, _, h, w = sample["images"].shape
+    if sample.get("masks") is not None:
+        return {"images": sample["images"], "labels": sample["labels"], "masks": sample["masks"],
+                "has_masks": np.array(True)}
     return {"images": sample["images"], "labels": sample["labels"],
             "masks": np.zeros((n, h, w), dtype=np.uint8), "has_masks": np.array(False)}
 

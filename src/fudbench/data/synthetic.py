@@ -257,6 +257,51 @@ def generate_cue_split(spec: SyntheticSpec, n: int, seed: int, split: str, count
     return out
 
 
+CUE_REMOVAL_ORDERS = ("random", "centre_first", "border_first")
+
+
+def cue_removal_ranks(masks: np.ndarray, seed: int, split: str, order: str = "random") -> np.ndarray:
+    """(N, H, W) int: the rank at which each cue pixel is removed in the dose-response
+    check (0 first), -1 outside the cue. `random`: a seeded permutation per image;
+    `centre_first` / `border_first`: by distance to the cue's centre, ascending /
+    descending, ties broken by that same permutation. Dose q removes the pixels of
+    rank < round(q |cue|), so the removed sets are nested across doses."""
+    if order not in CUE_REMOVAL_ORDERS:
+        raise ValueError(f"cue removal order {order!r}; choose from {', '.join(CUE_REMOVAL_ORDERS)}")
+    m = np.asarray(masks).astype(bool)
+    rng = np.random.default_rng(derive_seed(seed, "synthetic", split, "cue_dose"))
+    ranks = np.full(m.shape, -1, dtype=np.int64)
+    for i in range(len(m)):
+        ys, xs = np.nonzero(m[i])
+        tiebreak = rng.permutation(len(ys))  # drawn for every order: the orders share it
+        if order == "random":
+            key = np.lexsort((tiebreak,))
+        else:
+            dist = np.hypot(ys - ys.mean(), xs - xs.mean()).round(9)
+            key = np.lexsort((tiebreak, dist if order == "centre_first" else -dist))
+        ranks[i, ys[key], xs[key]] = np.arange(len(ys))
+    return ranks
+
+
+def n_removed(dose: float, k: int) -> int:
+    """Cue pixels a dose in [0, 1] removes out of k (half up: 0.25 of 16 = 4)."""
+    if not 0 <= dose <= 1:
+        raise ValueError(f"a cue dose is a fraction in [0, 1], got {dose}")
+    return int(np.floor(dose * k + 0.5))
+
+
+def cue_dose_images(images: np.ndarray, no_cue: np.ndarray, ranks: np.ndarray, dose: float) -> np.ndarray:
+    """The images with a share `dose` of each cue's pixels removed: those pixels
+    (ranks from cue_removal_ranks) take the generator's cue-free rendering of the
+    same draws (generate_cue_split's `no_cue`: the background that was under the
+    cue), the others keep the image's. Dose 0 is the image, dose 1 `no_cue`, bit
+    for bit: the two renderings differ only inside the cue."""
+    k = (ranks >= 0).sum((1, 2))
+    cut = np.array([n_removed(dose, int(ki)) for ki in k])[:, None, None]
+    removed = (ranks >= 0) & (ranks < cut)
+    return np.where(removed[:, None], no_cue, images)
+
+
 def generate_split(spec: SyntheticSpec, n: int, seed: int, split: str):
     """n images with balanced labels. Returns uint8 images (N,3,H,W), labels (N,), masks (N,H,W).
     With a cue, the masks are the cue's squares (generate_cue_split has the rest)."""

@@ -9,7 +9,8 @@ from typing import ClassVar
 
 from fudbench.analysis.auc import auc_removed
 from fudbench.evaluators.base import APPENDIX_SAMPLES, PROBABILITY_AREA, CurveSpec, EvaluatorSpec
-from fudbench.evaluators.imputing import IMPUTER_OPTIONS_SCHEMA, FillSettings, build_imputers, imputer_assets
+from fudbench.evaluators.imputing import (IMPUTER_OPTIONS_SCHEMA, FillSettings, build_imputers,
+                                          deterministic_fill, imputer_assets)
 from fudbench.settings import setting
 
 # Sturmfels et al.'s settings of the fills; a config's imputer_options update them per imputer.
@@ -32,14 +33,10 @@ class DistillSettings(FillSettings):
 def curves(settings: dict) -> list[CurveSpec]:
     return [CurveSpec(f"distill__{fill}", f"Distill {fill}", False, auc_removed, table="appendix_scores",
                       keeps_samples=True, samples_label="Distill", samples_tables=(APPENDIX_SAMPLES,),
-                      auc_over_ratios=True, value_range=PROBABILITY_AREA, ranking_only=fill in DETERMINISTIC_FILLS,
+                      auc_over_ratios=True, value_range=PROBABILITY_AREA, ranking_only=deterministic_fill(settings, fill, DEFAULT_FILL_OPTIONS),
                       caption="Distill baselines (deletion: area under confidence over the removed fraction, "
                               "lower better)")
             for fill in settings["fills"]]
-
-
-# Distill's fills that draw no noise (the others draw per image, ratio and draw)
-DETERMINISTIC_FILLS = ("blur", "max_distance")
 
 
 def build(settings: dict, evaluation: dict, assets: dict, device):

@@ -12,7 +12,8 @@ from typing import ClassVar
 
 from fudbench.analysis.auc import auc_kept, auc_removed
 from fudbench.evaluators.base import APPENDIX_SAMPLES, PROBABILITY_AREA, CurveSpec, EvaluatorSpec
-from fudbench.evaluators.imputing import IMPUTER_OPTIONS_SCHEMA, FillSettings, build_imputers, imputer_assets
+from fudbench.evaluators.imputing import (IMPUTER_OPTIONS_SCHEMA, FillSettings, build_imputers,
+                                          deterministic_fill, imputer_assets)
 from fudbench.settings import setting
 
 DEFAULT_FILL_OPTIONS = {"constant": {"method": "classifier_mean"},
@@ -37,7 +38,7 @@ def curves(settings: dict) -> list[CurveSpec]:
     out = []
     for fill in settings["fills"]:
         common = {"table": "appendix_scores", "auc_over_ratios": True, "value_range": PROBABILITY_AREA,
-                  "ranking_only": fill in DETERMINISTIC_FILLS}
+                  "ranking_only": deterministic_fill(settings, fill, DEFAULT_FILL_OPTIONS)}
         out.append(CurveSpec(f"gevaert_del__{fill}", f"Gevaert del. {fill}", False, auc_removed, keeps_samples=True,
                              samples_label="Gevaert", samples_tables=(APPENDIX_SAMPLES,), **common,
                              caption="Gevaert et al. deletion (area under confidence over the removed fraction, "
@@ -47,10 +48,6 @@ def curves(settings: dict) -> list[CurveSpec]:
                                  caption="Gevaert et al. insertion (area under confidence over the kept fraction, "
                                          "higher better)"))
     return out
-
-
-# Gevaert's fills (the config's names) that draw no noise
-DETERMINISTIC_FILLS = ("constant", "box_blur")
 
 
 def catalogue_variants() -> list[dict]:

@@ -1,6 +1,6 @@
-"""Imputers of the evaluators that name them in config (srg, road, idsds,
-distill, gevaert): resolving names and aliases, the assets they read, and
-building them.
+"""Imputers of the evaluators that name them in config (their settings subclass
+SingleFillSettings or FillSettings): resolving names and aliases, the assets they
+read, whether they fill deterministically, and building them.
 
 `imputer_options` maps an imputer name to its options. An entry may alias a
 registered imputer under a new name, e.g. Gevaert's fills
@@ -24,6 +24,16 @@ def options_of(settings: dict, name: str) -> dict:
 def method_of(settings: dict, name: str) -> str:
     """The registered imputer behind a name (itself unless aliased)."""
     return options_of(settings, name).get("method", name)
+
+
+def deterministic_fill(settings: dict, name: str, defaults: Optional[dict] = None) -> bool:
+    """Whether fill `name` (an imputer, or an alias of one in imputer_options over the
+    evaluator's `defaults`) draws no noise (fudbench.imputers.registry.DETERMINISTIC):
+    the curves' `ranking_only`, decided here for every evaluator. A plug-in: False."""
+    from fudbench.imputers.registry import DETERMINISTIC, canonical
+
+    options = merged_options(defaults or {}, settings.get("imputer_options"))
+    return canonical((options.get(name) or {}).get("method", name)) in DETERMINISTIC
 
 
 def merged_options(defaults: dict, configured: Optional[dict]) -> dict:

@@ -10,12 +10,8 @@ import numpy as np
 
 from fudbench.analysis.auc import normalised_auc
 from fudbench.evaluators.base import APPENDIX_SAMPLES, CurveSpec, EvaluatorSpec
-from fudbench.evaluators.imputing import IMPUTER_OPTIONS_SCHEMA, SingleFillSettings
-from fudbench.imputers.registry import canonical
+from fudbench.evaluators.imputing import IMPUTER_OPTIONS_SCHEMA, SingleFillSettings, deterministic_fill
 from fudbench.settings import setting
-
-# fills that put the same values in for the same removed pixels: the score then sees only the ranking
-DETERMINISTIC_FILLS = ("sample_average", "mean", "zero", "blur")
 
 
 @dataclass(frozen=True)
@@ -40,7 +36,7 @@ def area_over_curve(g) -> float:
 def curves(settings: dict) -> list[CurveSpec]:
     return [CurveSpec("irof", "IROF", True, area_over_curve, table="appendix_scores", keeps_samples=True,
                       samples_label="IROF", samples_tables=(APPENDIX_SAMPLES,), value_range=(-np.inf, 1.0),
-                      ranking_only=canonical(settings["fill"]) in DETERMINISTIC_FILLS,
+                      ranking_only=deterministic_fill(settings, settings["fill"]),
                       caption="IROF (area over the normalised-probability curve as superpixels are removed, "
                               "higher better)")]
 

@@ -75,15 +75,92 @@ NOT_SUPPORTED = {
 }
 
 
+# Values of the metrics' keywords, checked before any job (Quantus fails inside the job with a numpy error
+# naming no config key): integers with their minimum (and why), booleans, functions, mappings.
+AT_LEAST = {"nr_runs": (2, "the correlation of fewer runs is undefined"), "subset_size": (1, ""),
+            "features_in_step": (1, ""), "nr_samples": (1, ""), "patch_size": (1, ""),
+            "regions_evaluation": (1, ""), "n_perturb_samples": (1, "")}
+BOOLEANS = ("abs", "normalise")
+FUNCTIONS = ("similarity_func", "perturb_func", "normalise_func", "aggregate_func", "default_plot_func")
+MAPPINGS = ("perturb_func_kwargs", "normalise_func_kwargs")
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# Quantus 0.6.0's defaults of the keywords checked against the image size (tests/test_quantus_evaluator.py checks
+# them against the installed Quantus): a metric left at its default fails on small images too
+SIZE_DEFAULTS = {"FaithfulnessCorrelation": {"subset_size": 224}, "RegionPerturbation": {"patch_size": 8},
+                 "Selectivity": {"patch_size": 8}, "Infidelity": {"perturb_patch_sizes": [4]}}
+
+
+def value_problems(kwargs: dict, key: str, side: int | None = None, side_key: str = "",
+                   metric: str | None = None) -> list[str]:
+    """Problems with the values of a metric's keywords (`kwargs`, at config key `key`);
+    with `side` (the images' height = width, at config key `side_key`), also those that
+    depend on the image: subset_size below and features_in_step a divisor of its
+    side x side pixels (Quantus' own asserts), patch sizes within it, for the values
+    given and `metric`'s defaults (SIZE_DEFAULTS)."""
+    out = []
+    for name, value in kwargs.items():
+        where = f"config key '{key}.{name}'"
+        if name in AT_LEAST:
+            least, why = AT_LEAST[name]
+            if not _is_int(value) or value < least:
+                out.append(f"{where}: {value!r} is not an integer >= {least}" + (f" ({why})" if why else ""))
+        elif name == "perturb_patch_sizes":
+            if not isinstance(value, (list, tuple)) or not value or not all(_is_int(v) and v >= 1 for v in value):
+                out.append(f"{where}: {value!r} is not a non-empty list of integers >= 1")
+        elif name == "eps" and (not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0):
+            out.append(f"{where}: {value!r} is not a number > 0")
+        elif name in BOOLEANS and not isinstance(value, bool):
+            out.append(f"{where}: {value!r} is not true or false")
+        elif name in FUNCTIONS and not callable(value):
+            out.append(f"{where}: {value!r} is not a function; Quantus calls it (give a function from the Python "
+                       f"API, or leave it out for Quantus' default)")
+        elif name in MAPPINGS and not isinstance(value, dict):
+            out.append(f"{where}: {value!r} is not a mapping of keyword arguments")
+    if side is None or out:
+        return out
+    for problem in _size_problems({**SIZE_DEFAULTS.get(metric, {}), **kwargs}, key, side, side_key):
+        name = problem.split("'")[1].rsplit(".", 1)[-1]
+        out.append(problem if name in kwargs else
+                   problem.replace("': ", "': Quantus' default ", 1) + f"; set {key}.{name}")
+    return out
+
+
+def _size_problems(kwargs: dict, key: str, side: int, side_key: str) -> list[str]:
+    out = []
+    pixels, of = side * side, f"the {side}x{side} = {side * side} pixels of the images ({side_key or 'their size'})"
+    if "subset_size" in kwargs and kwargs["subset_size"] >= pixels:
+        out.append(f"config key '{key}.subset_size': {kwargs['subset_size']} must be smaller than {of}")
+    if "features_in_step" in kwargs and pixels % kwargs["features_in_step"]:
+        out.append(f"config key '{key}.features_in_step': {kwargs['features_in_step']} does not divide {of}; "
+                   f"Quantus removes that many pixels per step")
+    for name in ("patch_size", "perturb_patch_sizes"):
+        sizes = kwargs.get(name)
+        sizes = sizes if isinstance(sizes, (list, tuple)) else [] if sizes is None else [sizes]
+        if any(v > side for v in sizes):
+            out.append(f"config key '{key}.{name}': {kwargs[name]!r} is larger than the images' side {side} "
+                       f"({side_key or 'their size'})")
+    return out
+
+
 @dataclass(frozen=True)
 class QuantusSettings(Settings):
-    metric: Literal[tuple(METRICS)] = setting("FaithfulnessCorrelation", description="Quantus metric class")
+    metric: str = setting("FaithfulnessCorrelation", description=f"Quantus metric class: one of {', '.join(METRICS)} "
+                          f"(checked in `problems`, which says why a metric of NOT_SUPPORTED is not offered)")
     settings: dict = setting(default_factory=dict, description="keywords of the metric's constructor")
     order: Literal["morf", "lerf"] = setting(
         "morf", description="RegionPerturbation only: which regions go first (sets its direction)")
     batch_size: int = setting(64, minimum=1, description="perturbed inputs per forward (Quantus' batch_size)")
 
     def problems(self, key: str) -> list[str]:
+        if self.metric not in METRICS:
+            why = NOT_SUPPORTED.get(self.metric)
+            return [f"config key '{key}.metric': " + (f"quantus.{self.metric} is not offered: {why}" if why else
+                    f"{self.metric!r} is not allowed") + f"; allowed values: {', '.join(map(repr, METRICS))}"]
         allowed = METRICS[self.metric].keywords + COMMON
         reserved = sorted(set(self.settings) & set(RESERVED))
         unknown = sorted(set(self.settings) - set(allowed) - set(RESERVED))
@@ -96,7 +173,7 @@ class QuantusSettings(Settings):
                        f"allowed: {', '.join(sorted(allowed))}")
         if "order" in self.settings:
             out.append(f"config key '{key}.settings.order': give it as '{key}.order' (it sets the direction)")
-        return out
+        return out + value_problems({k: v for k, v in self.settings.items() if k in allowed}, f"{key}.settings")
 
 
 CURVE_PREFIX = "quantus_"  # every curve of this method (the claims table finds the field's metrics by it)
@@ -126,7 +203,7 @@ def build(settings: dict, evaluation: dict, assets: dict, device):
         kwargs["order"] = settings["order"]
     protocol = QuantusCurve(curve_name(settings["metric"]), settings["metric"], kwargs,
                             METRICS[settings["metric"]].reduce, reduction=evaluation["reduction"],
-                            batch_size=settings["batch_size"])
+                            batch_size=settings["batch_size"], check=value_problems)
     return Evaluator("quantus", [(protocol, None)])
 
 

@@ -78,6 +78,14 @@ class ResizedDiffusionImputer(Imputer):
         """The inner sampler's memory estimate (batch fitting), at the model's size."""
         return self.inner.bytes_per_sample((sample_shape[0], self.model_size, self.model_size), device)
 
+    def warm_up(self, x: torch.Tensor) -> bool:
+        """The inner sampler's warm-up for a batch like x, at the shape its U-Net will see."""
+        runtime = getattr(self.inner, "runtime", None)
+        if runtime is None:
+            return False
+        shape = x.shape if not self._needs_bridge(x) else (*x.shape[:-2], self.model_size, self.model_size)
+        return runtime.warm_up(shape[0], tuple(shape[1:]), x.device)
+
     def __getattr__(self, attr):
         # Settings of the wrapped sampler (steps, guided_timesteps, ...), but not its
         # methods: a method called on the inner sampler would skip the bridge and run

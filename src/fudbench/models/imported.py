@@ -14,13 +14,13 @@ researcher's module, to name a bad import path before any job.
 """
 from __future__ import annotations
 
-from fudbench.paths import resolve_path
+from fudbench.paths import PackagePathError, resolve_path
 
 IMPORT_ARCH = "import"
 # Keys only an `arch: import` entry uses (`weights` is shared with torchvision_*).
 IMPORT_KEYS = ("factory", "kwargs", "mean", "std", "image_size")
 # Keys an `arch: import` entry uses; any other is a mistake (e.g. a trained arch's `width`).
-ALLOWED_KEYS = ("arch", "weights", *IMPORT_KEYS)
+ALLOWED_KEYS = ("arch", "weights", "min_accuracy", *IMPORT_KEYS)
 
 
 def is_imported(arch: str) -> bool:
@@ -61,7 +61,10 @@ def imported_classifier_problems(name: str, cfg: dict, image_size: tuple[int, st
                 for k in cfg if k not in ALLOWED_KEYS]
     factory = _factory_problem(key, cfg["factory"], base)
     problems += [factory] if factory else []
-    weights = resolve_path(cfg.get("weights"), base)
+    try:
+        weights = resolve_path(cfg.get("weights"), base)
+    except PackagePathError as exc:
+        return [*problems, f"config key '{key}.weights': {exc}"]
     if weights is not None and not weights.is_file():
         problems.append(f"config key '{key}.weights': {weights} does not exist; give a state_dict file of the "
                         f"factory's network (torch.save(net.state_dict(), path)) or null")

@@ -96,7 +96,11 @@ def fill_and_score(model, imputer, x: torch.Tensor, masks: torch.Tensor, context
                    target: torch.Tensor):
     """Fill one batch, classify it and time both (per sample, CUDA synchronised).
     Returns (filled, logits, seconds per sample, sample_response(...)). The
-    feature-based OOD scores (if any) are computed after the timing."""
+    feature-based OOD scores (if any) are computed after the timing, and an
+    imputer's one-off warm-up (torch.compile of a new batch shape) before it."""
+    warm_up = getattr(imputer, "warm_up", None)
+    if warm_up is not None:
+        warm_up(x)
     t0 = time.perf_counter()
     filled = imputer.fill(x, masks, context)
     with torch.no_grad():

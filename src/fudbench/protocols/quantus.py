@@ -15,8 +15,9 @@ otherwise. The model's outputs are its logits (Quantus' softmax=False).
 
 Records: one row per image: step 0, kept / removed NaN, the target, `value`
 (the per-image value), the clean image's confidence, prediction and energy,
-and the seconds the call took. An all-zero map (Grad-CAM's ReLU can zero a
-whole ViT map) is refused by Quantus (an assertion in every metric): its
+and the seconds the call took. A constant map, all-zero (Grad-CAM's ReLU can
+zero a whole ViT map) or uniform (a box covering the whole image), is refused by
+Quantus (an assertion in every metric): its
 `value` is NaN, counted in the job's log, and the analysis leaves that
 image out for that metric instead of the job failing.
 
@@ -30,6 +31,7 @@ import logging
 import time
 import warnings
 from dataclasses import dataclass, field
+from typing import Callable, Optional
 
 import numpy as np
 import torch
@@ -62,6 +64,7 @@ class QuantusCurve(Protocol):
     reduce: str = "value"
     reduction: str = "abs_sum"
     batch_size: int = 64
+    check: Optional[Callable] = None  # (settings, key, side, side_key) -> problems, before Quantus runs
 
     def evaluate(self, shard: Shard, attribution: torch.Tensor) -> CurveResult:
         import quantus
@@ -69,15 +72,25 @@ class QuantusCurve(Protocol):
         from fudbench.seeding import seeded
 
         x, y = shard.x, shard.y
+        # the config checks these at parse time; the API and other sizes of images are checked here, before Quantus
+        # fails on them with an error that names no setting (check: fudbench.evaluators.quantus.value_problems)
+        square = x.shape[-1] == x.shape[-2]
+        problems = self.check(self.settings, f"quantus.{self.metric}", x.shape[-1] if square else None,
+                              "the images given", self.metric) if self.check else []
+        if problems:
+            raise ValueError("; ".join(p.replace("config key ", "") for p in problems))
         maps = reduce_attribution(attribution, self.reduction)[:, None].cpu().numpy()
         images, targets = x.float().cpu().numpy(), y.cpu().numpy()
         # the clean images' responses through the protocol loop's batches (out-of-memory back-off)
         clean = self.per_image(shard, lambda xb, yb: tuple(sample_response(shard.model(xb), yb, xb, xb)))
         scores, seconds = [], []
-        zero = ~np.any(maps.reshape(len(maps), -1) != 0, axis=1)
+        # Quantus asserts the map is not uniform (all-zero included: Grad-CAM's ReLU on a ViT; a box that
+        # covers the whole crop, a ground-truth map on a folder's photo)
+        flat = maps.reshape(len(maps), -1)
+        zero = (flat == flat[:, :1]).all(axis=1)
         if zero.any():
-            log.warning("%s: %d all-zero map(s) (images %s): Quantus refuses them, their score is NaN",
-                        self.metric, int(zero.sum()), [int(shard.ids[i]) for i in np.flatnonzero(zero)])
+            log.warning("%s: %d constant map(s), all-zero or uniform (images %s): Quantus refuses them, their "
+                        "score is NaN", self.metric, int(zero.sum()), [int(shard.ids[i]) for i in np.flatnonzero(zero)])
         for i, image_id in enumerate(shard.ids):
             t0 = time.perf_counter()
             if zero[i]:

@@ -34,7 +34,10 @@ the loop is the plain one, bit for bit.
 
 Randomness is per sample (context.seeds): the starting noise of every sample
 is drawn from its own generator on the CPU, so a batched call equals
-per-sample calls and results do not depend on the device's RNG.
+per-sample calls and results do not depend on the device's RNG. On a GPU
+each draw reaches the device in one asynchronous copy from pinned memory per
+sample() call (per step only for renoise_fresh and resampling jumps), and
+the timesteps are made on the device once per call, not per step.
 """
 from __future__ import annotations
 
@@ -49,12 +52,20 @@ from fudbench.imputers.diffusion.settings import ResampleSettings
 from fudbench.imputers.diffusion.steps import DDIMSteps, renoise, resample_schedule
 
 
+def cpu_draws(shape, generators, like: torch.Tensor) -> torch.Tensor:
+    """One standard-normal draw of `shape` per generator (CPU generators: the numbers do
+    not depend on the device), stacked and moved to like's device and dtype. On a GPU
+    the batch is drawn into pinned memory and copied once, asynchronously; on a CPU
+    the draws are the same tensor as torch.stack of them."""
+    pin = like.is_cuda
+    out = torch.empty((len(generators), *shape), dtype=torch.float32, pin_memory=pin)
+    for i, g in enumerate(generators):
+        torch.randn(shape, generator=g, out=out[i])
+    return out.to(like.device, like.dtype, non_blocking=pin)
+
+
 def _noise_like(x: torch.Tensor, seeds) -> torch.Tensor:
-    out = torch.empty(x.shape, dtype=torch.float32)
-    for i, s in enumerate(seeds):
-        g = torch.Generator().manual_seed(int(s))
-        out[i] = torch.randn(x.shape[1:], generator=g)
-    return out.to(x.device, x.dtype)
+    return cpu_draws(x.shape[1:], [torch.Generator().manual_seed(int(s)) for s in seeds], x)
 
 
 class _JumpNoise:
@@ -65,8 +76,7 @@ class _JumpNoise:
         self.generators = [torch.Generator().manual_seed(int(s) ^ 0x7E5A) for s in seeds]
 
     def __call__(self) -> torch.Tensor:
-        shape = self.like.shape[1:]
-        return torch.stack([torch.randn(shape, generator=g) for g in self.generators]).to(self.like)
+        return cpu_draws(self.like.shape[1:], self.generators, self.like)
 
 
 class DiffusionImputer(Imputer):
@@ -109,6 +119,11 @@ class DiffusionImputer(Imputer):
     def guided_timesteps(self) -> list[int]:
         return self.guidance.guided_timesteps(self.ddim.timesteps)
 
+    def warm_up(self, x: torch.Tensor) -> bool:
+        """Compile (where compilation is on) the U-Net graph that a batch like x will run,
+        so that callers timing fill() do not time the compilation. True if it compiled."""
+        return self.runtime.warm_up(len(x), tuple(x.shape[1:]), x.device)
+
     @property
     def copies_kept_pixels(self) -> bool:
         """Whether the output's kept pixels are x's bit for bit (hard) or the sampler's own (soft)."""
@@ -136,6 +151,9 @@ class DiffusionImputer(Imputer):
         distances = [self._distance(x_t, x_clean)] if trace else None
         with_x0 = callback is not None and takes_x0_hat(callback)
         jump_noise = _JumpNoise(x_t, context.seeds) if self.resampling.resamplings > 1 else None
+        # contiguous rows: a compiled graph is specialised on its inputs' strides too
+        t_batches = torch.tensor(self.ddim.timesteps, dtype=torch.long).repeat_interleave(len(x)).view(-1, len(x))
+        t_batches = t_batches.to(x.device)
         for op, i in self.schedule:
             if op == "jump":  # RePaint: back jump_length levels with q, the kept pixels at their rule there
                 back = i - self.resampling.jump_length
@@ -144,7 +162,7 @@ class DiffusionImputer(Imputer):
                 continue
             t = self.ddim.timesteps[i]
             abar_t, abar_prev = self.ddim.alphas(i)
-            e = self.runtime.eps(x_t, torch.full((len(x),), t, dtype=torch.long, device=x.device))
+            e = self.runtime.eps(x_t, t_batches[i])
             if t in guided:
                 e = self.guidance.eps(e, x_t, abar_t, context)
             e = kept.eps(e, x_t, abar_t)

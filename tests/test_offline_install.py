@@ -1,0 +1,162 @@
+"""GPU nodes without internet: tools/wheelhouse.sh builds a wheelhouse of the lock for
+a Python version / platform, tools/install_env.sh --offline (FUD_WHEELHOUSE) installs
+from it with no package index, reusing a compatible torch of the node. Tested on a
+lock of one or two small packages (FUD_LOCK), wheels made here, a private FUD_CACHE
+(the shared environment is never touched) and a package index that does not exist,
+so any attempt to reach one fails the install."""
+import base64
+import hashlib
+import os
+import socket
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tools"))
+
+import compatible_torch  # noqa: E402
+
+NO_INDEX = {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "UV_INDEX_URL": "http://127.0.0.1:9/simple",
+            "PIP_EXTRA_INDEX_URL": "", "UV_EXTRA_INDEX_URL": ""}
+
+
+def make_wheel(folder: Path, name: str, version: str, value: int) -> Path:
+    """A pure-Python wheel holding module `name` with VALUE = value."""
+    files = {f"{name}/__init__.py": f"VALUE = {value}\n",
+             f"{name}-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+             f"{name}-{version}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                                                  "Tag: py3-none-any\n"}
+    record = [f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b'=').decode()},"
+              f"{len(text.encode())}" for path, text in files.items()]
+    files[f"{name}-{version}.dist-info/RECORD"] = "\n".join(record + [f"{name}-{version}.dist-info/RECORD,,"]) + "\n"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as z:
+        for p, text in files.items():
+            z.writestr(p, text)
+    return path
+
+
+def run(cmd, **env):
+    return subprocess.run([str(c) for c in cmd], cwd=REPO, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **NO_INDEX, **env})
+
+
+@pytest.fixture
+def source(tmp_path):
+    """A folder of wheels (fudofflinea 0.1 only) and a lock that also names fudofflineb 0.2."""
+    make_wheel(tmp_path / "src", "fudofflinea", "0.1", 41)
+    lock = tmp_path / "lock.txt"
+    lock.write_text("fudofflinea==0.1\n    # via test\nfudofflineb==0.2\n")
+    return tmp_path / "src", lock
+
+
+def test_wheelhouse_takes_each_entry_and_lists_those_without_a_wheel(source, tmp_path):
+    src, lock = source
+    res = run(["bash", "tools/wheelhouse.sh", "--python", "%d.%d" % sys.version_info[:2], "--platform",
+               "manylinux2014_x86_64", "--requirements", lock, "--find-links", src, "--out", tmp_path / "wh"],
+              FUD_PYTHON=sys.executable)
+    assert res.returncode == 0, res.stderr[-3000:]
+    wh = tmp_path / "wh"
+    assert res.stdout.strip().splitlines()[-1] == str(wh)
+    assert (wh / "fudofflinea-0.1-py3-none-any.whl").is_file()
+    missing = (wh / "missing.txt").read_text().splitlines()
+    assert [m.split("\t")[0] for m in missing] == ["fudofflineb==0.2"]
+    assert "1 of 2 lock entries have no wheel" in res.stderr
+    assert '"missing": 1' in (wh / "wheelhouse.json").read_text()
+    assert (wh / "requirements.lock").read_text() == lock.read_text()
+
+
+def test_offline_install_uses_no_index_and_a_private_cache(source, tmp_path):
+    src, lock = source
+    small = tmp_path / "small.lock"
+    small.write_text("fudofflinea==0.1\n")
+    cache = tmp_path / "cache"
+    res = run(["bash", "tools/install_env.sh", "--offline", src], FUD_LOCK=small, FUD_CACHE=cache,
+              FUD_PYTHON=sys.executable, FUD_REUSE_TORCH="0", UV_CACHE_DIR=tmp_path / "uv")
+    assert res.returncode == 0, res.stderr[-3000:]
+    venv = Path(res.stdout.strip().splitlines()[-1])
+    assert venv.parent == cache and (venv / ".complete").is_file()
+    out = subprocess.run([venv / "bin" / "python", "-c", "import fudofflinea; print(fudofflinea.VALUE)"],
+                         capture_output=True, text=True)
+    assert out.stdout.strip() == "41", out.stderr
+    # FUD_WHEELHOUSE is the same switch (./fud passes its environment on); the finished environment is reused
+    again = run(["bash", "tools/install_env.sh"], FUD_LOCK=small, FUD_CACHE=cache, FUD_WHEELHOUSE=src,
+                FUD_PYTHON=sys.executable)
+    assert again.returncode == 0 and again.stdout.strip() == str(venv) and "building" not in again.stderr
+
+
+def test_offline_install_names_lock_entries_without_a_wheel(source, tmp_path):
+    src, lock = source
+    (src / "missing.txt").write_text("fudofflineb==0.2\tERROR: No matching distribution found\n")
+    res = run(["bash", "tools/install_env.sh", "--offline", src], FUD_LOCK=lock, FUD_CACHE=tmp_path / "cache",
+              FUD_PYTHON=sys.executable, FUD_REUSE_TORCH="0")
+    assert res.returncode != 0
+    assert "1 lock entry has no wheel" in res.stderr
+    assert "fudofflineb==0.2: ERROR: No matching distribution found" in res.stderr
+    assert "tools/wheelhouse.sh --python X.Y --platform TAG" in res.stderr
+
+
+def test_the_nodes_torch_is_reused_only_where_compatible(tmp_path, monkeypatch):
+    import torch
+
+    lock = tmp_path / "lock.txt"
+    lock.write_text(f"numpy==2.0.0\ntorch=={torch.__version__.split('+')[0]}\ntorchvision==0.1\ntriton==3.0\n"
+                    "nvidia-cublas==13.1\n")
+    monkeypatch.setenv("FUD_REUSE_TORCH", "auto")
+    monkeypatch.delenv("FUD_MIN_TORCH", raising=False)
+    ok, why = compatible_torch.reuse_decision(lock)
+    assert ok and "reusing the node's torch" in why
+    monkeypatch.setenv("FUD_MIN_TORCH", "99.0")
+    ok, why = compatible_torch.reuse_decision(lock)
+    assert not ok and "older than FUD_MIN_TORCH (99.0)" in why
+    lock.write_text("torch==99.0.0\n")
+    monkeypatch.delenv("FUD_MIN_TORCH")
+    assert "not of the lock's major version" in compatible_torch.reuse_decision(lock)[1]
+    monkeypatch.setenv("FUD_REUSE_TORCH", "0")
+    assert compatible_torch.reuse_decision(lock)[0] is False
+
+
+def test_a_reused_torch_leaves_its_stack_out_of_the_install(tmp_path, monkeypatch, capsys):
+    lock = tmp_path / "lock.txt"
+    lock.write_text("fudofflinea==0.1\ntorch==2.14.1\ntorchvision==0.29.2\ntriton==3.8.0\nnvidia-cublas==13.1.1.3\n")
+    make_wheel(tmp_path / "wh", "fudofflinea", "0.1", 1)
+    monkeypatch.setenv("LOCK", str(lock))
+    monkeypatch.setenv("WHEELHOUSE", str(tmp_path / "wh"))
+    monkeypatch.setenv("REUSE", "yes")
+    assert compatible_torch.main(["--filter"]) == 0
+    assert capsys.readouterr().out.split() == ["fudofflinea==0.1"]
+    monkeypatch.setenv("REUSE", "")
+    assert compatible_torch.main(["--filter"]) == 1  # the lock's torch is not in this wheelhouse
+    assert "4 lock entries have no wheel" in capsys.readouterr().err
+
+
+def _pypi_reachable() -> bool:
+    try:
+        socket.create_connection(("pypi.org", 443), timeout=3).close()
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _pypi_reachable(), reason="pypi.org is not reachable from this machine")
+def test_wheelhouse_from_pypi_for_another_python(tmp_path):
+    """Two lock entries (a pure-Python one and a compiled one) fetched for Python 3.12 on
+    manylinux2014 from PyPI: the compiled one is the cp312 manylinux wheel, not this machine's."""
+    entries = [line for line in (REPO / "requirements.lock").read_text().splitlines()
+               if line.startswith(("cachetools==", "pyyaml=="))]
+    assert len(entries) == 2
+    lock = tmp_path / "lock.txt"
+    lock.write_text("\n".join(entries) + "\n")
+    res = subprocess.run(["bash", "tools/wheelhouse.sh", "--python", "3.12", "--platform", "manylinux2014_x86_64",
+                          "--requirements", str(lock), "--out", str(tmp_path / "wh")], cwd=REPO, capture_output=True,
+                         text=True, timeout=300, env={**os.environ, "FUD_PYTHON": sys.executable})
+    assert res.returncode == 0, res.stderr[-3000:]
+    names = sorted(p.name for p in (tmp_path / "wh").glob("*.whl"))
+    assert any(n.startswith("cachetools-") and n.endswith("py3-none-any.whl") for n in names), names
+    assert any(n.lower().startswith("pyyaml-") and "cp312" in n and "manylinux" in n for n in names), names
+    assert (tmp_path / "wh" / "missing.txt").read_text() == ""
