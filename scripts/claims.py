@@ -8,12 +8,12 @@ import pandas as pd
 from fudbench.analysis.claims import decide_claims
 from fudbench.analysis.curves import configured_curve_scores
 from fudbench.io import write_csv, write_text
-from fudbench.jobs import setup_job
+from fudbench.jobs import optional_input, setup_job
 from fudbench.report.meta import claims_table
 
 log = setup_job(snakemake)
 p = snakemake.params
-gate = next(iter(getattr(snakemake.input, "gate", None) or []), None) if not isinstance(getattr(snakemake.input, "gate", None), str) else snakemake.input.gate  # absent: no gate (said in the table and the caption)
+gate = optional_input(snakemake, "gate")  # absent: no gate (said in the table and the caption)
 per_image = pd.read_parquet(snakemake.input.per_image).dropna(subset=["score"])
 claims = decide_claims(per_image, p.explainers, configured_curve_scores(p.evaluators), n_boot=p.analysis["bootstrap"],
                        ci=p.analysis["ci"], seed=p.seed, gate=gate)

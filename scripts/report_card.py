@@ -8,14 +8,14 @@ import pandas as pd
 
 from fudbench.analysis.report_card import report_card
 from fudbench.io import write_csv, write_text
-from fudbench.jobs import setup_job
+from fudbench.jobs import optional_input, setup_job
 from fudbench.report.meta import report_card_table
 
 log = setup_job(snakemake)
 p = snakemake.params
 per_image = pd.read_parquet(snakemake.input.per_image)
 seconds = pd.read_parquet(snakemake.input.records, columns=["model", "explainer", "curve", "image", "seconds"])
-gate = next(iter(getattr(snakemake.input, "gate", None) or []), None) if not isinstance(getattr(snakemake.input, "gate", None), str) else snakemake.input.gate  # absent: no gate (said in the caption)
+gate = optional_input(snakemake, "gate")  # absent: no gate (said in the caption)
 card = report_card(per_image, seconds, p.explainers, p.evaluators, p.classifiers, n_boot=p.analysis["bootstrap"],
                    ci=p.analysis["ci"], seed=p.seed, target_half_width=p.target_half_width, gate=gate)
 write_csv(snakemake.output.csv, card, index=False, float_format="%.6g")

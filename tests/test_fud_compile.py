@@ -80,13 +80,17 @@ def test_padding_passes_the_real_rows_and_cuts_the_output(tiny_unet, monkeypatch
     torch.testing.assert_close(out[0], full[0], atol=1e-5, rtol=0)
 
 
-def test_a_failing_compilation_falls_back_to_eager_with_a_log_line(tiny_unet, monkeypatch, caplog):
-    def broken_compile(module, **kwargs):
+def _compile_raising(message: str):
+    """A stand-in for torch.compile whose compiled module raises RuntimeError(message) when called."""
+    def compile_(module, **kwargs):
         def forward(*args, **kw):
-            raise RuntimeError("backend compiler failed: no C compiler\nmore details")
+            raise RuntimeError(message)
         return forward
+    return compile_
 
-    monkeypatch.setattr(torch, "compile", broken_compile)
+
+def test_a_failing_compilation_falls_back_to_eager_with_a_log_line(tiny_unet, monkeypatch, caplog):
+    monkeypatch.setattr(torch, "compile", _compile_raising("backend compiler failed: no C compiler\nmore details"))
     eager, compiled = _pair(tiny_unet, amp_dtype=None, channels_last=False, guidance_scale=0.0)
     x, mask = _inputs(n=2)
     with caplog.at_level(logging.WARNING, logger="fudbench.imputers.diffusion.runtime"):
@@ -99,12 +103,7 @@ def test_a_failing_compilation_falls_back_to_eager_with_a_log_line(tiny_unet, mo
 
 
 def test_out_of_memory_while_compiling_is_raised_for_the_batch_back_off(tiny_unet, monkeypatch):
-    def oom_compile(module, **kwargs):
-        def forward(*args, **kw):
-            raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
-        return forward
-
-    monkeypatch.setattr(torch, "compile", oom_compile)
+    monkeypatch.setattr(torch, "compile", _compile_raising("CUDA out of memory. Tried to allocate 2.00 GiB"))
     _, compiled = _pair(tiny_unet, amp_dtype=None, channels_last=False, guidance_scale=0.0)
     x, mask = _inputs(n=2)
     with pytest.raises(RuntimeError, match="out of memory"):

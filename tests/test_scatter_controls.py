@@ -211,3 +211,16 @@ def test_endpoint_skips_families_the_gate_fails_and_holm_spans_the_cells():
     assert out["p_holm"].round(6).tolist() == [0.03, 0.04, 0.5]
     assert out["verdict"].tolist() == ["challenger better", "paper better", "undecided"]
     assert (out["n_cells"] == 3).all()
+
+
+def test_optional_input_gives_the_one_path_or_none():
+    """The claims and report-card jobs read the gate table through jobs.optional_input."""
+    from types import SimpleNamespace
+
+    from fudbench.jobs import optional_input
+
+    assert optional_input(SimpleNamespace(input=SimpleNamespace(gate="t/family_gate.csv")), "gate") == \
+        "t/family_gate.csv"
+    assert optional_input(SimpleNamespace(input=SimpleNamespace(gate=["t/g.csv"])), "gate") == "t/g.csv"
+    assert optional_input(SimpleNamespace(input=SimpleNamespace(gate=[])), "gate") is None
+    assert optional_input(SimpleNamespace(input=SimpleNamespace()), "gate") is None

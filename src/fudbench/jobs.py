@@ -31,6 +31,16 @@ def setup_job(smk, name: str | None = None) -> logging.Logger:
     return log
 
 
+def optional_input(smk, key: str) -> str | None:
+    """The path of an optional named input (a rule gives it as a list of none or
+    one file), None when the rule gives none. Snakemake hands a one-file entry
+    over as the path itself and an empty one as an empty list."""
+    value = getattr(smk.input, key, None)
+    if isinstance(value, str):
+        return value
+    return next(iter(value or []), None)
+
+
 def log_uncaught_exceptions(log_file, name: str = "job") -> None:
     """Make an uncaught exception write its full traceback (chained causes included)
     to the job's log file before the process exits non-zero; Python's own hook

@@ -59,7 +59,7 @@ def endpoint_cells(per_image: pd.DataFrame, explainers: dict, curve_scores: dict
     """Unadjusted cells of both comparisons (COLUMNS less p_holm, n_cells,
     verdict) on the run's scatter-matched families that pass the gate.
     Without a gate table no family passes (the endpoint needs its licence)."""
-    from fudbench.analysis.claims import per_image_recovery
+    from fudbench.analysis.claims import _scores, per_image_recovery
     from fudbench.analysis.gate import passing
     from fudbench.analysis.meta import degraded_explainers, family_members, family_order
     from fudbench.analysis.order_stats import compatible_interval, recovery_rows
@@ -85,14 +85,10 @@ def endpoint_cells(per_image: pd.DataFrame, explainers: dict, curve_scores: dict
                 est, lo, hi, p = mean_interval(diff.to_numpy(), (-2.0, 2.0), ci)
                 macro, macro_ci = {}, {}
                 for c in (challenger, paper):
-                    d = per_image[(per_image["model"] == model) & (per_image["curve"] == c)
-                                  & per_image["explainer"].isin(members)]
-                    wide = d.pivot_table(index="image", columns="explainer", values="score",
-                                         aggfunc="mean").reindex(columns=members).dropna() * signs[c]
-                    means = wide.mean().to_numpy()
-                    macro[c] = float(recovery_rows(means[None], levels, order)[0]) if len(wide) else np.nan
-                    macro_ci[c] = compatible_interval(wide.to_numpy(), levels, order, ci) if len(wide) > 1 \
-                        else (np.nan, np.nan)
+                    wide = _scores(per_image, model, c, members, signs[c]).to_numpy()
+                    macro[c] = float(recovery_rows(wide.mean(0)[None], levels, order)[0]) if len(wide) \
+                        else np.nan
+                    macro_ci[c] = compatible_interval(wide, levels, order, ci) if len(wide) > 1 else (np.nan, np.nan)
                 rows.append({"endpoint": endpoint, "challenger": challenger, "paper": paper, "model": model,
                              "family": family, "source": "families", "estimate": est, "ci_low": lo, "ci_high": hi,
                              "p": p, "macro_challenger": macro[challenger],
