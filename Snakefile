@@ -36,8 +36,11 @@ check_results_path(f"results/{config['run_name']}")
 
 
 # `snakemake --report results/<run>/report.html` (or ./fud report): every table
-# and figure with a caption saying what it shows and how it was computed.
-report: "report/workflow.rst"
+# and figure with a caption saying what it shows and how it was computed. It opens on
+# the run's results page (rules/report.smk writes results/<run>/report/front.rst);
+# report/workflow.rst stands in for a run that has not made it yet.
+_FRONT = Path(f"results/{config['run_name']}/report/front.rst").resolve()
+report: str(_FRONT) if _FRONT.is_file() else "report/workflow.rst"
 
 
 include: "rules/common.smk"
@@ -46,6 +49,7 @@ include: "rules/models.smk"
 include: "rules/explain.smk"
 include: "rules/evaluate.smk"
 include: "rules/analyse.smk"
+include: "rules/report.smk"
 include: "rules/diagnostics.smk"
 include: "rules/ffidelity.smk"
 include: "rules/meta.smk"

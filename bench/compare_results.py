@@ -95,8 +95,10 @@ def compare(root_a: Path, root_b: Path, tables: bool) -> int:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("a", type=Path)
-    ap.add_argument("b", type=Path)
+    from fudbench.cli import user_file
+
+    ap.add_argument("a", type=user_file)
+    ap.add_argument("b", type=user_file)
     ap.add_argument("--tables", action="store_true", help="also the tables' CSVs (not their wall-time columns)")
     args = ap.parse_args(argv)
     for root in (args.a, args.b):

@@ -22,7 +22,6 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from fudbench.config import load_yaml  # noqa: E402
 from fudbench.explainers import build_explainer  # noqa: E402
 from fudbench.models.classifiers import build_classifier, load_classifier  # noqa: E402
 
@@ -49,15 +48,20 @@ class PassCounter(torch.nn.Module):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--config", default="config/config.yaml")
+    from fudbench.cli import positive_int, script_config, user_file
+
+    ap.add_argument("--config", nargs="+", default=None,
+                    help="config files, merged in order as ./fud run merges them (default: config/config.yaml)")
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--images", type=int, default=8)
-    ap.add_argument("--size", type=int, default=None, help="image side (default: the config's)")
-    ap.add_argument("--models", nargs="*", default=None, help="classifier checkpoints (default: random weights)")
-    ap.add_argument("--data", default=None, help="eval.npz of a run: use its images instead of random ones")
+    ap.add_argument("--images", type=positive_int, default=8)
+    ap.add_argument("--size", type=positive_int, default=None, help="image side (default: the config's)")
+    ap.add_argument("--models", nargs="*", type=user_file, default=None,
+                    help="classifier checkpoints (default: random weights)")
+    ap.add_argument("--data", type=user_file, default=None,
+                    help="eval.npz of a run: use its images instead of random ones")
     ap.add_argument("--methods", nargs="*", default=None, help="config explainer names (default: all in config)")
     args = ap.parse_args()
-    cfg = load_yaml(args.config)
+    cfg = script_config(args.config)[0]
     size = args.size or cfg["data"]["synthetic"]["image_size"]
     n_classes = 2 * len(cfg["data"]["synthetic"]["shapes"])
     device = torch.device(args.device)

@@ -32,7 +32,6 @@ sys.path.insert(0, str(HERE))
 from explainer_cost import measure_explainer  # noqa: E402
 from fud_throughput import achieved_tflops, build_classifier, count_flops, peak_tflops, write_rows  # noqa: E402
 
-from fudbench.config import load_yaml  # noqa: E402
 
 # The paper's values where the default config scales a size from 224 px to 32 px.
 IMAGENET_SETTINGS = {"attexplore": {"ti_kernel": 7}, "isa": {"step_size": 5000}}
@@ -63,17 +62,20 @@ def imagenet_settings(name: str, settings: dict, batch_cap: int, tiny: bool) -> 
 
 def main(argv=None) -> list[dict]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--config", default=str(HERE.parent / "config" / "config.yaml"))
+    from fudbench.cli import positive_int, script_config, user_file
+
+    ap.add_argument("--config", nargs="+", default=None,
+                    help="config files, merged in order as ./fud run merges them (default: config/config.yaml)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--images", type=int, default=8)
+    ap.add_argument("--images", type=positive_int, default=8)
     ap.add_argument("--models", nargs="+", default=["resnet50", "vit_b_16"], choices=["resnet50", "vit_b_16"])
     ap.add_argument("--methods", nargs="+", default=None, help="config explainer names (default: all in config)")
-    ap.add_argument("--batch-size", type=int, default=64, help="cap on the explainers' batch_size settings")
-    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--batch-size", type=positive_int, default=64, help="cap on the explainers' batch_size settings")
+    ap.add_argument("--threads", type=positive_int, default=None)
     ap.add_argument("--tiny", action="store_true", help="32x32 inputs: seconds on a CPU")
-    ap.add_argument("--csv", default=None)
+    ap.add_argument("--csv", type=user_file, default=None)
     args = ap.parse_args(argv)
-    cfg = load_yaml(args.config)
+    cfg = script_config(args.config)[0]
     unknown = sorted(set(args.methods or []) - set(cfg["explainers"]))
     if unknown:
         ap.error(f"--methods {unknown} are not explainers of {args.config}; known: {sorted(cfg['explainers'])}")

@@ -18,7 +18,6 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from fudbench.config import load_yaml  # noqa: E402
 from fudbench.explainers import build_explainer  # noqa: E402
 from fudbench.hardware import describe_machine  # noqa: E402
 from fudbench.models.classifiers import build_classifier  # noqa: E402
@@ -55,13 +54,16 @@ def seconds_per_image(model, settings, x, target) -> float | str:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--config", default="config/config.yaml")
-    ap.add_argument("--size", type=int, default=32)
-    ap.add_argument("--images", type=int, default=8)
+    from fudbench.cli import positive_int, script_config
+
+    ap.add_argument("--config", nargs="+", default=None,
+                    help="config files, merged in order as ./fud run merges them (default: config/config.yaml)")
+    ap.add_argument("--size", type=positive_int, default=32)
+    ap.add_argument("--images", type=positive_int, default=8)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--methods", nargs="*", default=None, choices=sorted(METHODS))
     args = ap.parse_args()
-    cfg = load_yaml(args.config)
+    cfg = script_config(args.config)[0]
     device = torch.device(args.device)
     n_classes = 2 * len(cfg["data"]["synthetic"]["shapes"])
     torch.manual_seed(0)

@@ -33,25 +33,29 @@ sys.path.insert(0, str(REPO.parent / "src"))
 from fud_steps import _inputs, shard0_inputs, summarise  # noqa: E402
 
 from fudbench.analysis.curves import normalised_auc  # noqa: E402
-from fudbench.config import load_yaml  # noqa: E402
 from fudbench.io import write_csv  # noqa: E402
 
 
 def main(argv=None) -> pd.DataFrame:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--config", default=str(REPO.parent / "config" / "config.yaml"))
-    ap.add_argument("--results", default=None)
+    from fudbench.cli import positive_int, script_config, user_file
+
+    ap.add_argument("--config", nargs="+", default=None,
+                    help="the run's config files, merged in order as ./fud run merges them (default: "
+                         "config/config.yaml); --results defaults to that run's results/<run_name>")
+    ap.add_argument("--results", type=user_file, default=None)
     ap.add_argument("--models", nargs="+", default=None)
     ap.add_argument("--explainers", nargs="+", default=["ig", "sm", "random", "oracle_d00"])
-    ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--limit", type=positive_int, default=None)
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--csv", default=None)
+    ap.add_argument("--csv", type=user_file, default=None)
     args = ap.parse_args(argv)
     from fudbench.evaluators import build_evaluator
     from fudbench.io import load_npz
     from fudbench.pipeline import paired_seed_key
 
-    cfg = load_yaml(args.config)
+    cfg, run_results = script_config(args.config)
+    args.results = args.results or run_results
     inp = _inputs(args, cfg)
     paths, device = inp["paths"], torch.device(args.device)
     configured = cfg["evaluators"]["fud"]

@@ -42,7 +42,6 @@ from fudbench.analysis.curves import normalised_auc  # noqa: E402
 from fudbench.analysis.energy import energies, ood_metrics  # noqa: E402
 from fudbench.analysis.kendall import removal_tau  # noqa: E402
 from fudbench.analysis.quality import quality_metrics  # noqa: E402
-from fudbench.config import load_yaml  # noqa: E402
 from fudbench.io import load_npz, write_csv  # noqa: E402
 
 COMPARED = ("auroc", "PSNR", "SSIM", "tau", "fud", "seconds")
@@ -50,16 +49,21 @@ COMPARED = ("auroc", "PSNR", "SSIM", "tau", "fud", "seconds")
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--config", default=str(REPO / "config" / "config.yaml"))
-    ap.add_argument("--results", default=None, help="the run's results directory (default: results/<run_name>)")
+    from fudbench.cli import positive_int, user_file
+
+    ap.add_argument("--config", nargs="+", default=None,
+                    help="the run's config files, merged in order as ./fud run merges them (default: "
+                         "config/config.yaml)")
+    ap.add_argument("--results", type=user_file, default=None,
+                    help="the run's results directory (default: results/<run_name> of --config's run)")
     ap.add_argument("--models", nargs="+", default=None, help="default: the config's classifiers")
     ap.add_argument("--explainers", nargs="+", default=["ig", "sm", "random"])
     ap.add_argument("--steps", type=int, nargs="+", default=[10, 25, 50, 100])
-    ap.add_argument("--limit", type=int, default=None, help="first N images of shard 0 (default: all)")
+    ap.add_argument("--limit", type=positive_int, default=None, help="first N images of shard 0 (default: all)")
     ap.add_argument("--ratios", type=float, nargs="+", default=None, help="kept fractions (default: the config's)")
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--threads", type=int, default=None)
-    ap.add_argument("--csv", default=None)
+    ap.add_argument("--threads", type=positive_int, default=None)
+    ap.add_argument("--csv", type=user_file, default=None)
     args = ap.parse_args(argv)
     if any(s < 1 for s in args.steps):
         ap.error("--steps must be positive")
@@ -129,7 +133,10 @@ def main(argv=None) -> pd.DataFrame:
     from fudbench.pipeline import paired_seed_key
     from fudbench.protocols import TopKCurve
 
-    cfg = load_yaml(args.config)
+    from fudbench.cli import script_config
+
+    cfg, run_results = script_config(args.config)
+    args.results = args.results or run_results
     inp = _inputs(args, cfg)
     paths, device = inp["paths"], torch.device(args.device)
     fud_settings = cfg["evaluators"]["fud"]

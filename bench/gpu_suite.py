@@ -270,15 +270,21 @@ def write_summary(out: Path, env: dict, rows: list[dict]) -> None:
 
 
 def main(argv=None) -> int:
+    from fudbench.cli import positive_float, positive_int, user_file
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=None)
+    # paths are the caller's (./fud runs this in the directory it was run in; user_file also holds when
+    # the script is started from elsewhere): a relative --out is never a folder of the repository
+    ap.add_argument("--out", type=user_file, default=None, help="the suite's folder (relative: to where you are)")
     ap.add_argument("--device", default=None, help="default: cuda if torch sees a GPU (cpu with --tiny)")
     ap.add_argument("--tiny", action="store_true", help="toy size on a CPU (what the tests run)")
     ap.add_argument("--tiny-compile", action="store_true", help="with --tiny: also the compiled throughput")
     ap.add_argument("--steps", nargs="+", choices=STEPS, default=list(STEPS), help="run only these steps")
-    ap.add_argument("--time-scale", type=float, default=1.0, help="multiply every step's time limit")
-    ap.add_argument("--cores", type=int, default=None, help="Snakemake's --cores (default: 2 with --tiny, all)")
-    ap.add_argument("--paper-standin", default=None, help=argparse.SUPPRESS)  # the step's own process
+    ap.add_argument("--time-scale", type=positive_float, default=1.0,
+                    help="multiply every step's time limit (a finite number > 0)")
+    ap.add_argument("--cores", type=positive_int, default=None,
+                    help="Snakemake's --cores (default: 2 with --tiny, all)")
+    ap.add_argument("--paper-standin", type=user_file, default=None, help=argparse.SUPPRESS)  # the step's process
     args = ap.parse_args(argv)
     if args.device is None:
         import torch
@@ -288,6 +294,9 @@ def main(argv=None) -> int:
         return paper_standin(Path(args.paper_standin), args.device, args.tiny, args.cores)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
     out = Path(args.out or REPO / "results" / "gpu_suite" / stamp).resolve()
+    blocked = next((p for p in (out, *out.parents) if p.exists()), None)
+    if blocked is not None and not blocked.is_dir():
+        ap.error(f"--out {out}: {blocked} is a file, not a folder; give a folder (it is created)")
     out.mkdir(parents=True, exist_ok=True)
     print(f"[gpu_suite] writing to {out}", flush=True)
     rows, env = [], {}

@@ -76,14 +76,17 @@ def fud_forwards_per_image(config: dict) -> int:
 
 
 def main(argv=None) -> int:
-    from fudbench.configfiles import resolve_config
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("results", type=Path, help="a finished run's results/<run_name>")
-    ap.add_argument("--configfile", type=Path, required=True, help="the run's config (an overlay is resolved over config/config.yaml)")
+    from fudbench.cli import script_config, user_file
+
+    ap.add_argument("results", type=user_file, help="a finished run's results/<run_name>")
+    ap.add_argument("--configfile", nargs="+", required=True,
+                    help="the run's config files, merged in order as ./fud run merges them (overlays over "
+                         "config/config.yaml)")
     ap.add_argument("--images", type=int, nargs="+", default=[64, 128, 256], help="evaluated images to extrapolate to")
     args = ap.parse_args(argv)
-    config = resolve_config([args.configfile])
+    config = script_config(args.configfile)[0]
     n_eval = int(config["data"]["n_eval"])
     times = benchmark_times(args.results)
     from fudbench.hardware import describe_results

@@ -54,19 +54,23 @@ def unpaired_scores(results: Path, config: dict, evaluators, models, explainers)
 
 
 def main(argv=None) -> int:
-    import yaml
 
     from fudbench.analysis.meta import degraded_explainers, ground_truth_correlations
     from fudbench.evaluators import configured_curves
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("results", type=Path, help="a finished run's results directory, e.g. results/synthetic")
-    ap.add_argument("--config", type=Path, default=Path("config/config.yaml"))
+    from fudbench.cli import positive_int, script_config, user_file
+
+    ap.add_argument("results", type=user_file, help="a finished run's results directory, e.g. results/synthetic")
+    ap.add_argument("--config", nargs="+", default=None,
+                    help="the run's config files, merged in order as ./fud run merges them (default: "
+                         "config/config.yaml)")
     ap.add_argument("--evaluators", nargs="+", default=["fud", "sensn", "road"],
                     help="stochastic evaluators to re-evaluate (default: fud sensn road)")
-    ap.add_argument("--boot", type=int, default=1000)
+    ap.add_argument("--boot", type=positive_int, default=1000)
     args = ap.parse_args(argv)
-    config = yaml.safe_load(args.config.read_text())
+    config = script_config(args.config)[0]
+    args.config = " ".join(args.config or ["config/config.yaml"])
     from fudbench.hardware import describe_machine
 
     print(describe_machine("cpu", config["evaluators"].get("fud")))

@@ -113,15 +113,20 @@ def wrapper_cost(n_jobs: int = 8) -> float:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("results", nargs="?", default="results/synthetic", type=Path)
-    ap.add_argument("--snakemake-log", type=Path, help="Snakemake's log of the run (default: newest in .snakemake/log)")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+    from fudbench.cli import user_file
+
+    ap.add_argument("results", nargs="?", default=None, type=user_file,
+                    help="the run's results/<run_name> (default: the repository's results/synthetic)")
+    ap.add_argument("--snakemake-log", type=user_file,
+                    help="Snakemake's log of the run (default: newest in .snakemake/log of the run's folder)")
     ap.add_argument("--cores", type=int, default=2, help="cores the run used (for the busy share)")
     ap.add_argument("--wrapper", action="store_true", help="also measure Snakemake's script wrapper alone")
-    ap.add_argument("--csv", type=Path, help="write the per-rule table here")
+    ap.add_argument("--csv", type=user_file, help="write the per-rule table here")
     args = ap.parse_args(argv)
+    args.results = args.results or Path(__file__).resolve().parents[1] / "results" / "synthetic"
 
     jobs = job_timings(args.results)
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
     from fudbench.hardware import describe_results
 
     print(describe_results(args.results))
@@ -142,7 +147,9 @@ def main(argv=None):
     print(f"\n{len(jobs)} timed jobs, {wall_jobs:.0f} job-seconds of wall time: work {work:.0f} s, start-up in "
           f"the job's process {startup:.0f} s, outside it (spawn, teardown, waits) {outside:.0f} s")
     print(f"start-up share of the jobs' wall time: {(wall_jobs - work) / wall_jobs:.1%}")
-    log = args.snakemake_log or max(Path(".snakemake/log").glob("*.snakemake.log"), default=None,
+    # the run's working directory holds results/<run> and .snakemake/
+    log = args.snakemake_log or max((args.results.parent.parent / ".snakemake" / "log").glob("*.snakemake.log"),
+                                    default=None,
                                     key=lambda p: p.stat().st_mtime)
     wall = run_wall_seconds(log) if log and log.is_file() else None
     if wall:

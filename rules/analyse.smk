@@ -34,8 +34,8 @@ rule table:
         seed=config["seed"],
         models=MODELS,
         explainers=EXPLAINERS,
-        # the report's caption of the appendix score table, from its curves' specs
-        caption=lambda w: appendix_caption(configured_appendix_curves(), latex=False) if w.table == "appendix_scores" else "",
+        # the report's caption, naming what ran (fudbench.report.captions)
+        report_captions=lambda w: {"table": report_caption(w.table, config)},
     wildcard_constraints:
         table="table4_kendall|table7_scores|srg_scores|road_scores|ffidelity_scores|appendix_scores",
     log:
@@ -55,6 +55,7 @@ rule plot_confidence:
         plots=config["plots"],
         models=MODELS,
         explainers=EXPLAINERS,
+        report_captions={"confidence_vs_ratio": report_caption("confidence_vs_ratio", config)},
     log:
         f"{RESULTS}/logs/plot_confidence.log",
     conda:
@@ -65,13 +66,19 @@ rule plot_confidence:
 
 rule plot_qualitative:
     input:
-        rules.gallery.output[0],
+        gallery=rules.gallery.output[0],
+        # class names (the labels file's `class` column for folder data) in the figures' titles
+        classes=rules.make_dataset.output.classes,
+        labels=FOLDER["labels"] if config["data"]["source"] == "folder" else [],
+        images=rules.make_dataset.output.eval,
     output:
         fig4=reported_figure("fig4_qualitative"),
         grid=reported_figure("qualitative_samples"),
     params:
         plots=config["plots"],
         models=MODELS,
+        curves=qualitative_curves(config),
+        report_captions={k: report_caption(k, config) for k in ("fig4_qualitative", "qualitative_samples")},
     log:
         f"{RESULTS}/logs/plot_qualitative.log",
     conda:
@@ -173,6 +180,8 @@ rule table_ood:
         seed=config["seed"],
         models=MODELS,
         explainers=POOLED_EXPLAINERS,
+        report_captions=lambda w: {"table_ood": report_caption(w.table, config)},
+        tex_caption=lambda w: ood_tex_caption(w.table, config),
     wildcard_constraints:
         table="table2_ood|table11_ood",
     log:
@@ -192,6 +201,7 @@ rule table8_ood:
         csv=reported_table(f"{RESULTS}/tables/table8_ood.csv", "table8_ood"),
     params:
         models=MODELS,
+        report_captions={"table8_ood": report_caption("table8_ood", config)},
     log:
         f"{RESULTS}/logs/table_ood/table8_ood.log",
     conda:
@@ -213,13 +223,15 @@ rule table3_quality:
     output:
         tex=f"{RESULTS}/tables/table3_quality.tex",
         csv=reported_table(f"{RESULTS}/tables/table3_quality.csv", "table3_quality"),
-        radar=reported_figure("fig2_quality_radar"),
+        # Fig. 2 only where a radar has a shape: 2+ evaluators, 3+ metrics (fudbench.report.captions.applies)
+        **({"radar": reported_figure("fig2_quality_radar")} if REPORT_ITEMS["fig2_quality_radar"] else {}),
     params:
         analysis={k: config["analysis"][k] for k in ("bootstrap", "ci")},
         seed=config["seed"],
         plots=config["plots"],
         table="table3_quality",
         explainers=POOLED_EXPLAINERS,
+        report_captions={k: report_caption(k, config) for k in ("table3_quality", "fig2_quality_radar") if REPORT_ITEMS[k]},
     log:
         f"{RESULTS}/logs/table3_quality.log",
     conda:
@@ -239,6 +251,8 @@ rule table9_quality:
         seed=config["seed"],
         table="table9_quality",
         explainers=POOLED_EXPLAINERS,
+        report_captions={"table9_quality": report_caption("table9_quality", config)},
+        tex_caption=quality_tex_caption("table9_quality", config),
     log:
         f"{RESULTS}/logs/table9_quality.log",
     conda:

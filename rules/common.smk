@@ -4,6 +4,8 @@ from fudbench.data.shards import n_shards
 from fudbench.evaluators import entries_of, entry_curves, method_of, spec_of, use_plugins
 from fudbench.fingerprint import score_model_training_inputs
 from fudbench.plugins import absolute, entry_sources, is_import_path
+from fudbench.report.captions import applies as report_applies, caption as report_caption
+from fudbench.report.captions import ood_tex_caption, qualitative_curves, quality_tex_caption
 from fudbench.report.paper_tables import appendix_caption, tables_of
 from fudbench.seeding import seed_groups
 
@@ -33,6 +35,9 @@ POOLED_EXPLAINERS = config["analysis"].get("pooled_explainers") or EXPLAINERS
 DIAG = config["analysis"].get("diagnostics", {"explainer": None})
 TIMING = config["analysis"].get("timing", {"model": None, "steps": []})
 FUD_ON = fud_diagnostics_on(config)
+# The report's tables and figures that apply to this run (fudbench.report.captions.applies): the others
+# are left out of the targets, so that report.html has no empty section or caption naming what did not run.
+REPORT_ITEMS = report_applies(config)
 
 
 wildcard_constraints:
@@ -159,6 +164,31 @@ def reported_table(path, caption):
     return report(path, caption=f"../report/captions/{caption}.rst", category="Tables")
 
 
+# The results page's reference map (rules/report.smk): the entry running `random`, None without one.
+from fudbench.report.results_page import random_explainer
+
+RANDOM_REFERENCE = random_explainer(config["explainers"])
+
+
+def results_figure(stem, caption):
+    """figure_paths(stem), the PNG (else the first format) in the report's Results category."""
+    paths = figure_paths(stem)
+    shown = next((p for p in paths if p.endswith(".png")), paths[0])
+    return [report(p, caption=f"../report/captions/{caption}.rst", category="Results") if p == shown else p
+            for p in paths]
+
+
+def results_page_targets():
+    """The results page's files (rules/report.smk): the report's front page, its table and figures."""
+    return [
+        f"{RESULTS}/tables/results.csv",
+        f"{RESULTS}/tables/results_paired.csv",
+        f"{RESULTS}/report/front.rst",
+        *figure_paths("results_overview"),
+        *(figure_paths("results_vs_random") if RANDOM_REFERENCE else []),
+    ]
+
+
 def table_paths(*stems):
     return expand(f"{RESULTS}/tables/{{stem}}.{{ext}}", stem=stems, ext=["tex", "csv"])
 
@@ -221,19 +251,14 @@ def all_targets():
         f"{RESULTS}/models/quality.json",
         f"{RESULTS}/run_info.json",
         f"{RESULTS}/tables/run_info.csv",
-        f"{RESULTS}/tables/table4_kendall.tex",
-        f"{RESULTS}/tables/table4_kendall.csv",
-        f"{RESULTS}/tables/table7_scores.tex",
-        f"{RESULTS}/tables/table7_scores.csv",
-        *table_paths("table2_ood", "table8_ood"),
-        f"{RESULTS}/tables/table3_quality.tex",
-        f"{RESULTS}/tables/table3_quality.csv",
-        *figure_paths("fig2_quality_radar"),
-        *figure_paths("confidence_vs_ratio"),
+        *results_page_targets(),  # rules/report.smk: the report's front page
+        *[p for t in ("table4_kendall", "table7_scores", "table2_ood", "table8_ood", "table3_quality")
+          if REPORT_ITEMS[t] for p in table_paths(t)],
+        *(figure_paths("fig2_quality_radar") if REPORT_ITEMS["fig2_quality_radar"] else []),
+        *(figure_paths("confidence_vs_ratio") if REPORT_ITEMS["confidence_vs_ratio"] else []),
         *figure_paths("dataset_examples"),
         *(figure_paths("score_model_samples") if SCORE_MODEL_USED else []),
-        *figure_paths("qualitative_samples"),
-        *figure_paths("fig4_qualitative"),
+        *(figure_paths("qualitative_samples") + figure_paths("fig4_qualitative") if REPORT_ITEMS["qualitative"] else []),
         *diagnostics_targets(),
         *appendix_targets(),
         *meta_targets(),

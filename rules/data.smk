@@ -106,10 +106,15 @@ rule plot_dataset_examples:
     input:
         test=EXAMPLE_IMAGES,
         classes=rules.make_dataset.output.classes,
+        # the object masks of real data (the examples are the eval set's first images) and your own
+        # folder's class names (the labels file's `class` column), for the figure's outlines and titles
+        images=rules.make_dataset.output.eval if config["data"]["source"] != "synthetic" else [],
+        labels=FOLDER["labels"] if config["data"]["source"] == "folder" else [],
     output:
-        figure_paths("dataset_examples"),
+        reported_figure("dataset_examples"),
     params:
         plots=config["plots"],
+        report_captions={"dataset_examples": report_caption("dataset_examples", config)},
     log:
         f"{RESULTS}/logs/plot_dataset_examples.log",
     conda:

@@ -12,12 +12,16 @@
 # (the longest jobs first; every other method 0). See `priority:` below.
 LONG_EVALUATE_PRIORITY = {"fud": 15, "ffid": 12}
 
+from fudbench.report.gallery import FORMAT as GALLERY_FORMAT
+
 
 rule evaluate:
     input:
         unpack(evaluator_assets),
         unpack(lambda w: plugin_inputs(config["evaluators"][w.evaluator])),
         model=f"{RESULTS}/models/{{model}}.pt",
+        # the images with their ground-truth masks: an evaluator that reads masks (EvaluatorSpec.needs_masks)
+        # gets its shard's from here, as explainers do (pipeline.ShardEvaluation)
         images=rules.make_dataset.output.eval,
         attributions=expand(
             f"{RESULTS}/attributions/{{{{model}}}}/{{explainer}}/shard{{{{shard}}}}.npz", explainer=EXPLAINERS
@@ -107,6 +111,7 @@ rule gallery:
         models=MODELS,
         explainers=EXPLAINERS,
         evaluators=EVALUATORS,
+        key_format=GALLERY_FORMAT,  # a gallery of an older key layout is remade (a changed param)
     log:
         f"{RESULTS}/logs/gallery.log",
     conda:

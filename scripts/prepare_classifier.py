@@ -10,7 +10,7 @@ from fudbench.device import resolve_device
 from fudbench.io import write_json
 from fudbench.jobs import setup_job
 from fudbench.models.classifiers import output_classes, pretrained_classifier, save_classifier
-from fudbench.models.gate import accuracy_gate, gate_line
+from fudbench.models.gate import NonFiniteLogitsError, accuracy_gate, gate_line
 from fudbench.models.torchvision_models import is_torchvision, weights_path
 from fudbench.models.training import accuracy
 from fudbench.plugins import plugin_sources, sources_digest
@@ -29,8 +29,15 @@ else:
     source = {"factory": p.classifier["factory"], "weights_file": p.classifier.get("weights"),
               "factory_sources": sources_digest(plugin_sources(p.classifier["factory"]))}
 log.info("%s: %s (sha256 %s), %d classes", w.model, source, digest, n_classes)
-with torch.no_grad():
-    acc = accuracy(model.to(device), images.to(device), labels.to(device), batch_size=128)
+origin = ", ".join(f"{k} {source[k]}" for k in ("factory", "weights", "weights_file") if source.get(k))
+try:
+    with torch.no_grad():
+        acc = accuracy(model.to(device), images.to(device), labels.to(device), batch_size=128,
+                       name=f"classifier {w.model!r} ({origin})",
+                       fix=f"check the network and the weights of models.classifiers.{w.model} on [0, 1] images "
+                           f"(a factory's forward, its mean/std, a weights file that does not fit it)")
+except NonFiniteLogitsError as exc:
+    raise SystemExit(f"[gate] {exc}") from exc
 gate, gate_key = accuracy_gate(w.model, p.classifier, p.gates)
 metrics = {"model": w.model, "arch": p.classifier["arch"], **source, "sha256": digest,
            "test_accuracy": acc, "accuracy_on": f"the {len(labels)} evaluated images",

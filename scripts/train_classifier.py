@@ -5,7 +5,7 @@ import json
 from fudbench.data.splits import load_split
 from fudbench.device import resolve_device
 from fudbench.models.classifiers import build_classifier, save_classifier
-from fudbench.models.gate import accuracy_gate, gate_line
+from fudbench.models.gate import NonFiniteLogitsError, accuracy_gate, gate_line
 from fudbench.models.training import accuracy, train_classifier
 from fudbench.io import write_json
 from fudbench.jobs import setup_job
@@ -27,7 +27,11 @@ seed_everything(derive_seed(p.job["seed"], "init", w.model))
 model = build_classifier(p.classifier, n_classes, train_x.shape[-1], mean, std)
 info = train_classifier(model, train_x, train_y, val_x, val_y, p.classifier["train"],
                         derive_seed(p.job["seed"], "train", w.model), device)
-test_acc = accuracy(model, test_x.to(device), test_y.to(device))
+try:
+    test_acc = accuracy(model, test_x.to(device), test_y.to(device), name=f"the trained classifier {w.model!r}",
+                        fix=f"its training diverged: lower models.classifiers.{w.model}.train.lr")
+except NonFiniteLogitsError as exc:
+    raise SystemExit(f"[gate] {exc}") from exc
 gate, gate_key = accuracy_gate(w.model, p.classifier, p.gates)
 metrics = {"model": w.model, "arch": p.classifier["arch"], "test_accuracy": test_acc,
            "gate_min_test_accuracy": gate, "gate_key": gate_key, "passes_gate": test_acc >= gate,

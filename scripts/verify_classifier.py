@@ -6,7 +6,7 @@ from fudbench.data.splits import load_split
 from fudbench.io import atomic_path, write_json
 from fudbench.jobs import setup_job
 from fudbench.models.classifiers import load_classifier
-from fudbench.models.gate import accuracy_gate
+from fudbench.models.gate import NonFiniteLogitsError, accuracy_gate
 from fudbench.models.shipped import accuracy_matches, verify_shipped_checkpoint
 from fudbench.models.training import accuracy
 
@@ -18,7 +18,11 @@ manifest = verify_shipped_checkpoint(snakemake.input.shipped, p.training_inputs,
 device = "cpu"  # 400 images through a small network: no GPU needed, and a CPU node may run this job
 test_x, test_y, _ = load_split(snakemake.input.test)
 model = load_classifier(snakemake.input.shipped, device)
-test_acc = accuracy(model, test_x.to(device), test_y.to(device))
+try:
+    test_acc = accuracy(model, test_x.to(device), test_y.to(device),
+                        name=f"the shipped classifier {w.model!r} ({snakemake.input.shipped})", fix=fix)
+except NonFiniteLogitsError as exc:
+    raise SystemExit(f"[gate] {exc}") from exc
 shipped_acc = manifest["metrics"]["test_accuracy"]
 if not accuracy_matches(test_acc, shipped_acc, len(test_y)):
     raise SystemExit(f"the shipped classifier {w.model} has test accuracy {test_acc:.4f} here, its manifest says "

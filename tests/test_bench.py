@@ -95,9 +95,10 @@ def stand_in_run(tmp_path, tiny_unet):
         write_npz(res / "attributions" / "cnn" / e / "shard0.npz",
                   attributions=rng.standard_normal((3, 3, 8, 8)).astype(np.float32),
                   targets=np.array([0, 1, 2]), ids=np.arange(3), labels=np.zeros(3, np.int64))
-    cfg = {"run_name": "toy", "seed": 0, "models": {"classifiers": {"cnn": cnn_cfg}},
-           "evaluators": {"fud": {"steps": 5, "guidance_scale": 4.0, "guidance_start": 0.5, "known": "clean",
-                                  "clip_x0": True, "batch_size": 3}},
+    # an overlay, as the benchmarks read it (fudbench.cli.script_config): these sections replace the default's
+    cfg = {"run_name": "toy", "seed": 0, "models": {"classifiers": {"_replace": True, "cnn": cnn_cfg}},
+           "evaluators": {"_replace": True, "fud": {"steps": 5, "guidance_scale": 4.0, "guidance_start": 0.5,
+                                                    "known": "clean", "clip_x0": True, "batch_size": 3}},
            "evaluation": {"ratios": [0.1, 0.5, 0.9], "reduction": "abs_sum"}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(cfg))
     return tmp_path

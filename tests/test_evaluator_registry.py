@@ -50,7 +50,9 @@ def quadrant_images(n: int, bright: bool, generator) -> torch.Tensor:
 
 @pytest.fixture(scope="module")
 def task(tmp_path_factory):
-    """(model checkpoint, assets, class-0 images, their targets, the quadrant map, the reversed map)."""
+    """(model checkpoint, assets, class-0 images, their targets, the quadrant map, the reversed map, the
+    images' ground-truth masks: the quadrant, the evidence by construction). Every evaluator gets the masks;
+    those that read them (EvaluatorSpec.needs_masks: localisation metrics) use them."""
     from fudbench.models.classifiers import build_classifier, load_classifier, save_classifier
     from fudbench.models.score import build_unet, save_score_model
 
@@ -81,7 +83,8 @@ def task(tmp_path_factory):
     inside[:, :, : SIZE // 2, : SIZE // 2] = 1
     jitter = 1e-3 * torch.rand(N, 3, SIZE, SIZE, generator=g)  # no ties within either region
     assets = {"score_model": d / "score.pt", "surrogate": d / "clf.pt", "reference_images": d / "train.npz"}
-    return model, assets, x, y, inside + jitter, (1 - inside) + jitter
+    masks = inside[:, 0].expand(N, SIZE, SIZE).clone()
+    return model, assets, x, y, inside + jitter, (1 - inside) + jitter, masks
 
 
 def _settings(method: str) -> dict:
@@ -99,11 +102,12 @@ def _scores(records: pd.DataFrame, method: str) -> pd.DataFrame:
 
 
 def _run(method, task, image_ids, rows=slice(None), good=True):
-    model, assets, x, y, quadrant, reversed_ = task
+    model, assets, x, y, quadrant, reversed_, masks = task
     assets = {k: v for k, v in assets.items() if k in spec(method).assets(spec(method).resolve(_settings(method)))}
     ev = build_evaluator(method, _settings(method), EVALUATION, assets, "cpu")
     attribution = quadrant if good else reversed_
-    records, samples = ev.run(model, x[rows], y[rows], attribution[rows], image_ids, (0, "evaluate", "task", method))
+    records, samples = ev.run(model, x[rows], y[rows], attribution[rows], image_ids, (0, "evaluate", "task", method),
+                              masks=masks[rows])
     return records.assign(model="task", explainer="quadrant" if good else "reversed"), samples
 
 
@@ -175,7 +179,7 @@ def test_the_declared_reduction_is_the_one_that_acts(method, task):
     refuses such maps."""
     from fudbench.evaluators.base import FOLLOWS_EVALUATION, OWN_SETTING
 
-    model, assets, x, y, quadrant, _ = task
+    model, assets, x, y, quadrant, _, masks = task
     s = spec(method)
     declared = s.reduction
     assert declared, f"{method} does not say which reduction it follows"
@@ -186,7 +190,8 @@ def test_the_declared_reduction_is_the_one_that_acts(method, task):
     for reduction in ("abs_sum", "sum"):
         ev = build_evaluator(method, _settings(method), {**EVALUATION, "reduction": reduction},
                              {k: v for k, v in assets.items() if k in needed}, "cpu")
-        records.append(ev.run(model, x, y, 0.5 - quadrant, list(range(N)), (0, "evaluate", "task", method))[0]
+        records.append(ev.run(model, x, y, 0.5 - quadrant, list(range(N)), (0, "evaluate", "task", method),
+                              masks=masks)[0]
                        .drop(columns="seconds"))
     same = records[0].equals(records[1])
     assert same != (declared == FOLLOWS_EVALUATION), (

@@ -143,7 +143,11 @@ def test_bridge_callbacks_and_traces_are_at_image_size(bridge):
     assert seen and all(a[-2:] == (6, 6) and b[-2:] == (6, 6) for a, b in seen)
     assert dist.shape == (3, 4) and torch.isfinite(dist).all()
     assert ResizedDiffusionImputer(inner, 8).steps == 3  # settings forwarded, methods not
-    assert not hasattr(ResizedDiffusionImputer(inner, 8), "with_steps")
+    assert not hasattr(ResizedDiffusionImputer(inner, 8), "_distance")
+    # with_steps is bridged (Table 10's one timing job, issue 47): the same U-Net behind the same bridge
+    five = ResizedDiffusionImputer(inner, 8).with_steps(5)
+    assert isinstance(five, ResizedDiffusionImputer) and five.model_size == 8 and five.steps == 5
+    assert five.inner.runtime is inner.runtime and inner.steps == 3
 
 
 # --- asset checks ----------------------------------------------------------------------

@@ -90,8 +90,8 @@ def test_gallery_keeps_first_images_of_every_curve(assets, tmp_path):
     write_npz(tmp_path / "samples.npz", **samples)
     g = build_gallery(assets / "eval.npz", {("clf", "sm"): tmp_path / "attr.npz"},
                       {("clf", "sm", "insdel"): tmp_path / "samples.npz"}, n_images=2)
-    assert g["clf__sm__deletion_ratios"].shape == (2, 3, 3, 16, 16)
-    assert list(g["clf__sm__deletion_ratios__removed"]) == [0.25, 0.5, 0.75]
+    assert g["clf.sm.samples.deletion_ratios"].shape == (2, 3, 3, 16, 16)
+    assert list(g["clf.sm.removed.deletion_ratios"]) == [0.25, 0.5, 0.75]
     assert np.array_equal(g["images"], load_npz(assets / "eval.npz")["images"][:2])
 
 

@@ -99,8 +99,10 @@ class LimitedImputer(Imputer):
 
 
 def _run(proto, model, imputer, data):
-    x, y, attribution = data
-    return proto.run(model, x, y, attribution, imputer, image_ids=[5, 2, 9], seed_key=(0, "t", proto.curve))
+    """Every protocol gets the images' ground-truth masks; those that read them (needs_masks) use them."""
+    x, y, attribution, masks = data
+    return proto.run(model, x, y, attribution, imputer, image_ids=[5, 2, 9], seed_key=(0, "t", proto.curve),
+                     masks=masks)
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +111,9 @@ def data(tiny_cnn):
     x = torch.rand(3, 3, 8, 8, generator=g)
     with torch.no_grad():
         y = tiny_cnn(x).argmax(1)
-    return x, y, torch.randn(3, 3, 8, 8, generator=g)
+    masks = torch.zeros(3, 8, 8)
+    masks[0, :4, :4], masks[1, 2:, 3:], masks[2, :, :2] = 1, 1, 1   # a different object per image
+    return x, y, torch.randn(3, 3, 8, 8, generator=g), masks
 
 
 @pytest.mark.parametrize("method, failing", FAILING)
@@ -171,13 +175,13 @@ def test_first_batch_is_fitted_to_free_gpu_memory(method, assets, monkeypatch):
 
 @pytest.mark.parametrize("method", list(EVALUATORS))
 def test_a_protocol_that_needs_an_attribution_refuses_to_run_without_one(method, tiny_cnn, data, assets):
-    x, y, _ = data
+    x, y, _, masks = data
     for proto, imputer in protocols(method, assets):
         if proto.needs_attribution:
             with pytest.raises(ValueError, match=f"{proto.curve} needs an attribution"):
-                _run(proto, tiny_cnn, imputer, (x, y, None))
+                _run(proto, tiny_cnn, imputer, (x, y, None, masks))
         else:
-            _run(proto, tiny_cnn, imputer, (x, y, None))
+            _run(proto, tiny_cnn, imputer, (x, y, None, masks))
 
 
 def test_map_free_protocols_declare_it():
@@ -212,7 +216,7 @@ def test_points_with_a_different_number_of_steps_per_image(tiny_cnn, data):
             removed = (np.arange(n)[None, :] + 1) / steps[:, None]  # per image and step; ignored past the end
             return CurveResult(points.frame(self.curve, shard, kept=1 - removed, removed=removed), points.samples)
 
-    x, y, a = data
+    x, y, a, _ = data
     records, samples = Evaluator("ragged", [(Ragged(), GaussianNoiseImputer(std=0.1))]).run(
         tiny_cnn, x, y, a, [5, 2, 9], (0, "ragged"))
     assert records.groupby("image", sort=False).size().tolist() == [1, 2, 3]

@@ -65,7 +65,7 @@ def test_the_table_agrees_with_the_installed_quantus():
 def test_scores_equal_calling_quantus_directly_with_the_image_seed(metric, task):  # noqa: F811
     from fudbench.seeding import seeded
 
-    model, _, x, y, quadrant, _ = task
+    model, _, x, y, quadrant, _, _ = task
     settings = {"metric": metric, "settings": SMALL[metric], "batch_size": 8}
     key = (0, "evaluate", "task", "quantus")
     ids = [11, 3, 7]
@@ -93,7 +93,7 @@ def test_a_constant_map_scores_nan_and_leaves_the_other_images_as_they_were(task
     """Quantus asserts that a map is not uniform, all zero included (Grad-CAM can zero
     a ViT's map; a box covering a whole photo is uniform): that image scores NaN,
     logged, and the others score as they do without it."""
-    model, _, x, y, quadrant, _ = task
+    model, _, x, y, quadrant, _, _ = task
     settings = {"metric": "PixelFlipping", "settings": SMALL["PixelFlipping"], "batch_size": 8}
     maps = quadrant[:3].clone()
     maps[1] = level
@@ -113,7 +113,7 @@ def test_a_constant_map_scores_nan_and_leaves_the_other_images_as_they_were(task
 
 @pytest.mark.parametrize("metric", sorted(METRICS))
 def test_each_metric_prefers_the_map_on_the_evidence_in_its_direction(metric, task):  # noqa: F811
-    model, _, x, y, quadrant, reversed_ = task
+    model, _, x, y, quadrant, reversed_, _ = task
     settings = {"metric": metric, "settings": SMALL[metric], "batch_size": 8}
     (curve,) = spec("quantus").curves(spec("quantus").resolve(settings))
     means = {}
@@ -174,7 +174,7 @@ def test_quantus_setting_values_are_checked_at_parse_time_naming_the_key(repo, m
 
 def test_quantus_setting_values_are_checked_by_the_protocol_too(task):  # noqa: F811
     """The API (or images of another size) gets the same check before Quantus runs."""
-    model, _, x, y, quadrant, _ = task
+    model, _, x, y, quadrant, _, _ = task
     with pytest.raises(ValueError, match=rf"'quantus\.FaithfulnessEstimate\.features_in_step': 7 does not divide "
                                          rf"the {x.shape[-1]}x{x.shape[-1]}"):
         build_evaluator("quantus", {"metric": "FaithfulnessEstimate", "settings": {"features_in_step": 7},
@@ -201,7 +201,7 @@ def test_the_config_names_an_unsupported_metric_and_lerf_turns_the_direction(rep
 
 
 def test_the_python_api_scores_a_quantus_metric(task):  # noqa: F811
-    model, _, x, y, quadrant, _ = task
+    model, _, x, y, quadrant, _, _ = task
     frame = fudbench.evaluate(model, x, y, quadrant, metrics={"qt_fc": {"method": "quantus", "settings":
                                                                        SMALL["FaithfulnessCorrelation"]}},
                               evaluation=EVALUATION)

@@ -192,13 +192,15 @@ def test_appendix_evaluators_run_and_score(cnn_batch, tmp_path):
     assets = {"reference_images": tmp_path / "train.npz"}
     y = model(x).argmax(1)
     a = torch.randn(x.shape, generator=torch.Generator().manual_seed(0))
+    masks = torch.zeros(3, 8, 8)
+    masks[:, :4, :4] = 1      # ground-truth masks, for the evaluators that read them (EvaluatorSpec.needs_masks)
     evaluation = {"ratios": [0.25, 0.5, 0.75], "reduction": "abs_sum"}
     import pandas as pd
 
     frames, all_samples = [], {}
     for name, settings in SETTINGS.items():
         ev = build_evaluator(name, settings, evaluation, assets, "cpu")
-        rec, samples = ev.run(model, x, y, a, [0, 1, 2], (0, "evaluate", "cnn", "e", name))
+        rec, samples = ev.run(model, x, y, a, [0, 1, 2], (0, "evaluate", "cnn", "e", name), masks=masks)
         assert list(rec.columns[:6]) == ["curve", "image", "step", "kept", "removed", "target"]
         assert list(rec.columns[-5:]) == ["confidence", "prediction", "energy", "l2", "seconds"]
         assert set(rec["curve"]) <= set(CURVE_SCORES), name

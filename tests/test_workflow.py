@@ -164,7 +164,7 @@ def test_smoke_outputs_and_kept_samples(smoke_run):
     fud = np.load(results / "samples" / "cnn" / "ig" / "fud" / "shard0.npz")
     assert fud["fud"].shape[:2] == (3, 9) and fud["removed_fud"].shape == (9,)
     gallery = np.load(results / "gallery" / "gallery.npz")
-    assert gallery["cnn__ig__fud"].shape[:2] == (2, 9)  # gallery_images x ratios
+    assert gallery["cnn.ig.samples.fud"].shape[:2] == (2, 9)  # gallery_images x ratios
     records = pd.read_parquet(results / "analysis" / "records.parquet")
     assert {"image", "step", "confidence", "seconds", "energy", "l2"} <= set(records.columns)
     assert records["image"].nunique() == 6 and np.isfinite(records["confidence"]).all()

@@ -20,9 +20,12 @@ def confidence_by_ratio(records: pd.DataFrame, curves) -> pd.DataFrame:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("results", type=Path, help="a finished run's results/<run_name>")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+    from fudbench.cli import user_file
+
+    ap.add_argument("results", type=user_file, help="a finished run's results/<run_name>")
     ap.add_argument("--curves", nargs="+", default=["fud", "fud_bottom"])
-    ap.add_argument("-o", "--out", type=Path, required=True, help="CSV to write")
+    ap.add_argument("-o", "--out", type=user_file, required=True, help="CSV to write")
     args = ap.parse_args(argv)
     table = confidence_by_ratio(pd.read_parquet(args.results / "analysis" / "records.parquet"), args.curves)
     table.columns = [f"kept_{k:.2f}" for k in table.columns]

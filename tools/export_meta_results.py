@@ -63,8 +63,11 @@ def readme(info: dict, command: str, wall: str) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("results", type=Path, help="a finished meta run's results/<run_name>")
-    ap.add_argument("out", type=Path, help="where to copy it (e.g. docs/results/meta)")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+    from fudbench.cli import user_file
+
+    ap.add_argument("results", type=user_file, help="a finished meta run's results/<run_name>")
+    ap.add_argument("out", type=user_file, help="where to copy it (e.g. docs/results/meta)")
     ap.add_argument("--command", required=True, help="the command that made the run")
     ap.add_argument("--wall", required=True, help="its wall time")
     args = ap.parse_args(argv)

@@ -19,6 +19,13 @@
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 py="${FUD_PYTHON:-python3}"
+# FUD_WHEELHOUSE set but empty (`FUD_WHEELHOUSE= ./fud run`, or a variable that expanded to nothing) asked
+# for an offline install without saying where from: an error, not a silent install from the index.
+if [ -n "${FUD_WHEELHOUSE+set}" ] && [ -z "$FUD_WHEELHOUSE" ]; then
+  echo "[install] FUD_WHEELHOUSE is set but empty: set it to the wheelhouse directory (tools/wheelhouse.sh) for an" \
+       "offline install, or unset it (unset FUD_WHEELHOUSE) to install from the package index" >&2
+  exit 2
+fi
 wheelhouse="${FUD_WHEELHOUSE:-}"
 if [ "${1:-}" = "--offline" ]; then
   [ -n "${2:-}" ] || { echo "[install] --offline takes the wheelhouse directory (tools/wheelhouse.sh)" >&2; exit 2; }
@@ -31,8 +38,12 @@ export UV_CACHE_DIR="${UV_CACHE_DIR:-$home/.cache/uv}"
 cache="${FUD_CACHE:-$home/.cache/fud-repro}"
 pyver="$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
 key="$( (cat "$lock"; echo "$pyver") | sha256sum | cut -c1-16)"
-venv="$cache/venv-py$pyver-$key"
 mkdir -p "$cache"
+# absolute: ./fud puts $venv/bin on PATH and then changes to the repository, where a relative
+# FUD_CACHE (FUD_CACHE=cache ./fud run) would name another folder, or none
+cache="$(cd "$cache" && pwd)"
+lock="$(cd "$(dirname "$lock")" && pwd)/$(basename "$lock")"
+venv="$cache/venv-py$pyver-$key"
 reuse_torch=""
 if [ -n "$wheelhouse" ]; then
   [ -d "$wheelhouse" ] || { echo "[install] wheelhouse $wheelhouse is not a directory (FUD_WHEELHOUSE / --offline)" >&2; exit 2; }
@@ -57,11 +68,24 @@ if [ ! -f "$marker" ]; then
   rm -rf "$venv"
   reqs="$lock"
   offline=()
+  isolate=()
   if [ -n "$wheelhouse" ]; then
     # No index at all: every package from the wheelhouse. Its missing.txt (entries without a wheel for
     # this Python / platform) and entries absent from it are named before anything is installed.
     offline=(--no-index --find-links "$wheelhouse")
-    reqs="$cache/.offline-requirements-$$.txt"
+    # Only the wheelhouse: none of the machine's pip / uv settings (find-links, index URLs, in the
+    # PIP_* / UV_* variables or in pip.conf / uv.toml files) is read. pip: PIP_CONFIG_FILE=/dev/null
+    # loads no config file, --isolated ignores the variables; uv: --no-config, and the variables unset
+    # (UV_CACHE_DIR kept: it is the cache, not a source).
+    isolate=(env)
+    for var in $(env | sed -n 's/^\(\(PIP\|UV\)_[A-Za-z0-9_]*\)=.*/\1/p'); do
+      [ "$var" = UV_CACHE_DIR ] || isolate+=(-u "$var")
+    done
+    isolate+=(PIP_CONFIG_FILE=/dev/null)
+    # The filtered lock is the install's own file, outside the cache, removed however the install ends.
+    reqs_dir="$(mktemp -d "${TMPDIR:-/tmp}/fud-offline.XXXXXX")"
+    trap 'rm -rf "$reqs_dir"' EXIT
+    reqs="$reqs_dir/requirements.txt"
     LOCK="$lock" WHEELHOUSE="$wheelhouse" REUSE="$reuse_torch" "$py" "$repo/tools/compatible_torch.py" --filter > "$reqs"
     if [ -n "$reuse_torch" ]; then
       "$py" -m venv --system-site-packages "$venv"
@@ -71,17 +95,18 @@ if [ ! -f "$marker" ]; then
   else
     "$py" -m venv "$venv"
   fi
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check ${offline[@]+"${offline[@]}"} uv >&2 \
-    || echo "[install] uv unavailable, falling back to pip" >&2
+  ${isolate[@]+"${isolate[@]}"} "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+    ${offline[@]+--isolated "${offline[@]}"} uv >&2 || echo "[install] uv unavailable, falling back to pip" >&2
   # The lock is the full resolution: install exactly it (--no-deps), so a
   # dependency overridden away at compile time (requirements-overrides.txt:
   # quantus' opencv-python) is not pulled back in.
   if [ -x "$venv/bin/uv" ]; then
-    "$venv/bin/uv" pip install --no-deps ${offline[@]+--offline "${offline[@]}"} --python "$venv/bin/python" -r "$reqs" >&2
+    ${isolate[@]+"${isolate[@]}"} "$venv/bin/uv" pip install --no-deps ${offline[@]+--offline --no-config "${offline[@]}"} \
+      --python "$venv/bin/python" -r "$reqs" >&2
   else
-    "$venv/bin/python" -m pip install --no-deps --disable-pip-version-check ${offline[@]+"${offline[@]}"} -r "$reqs" >&2
+    ${isolate[@]+"${isolate[@]}"} "$venv/bin/python" -m pip install --no-deps --disable-pip-version-check \
+      ${offline[@]+--isolated "${offline[@]}"} -r "$reqs" >&2
   fi
-  [ "$reqs" = "$lock" ] || rm -f "$reqs"
   # Fail now, not in the middle of a workflow, if torchvision's ops do not load.
   if grep -q '^torchvision==' "$lock"; then
     "$venv/bin/python" -c "import torch, torchvision, torchvision.ops; torchvision.ops.nms(torch.zeros(1,4), torch.zeros(1), 0.5)" >&2

@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from fudbench.config import load_yaml, validate_config  # noqa: E402
+from fudbench.config import validate_config  # noqa: E402
 from fudbench.evaluators import entries_of, spec_of  # noqa: E402
 from fudbench.fingerprint import classifier_training_inputs, surrogate_training_inputs  # noqa: E402
 from fudbench.hardware import cpu_info  # noqa: E402
@@ -31,10 +31,14 @@ from fudbench.paths import resolve_path  # noqa: E402
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("results", type=Path, help="a finished run's results directory")
-    ap.add_argument("--configfile", type=Path, default=REPO / "config/config.yaml")
+    from fudbench.cli import script_config, user_file
+
+    ap.add_argument("results", type=user_file, help="a finished run's results directory")
+    ap.add_argument("--configfile", nargs="+", default=None,
+                    help="the run's config files, merged in order as ./fud run merges them (default: "
+                         "config/config.yaml)")
     args = ap.parse_args(argv)
-    config = load_yaml(args.configfile)
+    config = script_config(args.configfile)[0]
     # validated as if trained here: the files to be shipped are what this writes
     for c in config["models"]["classifiers"].values():
         c["source"] = "train"

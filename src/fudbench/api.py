@@ -230,7 +230,7 @@ def explain(model, images, targets, method: str, *, seeds: Optional[Sequence[int
     refused (pass images.float() / 255)."""
     from fudbench.explainers import build_explainer
     from fudbench.masks import degenerate_maps
-    from fudbench.pipeline import report_degenerate_maps
+    from fudbench.pipeline import nonfinite_model_ids, report_degenerate_maps
 
     where = "fudbench.explain"
     _raise(where, _explainer_problems(method, settings))
@@ -244,7 +244,8 @@ def explain(model, images, targets, method: str, *, seeds: Optional[Sequence[int
     explainer = build_explainer(method, {"method": method, **settings})
     explainer.prepare(refs)
     maps = explainer.explain(model, x, y, seeds=seeds)
-    report_degenerate_maps(method, degenerate_maps(maps.detach().cpu()), range(len(x)))
+    kinds = degenerate_maps(maps.detach().cpu())  # a model with NaN logits is named, not the method
+    report_degenerate_maps(method, kinds, range(len(x)), nonfinite_model_ids(model, x, kinds, range(len(x))))
     return maps
 
 
@@ -396,9 +397,44 @@ def _score_model_problems(path, shape) -> list:
     return []
 
 
+def _masks_problems(specs: dict, masks) -> list:
+    """A metric that reads ground-truth masks (its spec's needs_masks) needs masks=."""
+    users = [name for name, (s, resolved, _) in specs.items() if s.masks_needed(resolved)]
+    if users and masks is None:
+        return [f"{', '.join(f'metrics[{u!r}]' for u in users)} read{'s' if len(users) == 1 else ''} the images' "
+                f"ground-truth object masks, and masks is not given: pass masks= (one H x W mask per image, "
+                f"non-zero = the object), in the images' order (N, H, W) or as {{image_id: mask}}"]
+    return []
+
+
+def _as_masks(masks, x, ids: list, where: str):
+    """masks= as the evaluators take them: (N, H, W) float 0/1 in the images' order. A dict is looked
+    up by image id (image_ids, default 0 .. N-1), never by position."""
+    import torch
+
+    from fudbench.checks import check_masks
+
+    if isinstance(masks, dict):
+        keys = {int(k) for k in masks}
+        missing, extra = [i for i in ids if i not in keys], sorted(keys - set(ids))
+        if missing or extra:
+            raise InputError(f"{where}: masks given as {{image_id: mask}} must have one mask per image id "
+                             f"(image_ids {ids[:10]}{' ...' if len(ids) > 10 else ''}): "
+                             + "; ".join(p for p in (f"missing {missing[:10]}" if missing else "",
+                                                     f"unknown {extra[:10]}" if extra else "") if p))
+        by_id = {int(k): v for k, v in masks.items()}
+        try:
+            masks = torch.stack([_to_tensor(by_id[i], f"masks[{i}]", where) for i in ids])
+        except RuntimeError as exc:
+            raise InputError(f"{where}: masks[...] must all be H x W ({exc})") from None
+    else:
+        masks = _to_tensor(masks, "masks", where)
+    return check_masks(masks, x, where, name="masks")
+
+
 def evaluate(model, images, targets, attributions, metrics: Union[str, Sequence, dict] = ("insdel",), *,
              evaluation: Optional[dict] = None, assets: Optional[dict] = None, image_ids=None, seed: int = 0,
-             model_name: str = "model", explainer: str = "explainer", device=None):
+             model_name: str = "model", explainer: str = "explainer", device=None, masks=None):
     """Evaluate attribution maps with the named metrics (evaluators).
 
     Returns a tidy DataFrame: one row per metric curve x image x step, with the
@@ -415,7 +451,12 @@ def evaluate(model, images, targets, attributions, metrics: Union[str, Sequence,
     results/<run>/ood_reference/<model>.npz). image_ids / seed / model_name key
     the paired noise as in the workflow (pass the workflow's to reproduce its numbers;
     model_name: the model's seed group, fudbench.seeding.seed_groups; an aliased
-    metric entry draws its method's noise).
+    metric entry draws its method's noise). masks: the images' ground-truth
+    object masks, for the metrics that read them (a localisation metric such as
+    `rma`; its spec's needs_masks): one H x W mask per image, non-zero = the
+    object, either in the images' order ((N, H, W) or (N, 1, H, W)) or as a dict
+    {image_id: mask} looked up by image_ids (ids are not positions); ignored by
+    the other metrics.
 
     Checked before any work, each error naming the argument (InputError, a
     ValueError): every metric's settings as the config checks an evaluator entry
@@ -453,6 +494,7 @@ def evaluate(model, images, targets, attributions, metrics: Union[str, Sequence,
         assets = {}
     assets = dict(assets or {})
     problems += _asset_problems(assets, specs)
+    problems += _masks_problems(specs, masks)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         problems.append(f"seed must be an integer, got {seed!r}")
     elif seed < 0:  # the config's seed is >= 0 (schema); a negative one fails inside numpy's generator
@@ -470,6 +512,8 @@ def evaluate(model, images, targets, attributions, metrics: Union[str, Sequence,
     a = a.detach().to(device)
     ids = list(range(len(x))) if image_ids is None else _check_per_image(image_ids, len(x), "image_ids", where,
                                                                          distinct=True)
+    if masks is not None:
+        masks = _as_masks(masks, x, ids, where)
     if assets.get("score_model") and any("score_model" in s.assets(r) for s, r, _ in specs.values()):
         _raise(where, _score_model_problems(assets["score_model"], tuple(x.shape)))
     model.eval()
@@ -482,7 +526,7 @@ def evaluate(model, images, targets, attributions, metrics: Union[str, Sequence,
         for name, settings in entries.items():
             evaluator = build_evaluator(name, settings, evaluation, assets, device)
             key = paired_seed_key(seed, model_name, evaluator_noise(name, settings))  # as the workflow's
-            records, _ = evaluate_maps(evaluator, model, x, y, a, ids, key)
+            records, _ = evaluate_maps(evaluator, model, x, y, a, ids, key, masks=masks)
             frames.append(name_records(records, model_name, explainer, name))
     finally:
         if tap is not None:

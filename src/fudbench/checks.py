@@ -80,3 +80,24 @@ def check_inputs(where: str, x, y=None, attribution=None, image_ids: Optional[Se
         raise InputError(f"{where}: image_ids must give one id per image ({n}), got {len(image_ids)}")
     if seeds is not None and len(seeds) != n:
         raise InputError(f"{where}: seeds must give one seed per image ({n}), got {len(seeds)}")
+
+
+def check_masks(masks, x, where: str, name: str = "masks"):
+    """Ground-truth object masks of the images, one per image in the images' order:
+    (N, H, W) or (N, 1, H, W), any numeric or bool dtype, finite, non-zero = the
+    object. Returns them as a float tensor (N, H, W) of 0 / 1 on the images' device."""
+    import torch
+
+    if not isinstance(masks, torch.Tensor):
+        raise InputError(f"{where}: {name} must be a torch.Tensor (N, H, W), got {type(masks).__name__}")
+    n, _, h, w = x.shape
+    m = masks[:, 0] if masks.dim() == 4 and masks.shape[1] == 1 else masks
+    if m.dim() != 3 or tuple(m.shape) != (n, h, w):
+        raise InputError(f"{where}: {name} must hold one H x W mask per image, (N, H, W) or (N, 1, H, W) with "
+                         f"N={n}, H={h}, W={w}; got {tuple(masks.shape)}")
+    m = m.float() if m.dtype == torch.bool or not m.is_floating_point() else m
+    finite = torch.isfinite(m)
+    if not bool(finite.all()):
+        bad = (~finite).flatten(1).any(1).nonzero().flatten().tolist()
+        raise InputError(f"{where}: {name} has non-finite values in the mask(s) at positions {bad[:10]}")
+    return (m != 0).float().to(x.device)

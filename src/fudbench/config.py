@@ -120,7 +120,8 @@ def _evaluator_problems(config: dict, base=None) -> list[str]:
         method = method_of(name, settings)
         if is_import_path(method):  # a plug-in EvaluatorSpec: loaded now, its settings checked as a built-in's
             try:
-                problems += spec(method, base).check(settings, f"evaluators.{name}")
+                found = spec(method, base).check(settings, f"evaluators.{name}")
+                problems += found or _evaluator_mask_problems(name, spec(method, base), settings, config["data"])
             except PluginError as exc:
                 problems.append(f"config key 'evaluators.{name}.method': {exc}")
             continue
@@ -137,13 +138,26 @@ def _evaluator_problems(config: dict, base=None) -> list[str]:
 
             resolved = spec(method).resolve(settings)
             found = value_problems(resolved["settings"], f"evaluators.{name}.settings", *size, resolved["metric"])
-        problems += found
+        problems += found or _evaluator_mask_problems(name, spec(method), settings, config["data"])
     ffid = entries_of(config["evaluators"], "ffid")
     shared = [{k: spec("ffid").resolve(config["evaluators"][e])[k] for k in ("beta", "finetune")} for e in ffid]
     if any(s != shared[0] for s in shared[1:]):
         problems.append(f"config key 'evaluators': the ffid entries {ffid} must share beta and finetune (one "
                         f"surrogate per model is fine-tuned with them)")
     return problems
+
+
+def _evaluator_mask_problems(name: str, entry, settings: dict, data: dict) -> list[str]:
+    """A metric that reads ground-truth masks (EvaluatorSpec.needs_masks) on data without them: refused
+    now, naming the entry, instead of inside its evaluate job."""
+    if has_masks(data) or not entry.masks_needed(entry.resolve(settings)):
+        return []
+    method = settings.get("method", name)
+    return [f"config key 'evaluators.{name}': the {method} metric ({entry.description}) reads ground-truth object "
+            f"masks, and data.source {data['source']!r} has none" + (" (data.folder.masks is not set)"
+                                                                     if data["source"] == "folder" else "")
+            + f"; give masks (data.folder.masks: one PNG per image, docs/your_own.md) or drop the entry with "
+              f"`{name}: null` under evaluators in your overlay"]
 
 
 def _explainer_settings_problems(name: str, method: str, settings: dict, path: tuple = ()) -> list[str]:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import copy
 import os
+import shlex
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -291,9 +292,28 @@ def typed_overrides(value):
     return value
 
 
+def run_config(files, overrides: Mapping | None = None, default=DEFAULT_CONFIG, schema_path=SCHEMA) -> dict:
+    """The config a workflow run gets from these --configfile files, merged in order, and
+    --config's values (`overrides`, as Snakemake parsed them): the Snakefile's rule
+    (command_line_config, then with_default). Every command that addresses a run (`./fud run`,
+    `./fud report`, the tools and benchmarks that take config files) takes its run name,
+    results/<run_name>, from this (addressed_run)."""
+    return with_default(command_line_config(files, typed_overrides(overrides or {})), default, schema_path)
+
+
 def resolve_config(files, default=DEFAULT_CONFIG, schema_path=SCHEMA) -> dict:
     """The config a workflow run gets from these --configfile files (none: the default)."""
-    return with_default(command_line_config(files), default, schema_path)
+    return run_config(files, None, default, schema_path)
+
+
+def addressed_run(files, overrides: Mapping | None = None) -> str:
+    """results/<run_name> of the run these config files (in order) and --config values address."""
+    run = run_config(files, overrides).get("run_name")
+    if not isinstance(run, str) or not run:
+        raise ConfigFileError(f"the config files given ({', '.join(map(str, files)) or 'none'}) leave config key "
+                              f"'run_name' {'unset' if run is None else f'as {run!r}, not a name'}: set it (the run "
+                              f"writes results/<run_name>)")
+    return f"results/{run}"
 
 
 def collect_configfiles(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -329,19 +349,102 @@ def collect_configfiles(argv: list[str]) -> tuple[list[str], list[str]]:
 CALLER_CWD = "FUD_CALLER_CWD"
 
 
+def caller_dir() -> str:
+    """The directory the user ran ./fud in (FUD_CALLER_CWD; else the working directory)."""
+    return os.environ.get(CALLER_CWD) or os.getcwd()
+
+
+def user_path(path) -> str:
+    """A path the user typed on a command line, absolute: relative to the directory ./fud was run
+    in (caller_dir), `~` expanded. For every script that takes a path (tools/, bench/), so that a
+    relative path is the one the user meant whichever directory the script runs in."""
+    return os.path.abspath(os.path.join(caller_dir(), os.path.expanduser(os.fspath(path))))
+
+
 def caller_path(path: str) -> tuple[str, str]:
-    """(absolute path, how errors name it) of a command-line path, resolved against the
-    directory the user ran ./fud in (FUD_CALLER_CWD; else the working directory)."""
-    resolved = os.path.abspath(os.path.join(os.environ.get(CALLER_CWD) or os.getcwd(), os.path.expanduser(path)))
+    """(absolute path, how errors name it) of a --configfile argument (user_path)."""
+    resolved = user_path(path)
     shown = f"--configfile argument '{path}'" + (f" (= {resolved})" if resolved != path else "")
     return resolved, shown
 
 
-def snakemake_argv(argv: list[str]) -> list[str]:
-    """Snakemake's arguments for `./fud run` / `./fud snakemake ARGS`: the config
-    files collected, resolved against the caller's directory (caller_path) and
-    checked (ConfigFileError naming a bad one)."""
+# Snakemake's options whose value is a path (its command line, snakemake/cli.py): ./fud changes to the
+# repository first, so each is made absolute against the caller's directory, as --configfile is.
+PATH_OPTIONS = ("--directory", "-d", "--snakefile", "-s", "--report", "--report-stylesheet", "--report-metadata",
+                "--export-cwl", "--archive", "--runtime-profile", "--conda-prefix", "--apptainer-prefix",
+                "--singularity-prefix", "--shadow-prefix", "--generate-unit-tests", "--stats")
+# --profile takes a name (looked up in Snakemake's profile folders) or a folder: made absolute only where
+# the caller's directory has that folder.
+PROFILE_OPTIONS = ("--profile", "--workflow-profile")
+# --config KEY=VALUE ...: Snakemake's values over the config files (they may set run_name).
+CONFIG_VALUE_OPTIONS = ("--config", "-C")
+
+
+def _resolve_path_options(argv: list[str]) -> list[str]:
+    """argv with the values of PATH_OPTIONS (and PROFILE_OPTIONS that name a folder of the caller's)
+    made absolute against the caller's directory; nothing after `--` is touched."""
+    out, i = [], 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            return out + argv[i:]
+        name, eq, value = arg.partition("=")
+        if name.startswith("--") and eq and name in PATH_OPTIONS + PROFILE_OPTIONS:
+            out.append(f"{name}={_typed_path(name, value)}")
+        elif arg in PATH_OPTIONS + PROFILE_OPTIONS and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+            out += [arg, _typed_path(arg, argv[i + 1])]
+            i += 1
+        else:
+            out.append(arg)
+        i += 1
+    return out
+
+
+def _typed_path(option: str, value: str) -> str:
+    if option in PROFILE_OPTIONS:
+        return user_path(value) if os.path.isdir(user_path(value)) else value
+    return user_path(value) if value else value
+
+
+def option_values(argv: list[str], names) -> list[str]:
+    """The values of an option taking several (`--config A=1 B=2`, repeated or `--config=A=1`), argparse's
+    way: the arguments after it up to the next one starting with '-'; nothing after `--`."""
+    values, i = [], 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            break
+        name, eq, value = arg.partition("=")
+        if arg in names:
+            while i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+                i += 1
+                values.append(argv[i])
+        elif name.startswith("--") and eq and name in names:
+            values.append(value)
+        i += 1
+    return values
+
+
+def config_overrides(argv: list[str]) -> dict:
+    """--config's values in argv, parsed as Snakemake parses them (its parse_config: imported only
+    when there are some, it costs a second)."""
+    values = option_values(argv, CONFIG_VALUE_OPTIONS)
+    if not values:
+        return {}
+    from snakemake.cli import parse_config
+
+    try:
+        return parse_config(values)
+    except ValueError as exc:
+        raise ConfigFileError(f"--config {' '.join(values)}: {exc}") from None
+
+
+def _checked_argv(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(Snakemake's arguments, the config files resolved): snakemake_argv's work."""
     argv, files = collect_configfiles(list(argv))
+    if "--configfile" in argv[:argv.index("--") if "--" in argv else len(argv)] and not files:
+        raise ConfigFileError("--configfile is given without a config file: name one or more (--configfile A.yaml "
+                              "[B.yaml ...]), or leave the option out for config/config.yaml")
     known = set(_schema().get("properties", {}))
     resolved = {}
     for f in files:
@@ -357,19 +460,85 @@ def snakemake_argv(argv: list[str]) -> list[str]:
             raise ConfigFileError(f"{where} is not a config file: {len(unknown)} of its {len(config)} keys "
                                   f"({', '.join(map(str, unknown[:5]))}{', ...' if len(unknown) > 5 else ''}) are "
                                   f"not config keys; {TARGETS_HINT}")
+    files = [resolved[f] for f in files]
     if files:
         at = argv.index("--configfile")
-        argv[at + 1:at + 1 + len(files)] = [resolved[f] for f in files]
-    return argv
+        argv[at + 1:at + 1 + len(files)] = files
+    return _resolve_path_options(argv), files
+
+
+def script_config(files=None, directory=None) -> tuple[dict, Path]:
+    """For a tool or benchmark that takes config files (`--config A [B ...]`): (the config of the
+    run they address, that run's results folder). The files are resolved where the user typed
+    them (user_path) and merged in order by run_config, over config/config.yaml for overlays:
+    the config and results/<run_name> that `./fud run --configfile A B` makes (in `directory`,
+    default the repository, as ./fud run's --directory). No files: the default config's run.
+    ConfigFileError names a file that is missing or not a config."""
+    given = [os.fspath(f) for f in (files or [])]
+    paths = [user_path(f) for f in given]
+    for path, typed in zip(paths, given):
+        load_config_file(path, f"config file '{typed}'" + (f" (= {path})" if path != typed else ""))
+    config = run_config(paths)
+    run = config.get("run_name")
+    if not isinstance(run, str) or not run:
+        raise ConfigFileError(f"the config files {given} leave config key 'run_name' unset: set it")
+    return config, Path(user_path(directory) if directory else REPO) / "results" / run
+
+
+def snakemake_argv(argv: list[str]) -> list[str]:
+    """Snakemake's arguments for `./fud run` / `./fud snakemake ARGS`: the config
+    files collected, resolved against the caller's directory (caller_path) and
+    checked (ConfigFileError naming a bad one); the other options that take a path
+    (PATH_OPTIONS: --directory, --snakefile, --report, ...) resolved the same way."""
+    return _checked_argv(argv)[0]
+
+
+def fud_command() -> str:
+    """How the user runs ./fud from the directory they are in (for the commands errors suggest)."""
+    here = caller_dir()
+    return "./fud" if os.path.realpath(here) == os.path.realpath(REPO) else shlex.quote(str(REPO / "fud"))
+
+
+# `./fud report` hands Snakemake (fudbench.snakemake_main) the command that finishes the run, for its
+# error on an unfinished run (the report's files are missing).
+FINISH_ENV = "FUD_FINISH_COMMAND"
+REPORT_ONLY = ("--report", "--report-stylesheet", "--report-metadata", "--report-after-run")
 
 
 def report_argv(argv: list[str]) -> list[str]:
-    """`./fud report [CONFIGFILE] [ARGS]`: --report results/<run_name>/report.html,
-    run_name taken from the resolved config (an overlay may leave it out)."""
-    files = [] if not argv or argv[0].startswith("-") else [caller_path(argv.pop(0))[0]]
-    run = resolve_config(files)["run_name"]
-    return [*(["--configfile", *files] if files else []), "--report", f"results/{run}/report.html",
-            *snakemake_argv(argv)]
+    """`./fud report [CONFIGFILE ...] [--configfile FILE ...] [SNAKEMAKE ARGS]`: Snakemake's
+    arguments to write results/<run_name>/report.html of the run these files address. The
+    leading config files and every --configfile file merge in that order (`./fud report A
+    --configfile B` is A, then B), --config's values over them, over config/config.yaml
+    for overlays: run_name is the merged config's, by the rule the workflow itself uses
+    (run_config), so the report lands in the folder of the run that ./fud run made with the
+    same arguments. Sets FINISH_ENV to that ./fud run command."""
+    argv = list(argv)
+    lead = []
+    while argv and not argv[0].startswith("-"):
+        lead.append(argv.pop(0))
+    given = [a.partition("=")[0] for a in argv[:argv.index("--") if "--" in argv else len(argv)]]
+    if "--report" in given:
+        raise ConfigFileError("./fud report writes results/<run_name>/report.html of the run its config files "
+                              "name and takes no --report; for a report elsewhere run ./fud snakemake "
+                              "--configfile FILE ... --report PATH")
+    argv, files = _checked_argv((["--configfile", *lead] if lead else []) + argv)
+    overrides = config_overrides(argv)
+    results = addressed_run(files, overrides)
+    run_args, skip = [], False
+    for arg in argv:  # the same run without the report's own options
+        if skip:
+            skip = False
+            continue
+        if arg in REPORT_ONLY:
+            skip = arg != "--report-after-run"
+            continue
+        if arg.partition("=")[0] in REPORT_ONLY:
+            continue
+        run_args.append(arg)
+    os.environ[FINISH_ENV] = shlex.join([fud_command(), "run", *run_args]) if run_args else f"{fud_command()} run"
+    at = argv.index("--configfile") + 1 + len(files) if files else 0  # after the config files (never after `--`)
+    return [*argv[:at], "--report", f"{results}/report.html", *argv[at:]]
 
 
 def main(argv: list[str]) -> None:
@@ -383,6 +552,10 @@ def main(argv: list[str]) -> None:
     except ConfigFileError as exc:
         print(f"fud: {exc}", file=sys.stderr)
         sys.exit(2)
+    if command == "snakemake":   # the evaluators' estimated cost, before any job (fudbench.cost)
+        from fudbench.cost import print_estimate
+
+        print_estimate(args, lambda: run_config(collect_configfiles(list(args))[1], config_overrides(args)))
     sys.stdout.flush()
     # Snakemake with one scheduler fix (fudbench.snakemake_main: its timers no longer pile up)
     os.execv(sys.executable, [sys.executable, "-m", "fudbench.snakemake_main", *args])

@@ -19,7 +19,11 @@ reruns because its input was updated by a job that ran, so the readers that
 failed (and whose outputs Snakemake removed) and the tables above them are
 remade too, and nothing else. This uses only Snakemake's documented
 behaviour for missing targets (no internal API, nothing forced by hand), and
-works the same for dry runs (`-n` lists the jobs) and on a cluster.
+works the same for dry runs (`-n` lists the jobs) and on a cluster. A run that
+names its own targets does not build `rule all`; there the paths are added to
+its targets (also_in_targeted_runs: the one place that reaches into
+Snakemake's Workflow, its `_prepare_dag` and `dag_settings`), so they are
+remade too instead of "Nothing to be done" with files missing.
 
 Why a ledger and not a check of every intermediate at parse time: a check
 would have to read thousands of files on each parse (every SLURM job parses
@@ -97,6 +101,7 @@ def remake_damaged(results: str, rules: Iterable) -> list[str]:
     if wanted:
         print(f"note: {len(wanted)} file(s) that a job found corrupt and deleted (listed in {results}/"
               f"{LEDGER_NAME}) are remade, with every job that reads them: {', '.join(wanted)}", file=sys.stderr)
+    also_in_targeted_runs(rules, wanted)
     return wanted
 
 
@@ -167,4 +172,58 @@ def remake_missing(results: str, rules: Iterable, limit: int = 100_000) -> list[
         print(f"note: {len(missing)} file(s) that finished jobs read are missing (deleted by hand?) and are remade, "
               f"with every job that reads them: {', '.join(missing[:10])}"
               + (f" ... ({len(missing) - 10} more)" if len(missing) > 10 else ""), file=sys.stderr)
+    also_in_targeted_runs(rules, missing)
     return missing
+
+
+# ------------------------------------------------------------------ runs with targets
+
+def also_in_targeted_runs(rules, paths) -> bool:
+    """The found paths (remake_damaged, remake_missing) are inputs of `rule all`, which
+    Snakemake builds only without targets: `./fud run TARGET` announced them as remade and
+    then did "Nothing to be done" (issue 45). In the main Snakemake process this adds them to
+    the targets of a run that names its own (targets or --target-jobs), when the run builds
+    its DAG (add_targets), so every command that announces them remakes them; the jobs of the
+    named targets that read them rerun with them (their input is remade), other readers on
+    the next run (their input is newer). Returns whether the workflow took them (False
+    outside Snakemake, or a Snakemake without the hook's attributes: then the note says to
+    run without targets)."""
+    rules = list(rules)
+    workflow = getattr(rules[0], "workflow", None) if rules else None
+    if workflow is None or not paths:
+        return False
+    if not getattr(workflow, "is_main_process", True):
+        return False
+    found = workflow.__dict__.get("_fud_remake")
+    if found is None:
+        prepare = getattr(workflow, "_prepare_dag", None)
+        if prepare is None or not hasattr(workflow, "dag_settings"):
+            print(f"note: with targets, this Snakemake does not remake them: run without targets to remake "
+                  f"them", file=sys.stderr)
+            return False
+        found = workflow.__dict__["_fud_remake"] = []
+
+        def prepare_with_remade(*args, **kwargs):
+            add_targets(workflow, found)
+            return prepare(*args, **kwargs)
+
+        workflow._prepare_dag = prepare_with_remade
+    found += [p for p in paths if p not in found]
+    return True
+
+
+def add_targets(workflow, paths) -> list[str]:
+    """Add `paths` to the workflow's DAG settings' targets if the command named targets of its
+    own (then `rule all`, which requests them, is not built); returns the paths added."""
+    import dataclasses
+
+    settings = getattr(workflow, "dag_settings", None)
+    if settings is None or not (settings.targets or getattr(settings, "target_jobs", None)):
+        return []
+    added = [p for p in paths if p not in settings.targets]
+    if added:
+        workflow.dag_settings = dataclasses.replace(settings, targets=frozenset(settings.targets) | set(added))
+        print(f"note: this run names its targets, so the {len(added)} missing file(s) noted above are added to them "
+              f"and remade: {', '.join(added[:10])}" + (f" ... ({len(added) - 10} more)" if len(added) > 10 else ""),
+              file=sys.stderr)
+    return added

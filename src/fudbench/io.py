@@ -14,8 +14,10 @@ reruns what reads it, instead of failing on it forever.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import shutil
 import tempfile
 import zipfile
 import zlib
@@ -89,9 +91,52 @@ def read_every(paths, read) -> list:
     return out
 
 
+class DiskFullError(OSError):
+    """A write failed because the file system is full (errno ENOSPC); the message names the file,
+    the free space and the fix."""
+
+
+# What torch.save says when its writer cannot write (it never says why): with the file system
+# (nearly) full, that is the cause.
+_TORCH_WRITE_FAILURES = ("iostream error", "file write failed", "unexpected pos", "PytorchStreamWriter",
+                         "inline_container")
+LOW_FREE_MB = 64  # a torch write failure with less free space than this is a full disk
+
+
+def _free_mb(folder: Path) -> float | None:
+    try:
+        return shutil.disk_usage(folder).free / 2**20
+    except OSError:
+        return None
+
+
+def disk_full_error(exc: BaseException, path: Path) -> DiskFullError | None:
+    """A DiskFullError for a write of `path` that failed with `exc`, if the cause is a full file
+    system: an OSError ENOSPC / EDQUOT, or one of torch's writer failures (which name no cause)
+    while the file system has under LOW_FREE_MB free; else None."""
+    free = _free_mb(path.parent)
+    quota = isinstance(exc, OSError) and exc.errno == errno.EDQUOT
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        pass
+    elif isinstance(exc, RuntimeError) and any(m in str(exc) for m in _TORCH_WRITE_FAILURES):
+        if free is None or free >= LOW_FREE_MB:
+            return None
+    else:
+        return None
+    what = "Disk quota exceeded" if quota else "No space left on device"
+    room = f"{free:.0f} MB free" if free is not None else "free space unknown"
+    return DiskFullError(errno.EDQUOT if quota else errno.ENOSPC,
+                         f"{what}: writing {path} failed ({room} on its file system; {type(exc).__name__}: "
+                         f"{str(exc).strip()}); the partial file was removed and nothing was replaced: free some "
+                         f"space there (or run with --directory DIR on another file system), then run the same "
+                         f"command again")
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path next to `path`; rename it to `path` on success."""
+    """Yield a temporary path next to `path`; rename it to `path` on success. A write that fails
+    because the disk is full raises DiskFullError naming `path` (disk_full_error): torch says only
+    "iostream error" or "unexpected pos" then."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
@@ -103,8 +148,16 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp's 0600 would hide results from the group
         os.replace(tmp, path)
+    except (OSError, RuntimeError) as exc:
+        if isinstance(exc, DiskFullError):
+            raise
+        tmp.unlink(missing_ok=True)  # frees the space before the free space is measured
+        full = disk_full_error(exc, path)
+        if full is not None:
+            raise full from exc
+        raise
     finally:
-        if tmp.exists():
+        if tmp.exists() or tmp.is_symlink():
             tmp.unlink()
 
 

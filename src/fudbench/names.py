@@ -11,7 +11,11 @@ rules/common.smk) is a plain alternation of literals:
   are joined into regular expressions and printed in `section.name.key` paths);
 - run_name: ASCII letters, digits, `_`, `.` and `-`, not starting with `.`;
 - at most MAX_LENGTH characters (a name is one component of several file names);
-- no `__` in an entry name (the gallery's keys are `<model>__<explainer>__<curve>`);
+- no `__` in an entry name: it separates the parts of derived names (curve
+  names such as `gevaert_del__blur`). Keys joined from several names use a
+  character no name may hold (the gallery's: `<model>.<explainer>.<kind>`,
+  fudbench.report.gallery), never `_` or `__`: `cnn_` + `ig` and `cnn` + `_ig`
+  are both valid pairs;
 - a classifier is not `score_model` nor `<anything>_surrogate`: its checkpoint
   results/<run>/models/<name>.pt would be the score model's, or the F-Fidelity
   surrogate of another classifier (models/<name>_surrogate.pt).
@@ -71,7 +75,7 @@ def name_problem(key: str, name, form: str = "entry") -> str | None:
 def _reserved(path: tuple, name: str) -> str | None:
     """Why an otherwise valid entry name is taken by another file, or None."""
     if "__" in name:
-        return "it contains '__', which joins names in the gallery's keys (<model>__<explainer>__<curve>)"
+        return "it contains '__', which separates the parts of derived names (curve names such as gevaert_del__blur)"
     if path == ("models", "classifiers") and name == "score_model":
         return "results/<run>/models/score_model.pt is the score model's checkpoint"
     if path == ("models", "classifiers") and name.endswith("_surrogate"):

@@ -17,22 +17,60 @@ from fudbench.seeding import derive_seed
 log = logging.getLogger(__name__)
 
 
-def _targets(model, x, labels, target_mode: str, batch_size: int = 256) -> torch.Tensor:
-    """The class each image is explained and evaluated for."""
+def _logits(model, x, batch_size: int = 256) -> torch.Tensor:
+    with torch.no_grad():
+        return torch.cat([model(x[i:i + batch_size]) for i in range(0, len(x), batch_size)])
+
+
+def nonfinite_logits(logits: torch.Tensor) -> list[int]:
+    """Positions of the images whose logits are not all finite (no prediction: argmax(NaN) = 0)."""
+    return torch.nonzero(~torch.isfinite(logits).all(1)).flatten().tolist()
+
+
+def _targets(model, x, labels, target_mode: str, batch_size: int = 256, what: str = "the model",
+             ids=None) -> torch.Tensor:
+    """The class each image is explained and evaluated for. A model whose logits are
+    NaN or inf on an image is refused here (NonFiniteLogitsError naming it and the
+    image ids), before any explainer runs: every map and score would be NaN, and the
+    degenerate-map warnings would blame the explainer."""
+    from fudbench.models.gate import NonFiniteLogitsError, nonfinite_message
+
+    logits = _logits(model, x, batch_size)
+    bad = nonfinite_logits(logits)
+    if bad:
+        ids = list(range(len(x))) if ids is None else [int(i) for i in ids]
+        raise NonFiniteLogitsError(nonfinite_message(what, [ids[j] for j in bad], len(x), label="image ids",
+                                                     fix="check the model (it passed the accuracy gate on other "
+                                                         "images)"))
     if target_mode == "label":
         return torch.as_tensor(labels, device=x.device)
-    with torch.no_grad():
-        return torch.cat([model(x[i:i + batch_size]).argmax(1) for i in range(0, len(x), batch_size)])
+    return logits.argmax(1)
 
 
-def report_degenerate_maps(explainer: str, kinds: list[str], ids) -> dict[str, int]:
+def nonfinite_model_ids(model, x, kinds: list[str], ids) -> list[int]:
+    """The ids of the images with a degenerate map (`kinds`, masks.degenerate_maps) on which
+    the model's logits are NaN or inf: one forward pass, only when some map is degenerate."""
+    if not any(kinds):
+        return []
+    bad = set(nonfinite_logits(_logits(model, x)))
+    return [int(i) for j, i in enumerate(ids) if j in bad and kinds[j]]
+
+
+def report_degenerate_maps(explainer: str, kinds: list[str], ids, model_nonfinite=()) -> dict[str, int]:
     """Log, per kind, how many of the explainer's maps are degenerate and for which
-    image ids (evaluations rank their pixels in a seeded random order); return the counts."""
+    image ids (evaluations rank their pixels in a seeded random order); return the counts.
+    model_nonfinite: ids of the images whose logits the model gives as NaN or inf; their
+    maps are put down to the model, not to the explainer."""
+    blamed = {int(i) for i in model_nonfinite}
     counts = {kind: [int(i) for i, k in zip(ids, kinds) if k == kind] for kind in DEGENERATE_KINDS}
     for kind, images in counts.items():
-        if images:
+        own = [i for i in images if i not in blamed]
+        if own:
             log.warning("%s: %d degenerate map(s) (%s) for image id(s) %s: ranked in a seeded random order",
-                        explainer, len(images), kind, images[:20])
+                        explainer, len(own), kind, own[:20])
+    if blamed:
+        log.warning("the model's logits are NaN or inf on image id(s) %s: their %s maps are not the explainer's "
+                    "fault; check the model", sorted(blamed)[:20], explainer)
     return {kind: len(images) for kind, images in counts.items()}
 
 
@@ -44,7 +82,7 @@ def explain_shard(model_path, images_path, shard: int, shard_size: int, explaine
     model = load_classifier(model_path, device)
     data = load_eval_shard(images_path, shard, shard_size)
     x = torch.from_numpy(data["images"]).to(device)
-    target = _targets(model, x, data["labels"], target_mode)
+    target = _targets(model, x, data["labels"], target_mode, what=f"the classifier {model_path}", ids=data["ids"])
     method = build_explainer(explainer, settings)
     method.prepare(torch.from_numpy(load_npz(images_path)["images"]).float().div(255).to(device))
     seeds = [derive_seed(*seed_key, int(i)) for i in data["ids"]]
@@ -58,15 +96,18 @@ def explain_shard(model_path, images_path, shard: int, shard_size: int, explaine
             "labels": data["labels"], "seconds_per_image": np.float64(seconds)}
 
 
-def evaluate_maps(evaluator, model, x, y, attributions, ids, seed_key: tuple, labels=None):
+def evaluate_maps(evaluator, model, x, y, attributions, ids, seed_key: tuple, labels=None, masks=None):
     """An evaluator run on in-memory maps, as the evaluate job and fudbench.evaluate
     both record it: the records get each image's label (if given) and what is
     degenerate about its map (masks.degenerate_maps), and the feature-based OOD
     columns (feature_ood.DETECTORS, NaN without a reference: attach_ood_reference).
-    Returns (records, samples)."""
+    masks: the images' ground-truth object masks (N, H, W) in x's order, handed to
+    an evaluator that reads them (Evaluator.needs_masks), as explain_shard hands
+    them to an explainer that uses them. Returns (records, samples)."""
     from fudbench.analysis.feature_ood import with_detector_columns
 
-    records, samples = evaluator.run(model, x, y, attributions, ids, seed_key)
+    kwargs = {"masks": masks} if getattr(evaluator, "needs_masks", False) else {}
+    records, samples = evaluator.run(model, x, y, attributions, ids, seed_key, **kwargs)
     with_detector_columns(records)  # NaN where the model had no OOD reference attached (or the protocol none)
     ids = [int(i) for i in ids]
     if labels is not None:
@@ -120,6 +161,14 @@ class ShardEvaluation:
         self.x = torch.from_numpy(self.data["images"]).to(device)
         self.device = device
         self.evaluator = build_evaluator(evaluator, settings, evaluation, assets, device)
+        # the shard's ground-truth masks, in the images' order, for an evaluator that reads them
+        self.masks = None
+        if getattr(self.evaluator, "needs_masks", False):
+            if not self.data["has_masks"]:
+                raise ValueError(f"evaluator {evaluator!r} reads ground-truth object masks, and {images_path} has "
+                                 f"none (has_masks false: ImageNet, or a folder without data.folder.masks); give "
+                                 f"masks (docs/your_own.md) or drop the entry")
+            self.masks = torch.from_numpy(self.data["masks"]).to(device)
 
     def run(self, attributions_path, seed_key: tuple):
         """Returns (records DataFrame, {curve: samples (N, steps, C, H, W) float16})."""
@@ -131,7 +180,7 @@ class ShardEvaluation:
         y = torch.from_numpy(attr["targets"]).to(self.device)
         a = torch.from_numpy(attr["attributions"]).to(self.device)
         records, samples = evaluate_maps(self.evaluator, self.model, self.x, y, a, ids, seed_key,
-                                         labels=self.data["labels"])
+                                         labels=self.data["labels"], masks=self.masks)
         samples["ids"] = ids
         return records, samples
 
@@ -265,7 +314,7 @@ def srg_reference_shard(model_path, images_path, shard: int, shard_size: int, se
     model = load_classifier(model_path, device)
     data = load_eval_shard(images_path, shard, shard_size)
     x = torch.from_numpy(data["images"]).to(device)
-    y = _targets(model, x, data["labels"], target_mode)
+    y = _targets(model, x, data["labels"], target_mode, what=f"the classifier {model_path}", ids=data["ids"])
     # R-OMS seeds use only the first element of the key (the run's seed), as in evaluate jobs
     ev = Evaluator("srg_reference", srg_curves(spec("srg").resolve(settings), assets, device, kinds=("roms",)))
     records, _ = ev.run(model, x, y, None, data["ids"], (seed, "srg_reference"))

@@ -54,6 +54,8 @@ from typing import Iterable, Optional
 
 from fudbench.paths import resolve_path
 
+_PACKAGE_DIR = Path(__file__).resolve().parent  # src/fudbench
+
 
 class PluginError(ValueError):
     """An import path that does not name a usable object."""
@@ -86,13 +88,17 @@ class _FolderImport:
 
     def __init__(self, folder: str, package: str):
         self.folder, self.package, self._local = folder, package, {}
+        self.shadowed: dict[str, str] = {}  # helper name -> the environment's module that wins over it
 
     def is_local(self, top: str) -> bool:
         found = self._local.get(top)
         if found is None:
             here = os.path.isfile(os.path.join(self.folder, f"{top}.py")) or os.path.isfile(
                 os.path.join(self.folder, top, "__init__.py"))
-            found = here and top not in sys.modules and _environment_spec(top) is None
+            other = _environment_module(top) if here else None
+            found = here and other is None
+            if here and other is not None:
+                self.shadowed[top] = other
             self._local[top] = found
         return found
 
@@ -122,6 +128,48 @@ def _environment_spec(name: str):
         return importlib.util.find_spec(name)
     except (ImportError, ValueError):
         return True  # something of that name is there, if odd: the environment's
+
+
+# the checkout (src/fudbench in it): its folders are not the environment (_is_incidental); None when the
+# package is installed elsewhere (site-packages: its parents are the environment's)
+_REPO = _PACKAGE_DIR.parents[1] if (_PACKAGE_DIR.parents[1] / "Snakefile").is_file() else None
+_LIBRARY = _PACKAGE_DIR.parent  # src/: the library's own package is
+
+
+def _is_incidental(spec) -> bool:
+    """A module of the name that is on sys.path only by accident, so a plug-in's helper wins over it:
+    a namespace package (a bare folder without __init__.py, which Python makes a package of only
+    when no module of the name exists: the repository's config/, tools/, report/, bench/, tests/,
+    examples/ when its root is the working directory), or a file of the repository outside src/
+    (scripts/*.py, which Snakemake puts on the path of script jobs only: it would be the helper at
+    parse time and a job script in the job). Not a module of the environment."""
+    if spec is None or spec is True:
+        return False
+    if getattr(spec, "submodule_search_locations", None) is not None and getattr(spec, "origin", None) in (
+            None, "namespace"):
+        return True
+    origin = getattr(spec, "origin", None)
+    if _REPO is None or not origin or not os.path.isabs(origin):
+        return False
+    real = os.path.realpath(origin)
+    return real.startswith(str(_REPO) + os.sep) and not real.startswith(str(_LIBRARY) + os.sep)
+
+
+def _environment_module(name: str) -> Optional[str]:
+    """Where the environment's module `name` comes from (a plug-in's helper of that name loses to
+    it), or None if it has none. An incidental module (_is_incidental) does not count: `from
+    config import SCALE` in a plug-in with a config.py beside it failed with "cannot import name
+    'SCALE' from 'config' (unknown location)" because the repository's config/ folder won (issue 45)."""
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        spec = getattr(loaded, "__spec__", None)
+        if _is_incidental(spec):
+            return None
+        return getattr(loaded, "__file__", None) or f"module {name!r} (already imported)"
+    spec = _environment_spec(name)
+    if spec is None or _is_incidental(spec):
+        return None
+    return getattr(spec, "origin", None) or f"module {name!r}"
 
 
 class _FolderLoader(importlib.machinery.SourceFileLoader):
@@ -182,8 +230,29 @@ def _load_file(file: Path, path: str):
         spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[name]
-        raise PluginError(f"{path!r}: importing {file} failed ({type(exc).__name__}: {exc})") from exc
+        raise PluginError(f"{path!r}: importing {file} failed ({type(exc).__name__}: {exc})"
+                          + _shadow_hint(exc, file.resolve().parent)) from exc
     return module
+
+
+def _shadow_hint(exc: Exception, folder: Path) -> str:
+    """If the failed import is of a helper module of the plug-in's folder that a module of the
+    environment of the same name wins over (`_FolderImport.shadowed`), what clashes and the fix."""
+    if not isinstance(exc, (ImportError, AttributeError)):
+        return ""
+    shadowed = _folder_import(folder).shadowed
+    names = [n for n in shadowed if n in str(exc) or getattr(exc, "name", None) == n]
+    if not names:
+        return ""
+
+    def helper(n):
+        return folder / f"{n}.py" if (folder / f"{n}.py").is_file() else folder / n
+
+    return "; " + "; ".join(
+        f"the plug-in's folder has a helper module '{n}' ({helper(n)}), but the environment "
+        f"has a module '{n}' ({shadowed[n]}), which wins (a plug-in's helper never shadows a module of the "
+        f"environment): rename the helper (e.g. {n}_{folder.name.replace(' ', '_').replace('-', '_')}.py) and "
+        f"the imports of it" for n in names)
 
 
 def absolute(path: str, base: Optional[Path] = None) -> str:
@@ -290,12 +359,17 @@ def _spec_chain(name: str, extra_paths: Iterable[str] = ()) -> list:
         full = ".".join(parts[:i + 1])
         loaded = sys.modules.get(full)
         found = getattr(loaded, "__spec__", None) if loaded is not None else None
+        if i == 0 and extra_paths and _is_incidental(found):
+            found = None  # an imported bare folder of the name: the helper's own lookup below decides
         if found is None:
             try:
                 if i == 0:
-                    found = importlib.util.find_spec(full) if full not in sys.modules else None
-                    if found is None and extra_paths:
-                        found = importlib.machinery.PathFinder.find_spec(full, list(extra_paths))
+                    found = importlib.util.find_spec(full) if full not in sys.modules or _is_incidental(
+                        getattr(loaded, "__spec__", None)) else None
+                    # a bare folder of the name (a namespace package) loses to a plug-in's helper, as at
+                    # import time (_environment_module)
+                    if (found is None or _is_incidental(found)) and extra_paths:
+                        found = importlib.machinery.PathFinder.find_spec(full, list(extra_paths)) or found
                 elif spec.submodule_search_locations is not None:
                     found = importlib.machinery.PathFinder.find_spec(full, list(spec.submodule_search_locations))
             except (ImportError, ValueError, AttributeError):

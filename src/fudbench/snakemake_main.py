@@ -15,9 +15,17 @@ most one such timer is pending at a time (and it does not keep the process
 alive at exit): the rate limit is still re-checked one timespan after a pass,
 which is all the timer is for. Snakemake versions without that method run
 unchanged.
+
+`./fud report` on a run that is not finished: Snakemake stops at the first file of the
+report that is missing ("File ... marked for report but does not exist"). Here the
+report's files are checked first (check_report_files), and a missing one stops the
+report with an error that lists them and says which command finishes the run (the
+`./fud run` command that fudbench.configfiles.report_argv passes in FUD_FINISH_COMMAND).
 """
 from __future__ import annotations
 
+import itertools
+import os
 import sys
 import threading
 
@@ -45,8 +53,60 @@ def patch_scheduler() -> bool:
     return True
 
 
+FINISH_ENV = "FUD_FINISH_COMMAND"
+
+
+def missing_report_files(dag) -> list[str]:
+    """The files of the report (inputs and outputs of the DAG's jobs flagged `report(...)`)
+    that do not exist, each once, in the DAG's order."""
+    from snakemake.io import is_flagged
+
+    missing = []
+    for job in dag.jobs:
+        for f in itertools.chain(job.output, job.input):
+            if is_flagged(f, "report") and str(f) not in missing and not os.path.exists(str(f)):
+                missing.append(str(f))
+    return missing
+
+
+def unfinished_message(missing: list[str], finish: str | None) -> str:
+    listed = "\n  ".join(missing[:20]) + (f"\n  ... ({len(missing) - 20} more)" if len(missing) > 20 else "")
+    how = (f"finish it with `{finish}` (it reruns only what is missing), then make the report again"
+           if finish else "finish the run (the same command without --report), then make the report again")
+    return (f"the run is not finished: {len(missing)} file(s) that the report shows do not exist yet:\n  {listed}\n"
+            f"{how}; nothing was written")
+
+
+def check_report_files() -> bool:
+    """Make Snakemake's report refuse an unfinished run with unfinished_message (before it
+    writes anything) instead of naming the first missing file; False if this Snakemake has
+    no auto_report to wrap."""
+    try:
+        import snakemake.report as report
+    except ImportError:
+        return False
+    original = getattr(report, "auto_report", None)
+    if original is None or getattr(original, "_fud_checked", False):
+        return original is not None
+
+    async def auto_report(dag, *args, **kwargs):
+        missing = missing_report_files(dag)
+        if missing:  # SystemExit: the message alone (a WorkflowError comes with Snakemake's traceback lines)
+            print(f"Error: {unfinished_message(missing, os.environ.get(FINISH_ENV))}", file=sys.stderr, flush=True)
+            raise SystemExit(1)
+        return await original(dag, *args, **kwargs)
+
+    auto_report._fud_checked = True
+    report.auto_report = auto_report
+    return True
+
+
 def main(argv: list[str]) -> None:
     patch_scheduler()
+    from fudbench.progress import patch_progress
+
+    patch_progress()   # "N of M steps (x%) done" with the elapsed time and an ETA (fudbench.progress)
+    check_report_files()
     from snakemake.cli import main as snakemake_main
 
     sys.argv = ["snakemake", *argv]

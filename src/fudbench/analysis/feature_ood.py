@@ -225,7 +225,7 @@ def reference_images(spec: dict, seed: int, n: int = REFERENCE_IMAGES):
         if len(images) == n:
             break
         try:
-            image, _ = read_image(path, resize, crop, modes)
+            image, _ = read_image(path, resize, crop, modes, exif=source == "folder")  # as make_dataset
         except CorruptImageError as exc:
             log.warning("reference image skipped: %s", exc)
             skipped += 1

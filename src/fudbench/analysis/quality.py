@@ -23,7 +23,14 @@ adapted only where piq would fail, deterministically (s = min(H, W)):
   integer factor reaching 16 px (piq hard-codes 3 scales, so fewer scales is
   not an option).
 - VSI: plain piq at any size (piq computes the SDSP saliency at 256x256
-  internally and resizes it back).
+  internally and resizes it back). The saliency map is half of VSI's cost
+  and nearly all of the seven metrics' (12.6 of 27.7 ms per pair at 32 px,
+  docs/performance.md, "Issue 47"); piq computes it for both images of every
+  pair, although a job's originals are a handful of images and some samples
+  repeat (a curve's first and last steps do not depend on the map). So it is
+  computed once per distinct image (SaliencyMemo, keyed by the image's
+  bytes): piq's SDSP is computed image by image (bit for bit the same in any
+  batch), so VSI is unchanged to the last bit (tests/test_issue47_speed.py).
 
 So at 32x32: SSIM, FSIM, GMSD, HaarPSI, VSI, PSNR are plain piq; MS-SSIM uses
 2 scales with weights (0.1356, 0.8644). At 16x16: MS-SSIM is 1 scale.
@@ -46,7 +53,14 @@ import math
 import numpy as np
 
 # torch and piq are imported where metrics are computed: the table jobs that
-# only need the names and directions below do not pay their import.
+# only need the names and directions below do not pay their import. And of piq
+# only the seven metrics' modules are loaded (_piq): piq's own __init__ imports
+# every metric it has, FID's Inception among them, i.e. torchvision.models and
+# through torchvision.ops torch._dynamo (1.5 s of CPU here, 3 s on an AVX2-only
+# EPYC: issue 47), which the quality jobs do not use.
+_PIQ_MODULES = {"PSNR": ("piq.psnr", "psnr"), "SSIM": ("piq.ssim", "ssim"),
+                "MS-SSIM": ("piq.ms_ssim", "multi_scale_ssim"), "FSIM": ("piq.fsim", "fsim"),
+                "GMSD": ("piq.gmsd", "gmsd"), "HaarPSI": ("piq.haarpsi", "haarpsi"), "VSI": ("piq.vsi", "vsi")}
 QUALITY_METRICS = ("PSNR", "SSIM", "MS-SSIM", "FSIM", "GMSD", "HaarPSI", "VSI")
 HIGHER_IS_BETTER = {"PSNR": True, "SSIM": True, "MS-SSIM": True, "FSIM": True, "GMSD": False,
                     "HaarPSI": True, "VSI": True}
@@ -93,35 +107,155 @@ def adaptation(height: int, width: int) -> dict[str, str]:
     return out
 
 
+class SaliencyMemo:
+    """piq's SDSP saliency (VSI's costly half) computed once per distinct image.
+
+    Called in place of `piq.vsi.sdsp` (VSI looks it up at call time) with a
+    batch of images: rows already seen (same bytes, dtype, shape and settings)
+    come from the memo, the others are computed in one call of piq's sdsp and
+    kept, least recently used first out beyond max_bytes. Only CPU tensors are
+    memoised (hashing a GPU tensor would copy it); other devices call through.
+    """
+
+    def __init__(self, max_bytes: int = 64 << 20):
+        from collections import OrderedDict
+
+        self.max_bytes = max_bytes
+        self.maps: OrderedDict = OrderedDict()
+        self.bytes = 0
+        self.computed = 0  # images whose saliency was computed (the rest came from the memo)
+        self.requested = 0
+
+    @staticmethod
+    def _key(row, settings) -> tuple:
+        import hashlib
+
+        digest = hashlib.blake2b(row.contiguous().numpy().tobytes(), digest_size=16).digest()
+        return digest, str(row.dtype), tuple(row.shape), settings
+
+    def __call__(self, sdsp, x, **kwargs):
+        import torch
+
+        self.requested += len(x)
+        if x.device.type != "cpu" or x.requires_grad:
+            self.computed += len(x)
+            return sdsp(x, **kwargs)
+        settings = tuple(sorted(kwargs.items()))
+        keys = [self._key(row, settings) for row in x]
+        found, todo = {}, {}
+        for i, k in enumerate(keys):
+            if k in self.maps:
+                found[k] = self.maps[k]
+                self.maps.move_to_end(k)
+            elif k not in todo:
+                todo[k] = i
+        if todo:
+            fresh = sdsp(x[list(todo.values())], **kwargs)
+            self.computed += len(todo)
+            for k, row in zip(todo, fresh):
+                found[k] = row
+                self._put(k, row.clone())
+        return torch.stack([found[k] for k in keys])
+
+    def _put(self, key, value) -> None:
+        self.maps[key] = value
+        self.bytes += value.numel() * value.element_size()
+        while self.bytes > self.max_bytes and len(self.maps) > 1:
+            _, old = self.maps.popitem(last=False)
+            self.bytes -= old.numel() * old.element_size()
+
+
+SALIENCY = SaliencyMemo()  # one per process: a quality job's calls share their originals' saliency
+
+
+def _vsi(x, y):
+    """piq's VSI with its SDSP saliency taken from SALIENCY (module attribute swapped for the call)."""
+    import importlib
+
+    vsi = _piq()["VSI"]
+    module = importlib.import_module("piq.vsi")
+    sdsp = module.sdsp
+    module.sdsp = lambda images, **kwargs: SALIENCY(sdsp, images, **kwargs)
+    try:
+        return vsi(x, y, data_range=1.0, reduction="none")
+    finally:
+        module.sdsp = sdsp
+
+
+def _piq():
+    """{metric: piq's function}, loading only those modules of piq (piq.psnr, piq.ssim, ...).
+
+    Where piq is not imported yet, its package is entered into sys.modules without
+    running its __init__ (the submodules import only piq.utils and piq.functional),
+    with a module __getattr__ that runs that __init__ the first time anything else
+    of piq is asked for: a later `import piq; piq.LPIPS` in the same process gets
+    the whole package, `piq.vsi` piq's function, as always
+    (tests/test_issue47_speed.py)."""
+    import importlib
+    import importlib.util
+    import sys
+
+    if "piq" not in sys.modules:
+        spec = importlib.util.find_spec("piq")
+        if spec is None:
+            raise ImportError("piq is not installed: the quality metrics need it (requirements.lock pins piq 0.8.0; "
+                              "reinstall the environment: rm -rf ~/.cache/fud-repro and run ./fud again)")
+        package = importlib.util.module_from_spec(spec)
+
+        def complete(name, package=package, spec=spec):
+            del package.__getattr__  # once: piq's own __init__ binds every name
+            spec.loader.exec_module(package)
+            for full, module in list(sys.modules.items()):  # what a plain import binds too (piq.functional)
+                parent, _, sub = full.rpartition(".")
+                if parent == "piq" and sub not in vars(package):
+                    setattr(package, sub, module)
+            if name in vars(package):
+                return vars(package)[name]
+            raise AttributeError(f"module 'piq' has no attribute {name!r}")
+
+        package.__getattr__ = complete
+        sys.modules["piq"] = package
+        for module, _ in _PIQ_MODULES.values():
+            importlib.import_module(module)
+        if "__getattr__" in vars(package):
+            # the import system bound the submodules to the package (piq.vsi = the module); piq's __init__
+            # binds the functions of the same names: leave them to it
+            for sub in {m.split(".")[1] for m, _ in _PIQ_MODULES.values()} | {"utils", "functional"}:
+                vars(package).pop(sub, None)
+    return {metric: getattr(importlib.import_module(module), function)
+            for metric, (module, function) in _PIQ_MODULES.items()}
+
+
 def _compute(name: str, x: "torch.Tensor", y: "torch.Tensor") -> "torch.Tensor":
-    import piq
     import torch
+
+    piq = _piq()
 
     s = min(x.shape[-2:])
     if name == "PSNR":
-        return piq.psnr(x, y, data_range=1.0, reduction="none")
+        return piq["PSNR"](x, y, data_range=1.0, reduction="none")
     if name == "SSIM":
         k, sigma = ssim_window(s)
-        return piq.ssim(x, y, kernel_size=k, kernel_sigma=sigma, data_range=1.0, reduction="none")
+        return piq["SSIM"](x, y, kernel_size=k, kernel_sigma=sigma, data_range=1.0, reduction="none")
     if name == "MS-SSIM":
         k, sigma = ssim_window(s)
         levels = msssim_levels(s)
         weights = None if levels == len(MSSSIM_WEIGHTS) else torch.tensor(
             MSSSIM_WEIGHTS[:levels], dtype=x.dtype, device=x.device)  # piq renormalises given weights
-        return piq.multi_scale_ssim(x, y, kernel_size=k, kernel_sigma=sigma, data_range=1.0,
+        return piq["MS-SSIM"](x, y, kernel_size=k, kernel_sigma=sigma, data_range=1.0,
                                     reduction="none", scale_weights=weights)
     if name == "FSIM":
-        return piq.fsim(x, y, data_range=1.0, reduction="none")
+        return piq["FSIM"](x, y, data_range=1.0, reduction="none")
     if name == "GMSD":
-        return piq.gmsd(x, y, data_range=1.0, reduction="none")
+        return piq["GMSD"](x, y, data_range=1.0, reduction="none")
     if name == "HaarPSI":
         if s < HAARPSI_MIN:
             f = math.ceil(HAARPSI_MIN / s)
             x = x.repeat_interleave(f, -2).repeat_interleave(f, -1)
             y = y.repeat_interleave(f, -2).repeat_interleave(f, -1)
-        return piq.haarpsi(x, y, data_range=1.0, reduction="none")
+        return piq["HaarPSI"](x, y, data_range=1.0, reduction="none")
     if name == "VSI":
-        return piq.vsi(x, y, data_range=1.0, reduction="none")
+        return _vsi(x, y)
     raise KeyError(f"unknown quality metric {name!r}; known: {', '.join(QUALITY_METRICS)}")
 
 

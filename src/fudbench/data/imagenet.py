@@ -288,17 +288,155 @@ def index_imagenet(root, layout: str = "auto", labels=None, synsets=None,
 
 # --- decoding and preprocessing --------------------------------------------------------
 
-def load_rgb(path):
-    """(PIL RGB image, the file's original mode). Raises CorruptImageError naming the file."""
+MIN_SIDE = 8  # px: a smaller image holds too few pixels to be classified or explained
+SIXTEEN_BIT = ("I;16", "I;16L", "I;16B", "I;16N")  # unsigned 16-bit grayscale (PNG, TIFF, PGM)
+# modes whose conversion to RGB keeps what the pixels mean, and what is done
+PLAIN = {"L": "grayscale: replicated to 3 channels", "1": "1-bit: black/white to 0/255",
+         "P": "palette: colours looked up", "CMYK": "CMYK: converted by Pillow's formula (no colour profile)",
+         "YCbCr": "YCbCr: converted to RGB", "HSV": "HSV: converted to RGB", "RGBX": "RGBX: padding dropped"}
+ALPHA = ("RGBA", "LA", "PA", "RGBa")
+DOCS_FOLDER = "docs/your_own.md (What folder data accepts)"
+# EXIF orientation -> the transposition that shows the image upright (PIL.ImageOps.exif_transpose's table)
+EXIF_TURNS = {2: 0, 3: 3, 4: 1, 5: 5, 6: 4, 7: 6, 8: 2}  # Image.Transpose: FLIP_LEFT_RIGHT=0 ... TRANSVERSE=6
+
+
+class UnsupportedImageError(CorruptImageError):
+    """An image that decodes but whose pixels would become wrong numbers (mode, depth, size)."""
+
+
+@dataclass
+class Decoded:
+    """A decoded image as RGB, its file's mode and size, and what was done to it:
+    notes are (kind, text, warn) with `warn` True where the result is an interpretation."""
+    image: object       # PIL RGB image
+    mode: str
+    stored_size: tuple  # (w, h) of the stored pixels (before an EXIF rotation)
+    notes: list
+
+
+def _raw_mode(im) -> str:
+    """The decoder's raw mode of an opened, not yet loaded, image ('' if unknown)."""
+    args = im.tile[0].args if getattr(im, "tile", None) else None
+    return args if isinstance(args, str) else args[0] if isinstance(args, tuple) and args and \
+        isinstance(args[0], str) else ""
+
+
+def _to_rgb(im, path, raw: str) -> tuple[object, list]:
+    """(RGB image, notes) of a loaded PIL image; UnsupportedImageError for a mode
+    whose conversion would not keep what its pixels mean."""
+    from PIL import Image
+
+    mode = im.mode
+    if mode == "RGB":
+        return im.copy(), ([("16-bit", "16 bits per channel reduced to 8 (Pillow keeps the high byte)", False)]
+                           if raw.startswith(("RGB;16", "RGBA;16")) else [])
+    if mode in SIXTEEN_BIT or (mode == "I" and (im.format == "PPM" or (raw.startswith("I;16") and "S" not in raw))):
+        # (a PGM of any maxval > 255 is read scaled to 0..65535.) Pillow's own conversion clips at 255
+        # (a 16-bit image turns white): keep the high byte, as Pillow does for 16-bit RGB, so
+        # 65535 -> 255 and an 8-bit image stored as v * 257 (or v * 256) stays v
+        a = np.asarray(im).astype(np.uint32)
+        top = int(a.max())
+        if 0 < top <= 255:
+            raise UnsupportedImageError(
+                f"{path}: a 16-bit grayscale image whose brightest pixel is {top} of 65535 (8-bit values saved "
+                f"as 16-bit?): it would be evaluated black; save it as 8-bit, or scale the values by 257")
+        notes = [("16-bit", "16-bit grayscale: scaled to 8 bits (value >> 8, 65535 -> 255)", False)]
+        if top <= 4095:
+            notes.append(("16-bit dark", f"its brightest pixel is {top} of 65535 (12-bit or fewer sensor values?): "
+                                    f"evaluated nearly black; scale the values to the 16-bit range", True))
+        return Image.fromarray((a >> 8).astype(np.uint8), "L").convert("RGB"), notes
+    if mode == "I":
+        raise UnsupportedImageError(
+            f"{path}: 32-bit integer pixels (raw mode {raw or 'unknown'}) have no standard white level; save the "
+            f"image as 8- or 16-bit (see {DOCS_FOLDER})")
+    if mode == "F":
+        a = np.asarray(im, dtype=np.float64)
+        if not np.isfinite(a).all():
+            raise UnsupportedImageError(f"{path}: floating-point pixels include NaN or inf; save the image as 8- "
+                                        f"or 16-bit (see {DOCS_FOLDER})")
+        lo, hi = float(a.min()), float(a.max())
+        if lo < 0 or hi > 255:
+            raise UnsupportedImageError(
+                f"{path}: floating-point pixels range over [{lo:g}, {hi:g}], neither [0, 1] nor [0, 255]; "
+                f"rescale them or save the image as 8- or 16-bit (see {DOCS_FOLDER})")
+        scale, what = (255.0, "[0, 1]: scaled by 255") if hi <= 1 else (1.0, "[0, 255]: used as 8-bit values")
+        return Image.fromarray(np.rint(a * scale).astype(np.uint8), "L").convert("RGB"), \
+            [("float", f"floating-point grayscale in {what}", True)]
+    if mode in ALPHA or (mode == "P" and "transparency" in im.info):
+        alpha = np.asarray(im.convert("RGBA").getchannel("A"))
+        clear = float((alpha < 255).mean())
+        rgb = (im.convert("RGBA") if mode == "P" else im).convert("RGB")
+        if clear == 0:
+            return rgb, [("alpha", f"{mode}: opaque alpha channel dropped", False)]
+        return rgb, [("alpha", f"{mode}: alpha channel dropped, {clear:.1%} of the pixels are (partly) transparent "
+                               f"and keep their stored colours, as torchvision's image loader does", True)]
+    if mode in PLAIN:
+        return im.convert("RGB"), [("mode", PLAIN[mode], False)]
+    raise UnsupportedImageError(f"{path}: pixel mode {mode} is not supported (raw mode {raw or 'unknown'}); save "
+                                f"the image as 8-bit RGB or grayscale (see {DOCS_FOLDER})")
+
+
+def _orientation(im, notes: list) -> int:
+    """The EXIF orientation of an opened image (1: upright; unreadable EXIF: 1, noted)."""
+    try:
+        return int(im.getexif().get(0x0112, 1))
+    except Exception as exc:  # a damaged EXIF block does not make the pixels unreadable
+        notes.append(("exif", f"EXIF unreadable ({type(exc).__name__}), not turned", True))
+        return 1
+
+
+def decode_rgb(path, exif: bool = False) -> Decoded:
+    """Decode an image file to RGB, converting each pixel mode so that its values
+    keep their meaning (16-bit scaled, not clipped) and refusing the modes that
+    cannot (UnsupportedImageError); exif=True turns it as its EXIF orientation
+    says (as image viewers show it). Raises CorruptImageError naming the file."""
     from PIL import Image
 
     try:
         with Image.open(path) as im:
+            raw, frames = _raw_mode(im), getattr(im, "n_frames", 1)
             im.load()
-            mode = im.mode
-            return (im.copy() if mode == "RGB" else im.convert("RGB")), mode
+            mode, stored = im.mode, im.size
+            rgb, notes = _to_rgb(im, path, raw)
+            orientation = _orientation(im, notes) if exif else 1
+    except UnsupportedImageError:
+        raise
+    except Image.UnidentifiedImageError as exc:  # a damaged header, or not a format (or variant) Pillow reads
+        raise CorruptImageError(f"{path}: cannot decode the image ({type(exc).__name__}: {exc}): not an image "
+                                f"Pillow reads (a damaged file, or a format or variant it does not decode, such "
+                                f"as SVG, PDF, HEIC or a floating-point RGB TIFF); save it as PNG or JPEG") from exc
     except Exception as exc:  # PIL raises OSError, SyntaxError, ValueError ... for broken files
         raise CorruptImageError(f"{path}: cannot decode the image ({type(exc).__name__}: {exc})") from exc
+    if frames > 1:
+        notes.append(("frames", f"the first of {frames} frames used", True))
+    if orientation in EXIF_TURNS:
+        rgb = rgb.transpose(EXIF_TURNS[orientation])
+        notes.append(("exif", f"turned by its EXIF orientation {orientation} (as image viewers show it): "
+                              f"{stored[0]}x{stored[1]} stored, {rgb.width}x{rgb.height} evaluated", True))
+    if min(rgb.size) < MIN_SIDE:
+        raise UnsupportedImageError(f"{path}: {rgb.width}x{rgb.height} pixels, too small to classify (at least "
+                                    f"{MIN_SIDE} px per side); use a larger image")
+    return Decoded(rgb, mode, stored, notes)
+
+
+def load_rgb(path, exif: bool = False):
+    """(PIL RGB image, the file's original mode) (decode_rgb). Raises CorruptImageError naming the file."""
+    decoded = decode_rgb(path, exif)
+    return decoded.image, decoded.mode
+
+
+def note_conversion(path, decoded: Decoded, modes: Counter, kinds: Counter | None = None) -> str:
+    """Count the file's mode (and in `kinds` each kind of conversion), log what was done
+    to it (a warning where it is an interpretation) and return it as one line for the
+    manifest ('' if nothing)."""
+    modes[decoded.mode] += 1
+    if kinds is not None:
+        kinds.update(kind for kind, _, _ in decoded.notes)
+    for _, text, warn in decoded.notes:
+        (log.warning if warn else log.info)("%s: %s", path, text)
+    if decoded.mode != "RGB" and not decoded.notes:
+        log.info("converted %s from %s to RGB", path, decoded.mode)
+    return "; ".join(text for _, text, _ in decoded.notes)
 
 
 def preprocess(img, resize: int = 256, crop: int = 224) -> np.ndarray:
@@ -311,15 +449,16 @@ def preprocess(img, resize: int = 256, crop: int = 224) -> np.ndarray:
     return np.asarray(img, dtype=np.uint8).transpose(2, 0, 1).copy()
 
 
-def read_image(path, resize: int, crop: int, modes: Counter) -> tuple[np.ndarray, dict]:
-    """One file as stored in the eval npz: decoded, converted to RGB (its original mode
-    counted in `modes`, a conversion logged), resized and centre-cropped. Returns the
-    uint8 (3, crop, crop) array and the manifest's mode, width and height."""
-    img, mode = load_rgb(path)
-    modes[mode] += 1
-    if mode != "RGB":
-        log.info("converted %s from %s to RGB", path, mode)
-    return preprocess(img, resize, crop), {"mode": mode, "width": img.width, "height": img.height}
+def read_image(path, resize: int, crop: int, modes: Counter, exif: bool = False) -> tuple[np.ndarray, dict]:
+    """One file as stored in the eval npz: decoded and converted to RGB (decode_rgb;
+    its original mode counted in `modes`, what was done logged), resized and
+    centre-cropped. Returns the uint8 (3, crop, crop) array and the manifest's mode,
+    width, height and conversion (what was done to the pixels, '' if nothing)."""
+    decoded = decode_rgb(path, exif)
+    conversion = note_conversion(path, decoded, modes)
+    img = decoded.image
+    return preprocess(img, resize, crop), {"mode": decoded.mode, "width": img.width, "height": img.height,
+                                           "conversion": conversion}
 
 
 def mode_stats(modes: Counter) -> dict:

@@ -32,6 +32,7 @@ EVALUATORS = {
     "gevaert": "fudbench.evaluators.gevaert",
     "ffid": "fudbench.evaluators.ffid",
     "irof": "fudbench.evaluators.irof",
+    "rma": "fudbench.evaluators.rma",
     "quantus": "fudbench.evaluators.quantus",
 }
 
@@ -157,6 +158,8 @@ def build_evaluator(name: str, settings: Optional[dict], evaluation: dict, asset
         evaluator = load_object(s.build)(s.resolve(settings), evaluation, assets or {}, device)
     if name != method:
         evaluator.alias = name
+    if s.masks_needed(s.resolve(settings)):
+        evaluator.reads_masks = True
     options = (settings or {}).get("imputer_options") or {}
     for _, imputer in getattr(evaluator, "curves", None) or []:
         entry = getattr(imputer, "plugin_entry", None)  # a plug-in imputer (imputers.factory)

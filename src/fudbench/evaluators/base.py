@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 from fudbench.settings import settings_schema, with_defaults
 
@@ -92,6 +92,20 @@ class EvaluatorSpec:
     # draws, subsets): the registry's generic tests (tests/test_evaluator_registry.py) run every
     # evaluator with them, so a new evaluator is tested without a hand-written test list
     quick: dict = field(default_factory=dict)
+    # It reads the images' ground-truth object masks (a localisation metric): True, or settings -> bool.
+    # Then the evaluate job hands it the masks of the shard's images (the eval npz, as the `oracle`
+    # explainer gets them), fudbench.evaluate asks for `masks=`, and a config whose data has none
+    # (ImageNet, a folder without data.folder.masks) is refused when it is parsed, naming the entry.
+    needs_masks: Union[bool, Callable[[dict], bool]] = False
+    # Its cost for fudbench.cost's estimate before a run: (settings, evaluation) -> a dict of
+    # fudbench.cost.Passes' fields (classifier `forwards` per image and explainer, `shared` per image,
+    # `unet_steps`, `weight`, `note`). None: the estimate lists the entry as unknown. The registered
+    # evaluators' counts are in fudbench.cost.BUILTIN_PASSES.
+    cost: Optional[Callable[[dict, dict], object]] = None
+
+    def masks_needed(self, resolved: dict) -> bool:
+        """Whether an entry with these (resolved) settings reads ground-truth masks."""
+        return bool(self.needs_masks(resolved) if callable(self.needs_masks) else self.needs_masks)
 
     def resolve(self, settings: Optional[dict]) -> dict:
         """The entry's settings over the defaults (`method` dropped)."""
@@ -114,17 +128,35 @@ class Evaluator:
     name: str
     curves: list  # [(protocol, imputer)]
     alias: Optional[str] = None  # config entry name when it aliases a method: curves get @alias
+    reads_masks: bool = False    # its spec declares needs_masks (build_evaluator sets it)
 
-    def run(self, model, x, y, attribution, image_ids, seed_key: tuple):
-        """Returns (records DataFrame with a 'curve' column, {curve: samples})."""
+    @property
+    def needs_masks(self) -> bool:
+        """Its spec declares that it reads the images' ground-truth masks, or one of its protocols does
+        (Protocol.needs_masks: those protocols get them)."""
+        return self.reads_masks or any(getattr(protocol, "needs_masks", False) for protocol, _ in self.curves)
+
+    def run(self, model, x, y, attribution, image_ids, seed_key: tuple, masks=None):
+        """Returns (records DataFrame with a 'curve' column, {curve: samples}).
+        masks: (N, H, W) ground-truth object masks of the images, in the images'
+        order (non-zero = object), for the protocols that declare needs_masks; the
+        others do not get them (as explainers without uses_masks)."""
         import pandas as pd
 
-        from fudbench.checks import check_inputs
+        from fudbench.checks import check_inputs, check_masks
 
-        check_inputs(f"evaluator {self.alias or self.name}", x, y, attribution, image_ids)
+        who = f"evaluator {self.alias or self.name}"
+        check_inputs(who, x, y, attribution, image_ids)
+        if self.needs_masks:
+            if masks is None:
+                raise ValueError(f"{who} reads the images' ground-truth object masks, and none were given: in the "
+                                 f"workflow give data with masks (data.source: synthetic, or data.folder.masks); "
+                                 f"from Python pass fudbench.evaluate(..., masks=...)")
+            masks = check_masks(masks, x, who)
         frames, samples = [], {}
         for protocol, imputer in self.curves:
-            res = protocol.run(model, x, y, attribution, imputer, image_ids, (*seed_key, protocol.curve))
+            kwargs = {"masks": masks} if getattr(protocol, "needs_masks", False) else {}
+            res = protocol.run(model, x, y, attribution, imputer, image_ids, (*seed_key, protocol.curve), **kwargs)
             frames.append(res.records)
             if res.samples is not None:
                 samples[protocol.curve] = res.samples

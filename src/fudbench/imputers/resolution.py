@@ -78,6 +78,11 @@ class ResizedDiffusionImputer(Imputer):
         """The inner sampler's memory estimate (batch fitting), at the model's size."""
         return self.inner.bytes_per_sample((sample_shape[0], self.model_size, self.model_size), device)
 
+    def with_steps(self, steps: int) -> "ResizedDiffusionImputer":
+        """The same bridge over the inner sampler at another DDIM step count (the same U-Net
+        and compiled forward): Table 10's timing job loads and compiles the U-Net once."""
+        return ResizedDiffusionImputer(self.inner.with_steps(steps), self.model_size)
+
     def warm_up(self, x: torch.Tensor) -> bool:
         """The inner sampler's warm-up for a batch like x, at the shape its U-Net will see."""
         runtime = getattr(self.inner, "runtime", None)

@@ -197,6 +197,13 @@ def imported_classifier(cfg: dict, name: str = "classifier"):
 def output_classes(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, name: str) -> int:
     """The number of logits a pretrained classifier returns on the evaluated images;
     every label must be one of them. Errors name the classifier and the fix."""
+    meta = [n for n, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
+    if meta:  # no values to compute with: the error would be a device mismatch, not the image size (issue 45)
+        raise RuntimeError(f"classifier {name!r} has {len(meta)} parameter(s) / buffer(s) on the 'meta' device, which "
+                           f"hold no values ({', '.join(meta[:3])}{', ...' if len(meta) > 3 else ''}): its factory "
+                           f"built it with device='meta' (or torch.device('meta'), init_empty_weights, "
+                           f"low_cpu_mem_usage); return a network with real tensors (materialise it with "
+                           f"net.to_empty(device='cpu') and load its weights, e.g. load_state_dict(state, assign=True))")
     try:
         with torch.no_grad():
             logits = model(images[:1])

@@ -32,11 +32,23 @@ def _cosine_lr(step: int, total: int, warmup: int) -> float:
 
 
 @torch.no_grad()
-def accuracy(model, images: torch.Tensor, labels: torch.Tensor, batch_size: int = 256) -> float:
+def accuracy(model, images: torch.Tensor, labels: torch.Tensor, batch_size: int = 256,
+             name: str = "the classifier", fix: str = "", nonfinite: str = "raise") -> float:
+    """Top-1 accuracy. An image whose logits are not all finite has no prediction
+    (argmax of NaN is class 0): nonfinite="raise" refuses the model
+    (NonFiniteLogitsError naming `name`, with `fix`); "wrong" counts the image as
+    misclassified (the training loop's validation, so a diverged epoch is not kept)."""
+    from fudbench.models.gate import NonFiniteLogitsError, nonfinite_message
+
     model.eval()
-    correct = 0
+    correct, bad = 0, []
     for i in range(0, len(images), batch_size):
-        correct += (model(images[i:i + batch_size]).argmax(1) == labels[i:i + batch_size]).sum().item()
+        logits = model(images[i:i + batch_size])
+        finite = torch.isfinite(logits).all(1)
+        bad += (torch.nonzero(~finite).flatten() + i).tolist()
+        correct += ((logits.argmax(1) == labels[i:i + batch_size]) & finite).sum().item()
+    if bad and nonfinite == "raise":
+        raise NonFiniteLogitsError(nonfinite_message(name, bad, len(images), fix))
     return correct / len(images)
 
 
@@ -65,7 +77,7 @@ def train_classifier(model, train_x, train_y, val_x, val_y, train_cfg: dict, see
             opt.step()
             sched.step()
             losses.append(loss.item())
-        val_acc = accuracy(model, val_x.to(device), val_y.to(device))
+        val_acc = accuracy(model, val_x.to(device), val_y.to(device), nonfinite="wrong")
         history.append({"epoch": epoch + 1, "loss": float(np.mean(losses)), "val_accuracy": val_acc})
         log.info("epoch %d: loss %.4f, val accuracy %.4f", epoch + 1, np.mean(losses), val_acc)
         if val_acc >= best[0]:

@@ -155,6 +155,7 @@ class Shard:
     imputer: Optional[Imputer]
     ids: list                       # image ids (ints): seeds come from them, not from positions
     seed_key: tuple
+    masks: Optional[torch.Tensor] = None   # (N, H, W) 0/1 object masks in x's order (needs_masks protocols)
 
     def seed(self, *parts) -> int:
         return derive_seed(*self.seed_key, *parts)
@@ -275,15 +276,22 @@ class Protocol(ABC):
     batch_state: Optional[AdaptiveBatchSize] = field(default=None, init=False, repr=False, compare=False)
 
     needs_attribution: ClassVar[bool] = True
+    # reads the images' ground-truth object masks (shard.masks): Evaluator.run hands them only to these
+    needs_masks: ClassVar[bool] = False
 
     def run(self, model, x: torch.Tensor, y: torch.Tensor, attribution: Optional[torch.Tensor],
-            imputer: Optional[Imputer], image_ids: Sequence[int], seed_key: tuple) -> CurveResult:
-        from fudbench.checks import check_inputs
+            imputer: Optional[Imputer], image_ids: Sequence[int], seed_key: tuple,
+            masks: Optional[torch.Tensor] = None) -> CurveResult:
+        from fudbench.checks import check_inputs, check_masks
 
         check_inputs(f"{type(self).__name__}.run", x, y, attribution, image_ids)
         if attribution is None and self.needs_attribution:
             raise ValueError(f"{self.curve} needs an attribution")
-        shard = Shard(model, x, y.to(x.device), imputer, [int(i) for i in image_ids], tuple(seed_key))
+        if self.needs_masks and masks is None:
+            raise ValueError(f"{self.curve} needs the images' ground-truth object masks (masks=, in the images' "
+                             f"order)")
+        masks = None if masks is None else check_masks(masks, x, f"{type(self).__name__}.run")
+        shard = Shard(model, x, y.to(x.device), imputer, [int(i) for i in image_ids], tuple(seed_key), masks)
         return self.evaluate(shard, attribution)
 
     @abstractmethod

@@ -1,0 +1,593 @@
+"""The results page: what a researcher reads first, at the top of report.html.
+
+For every model, every explainer x every scored metric of the run (the
+configured evaluators' curves with a per-image score, fudbench.evaluators'
+registry; a `reference` curve such as SRG's R-OMS, which does not depend on
+the map, is left out, and so are the members of the meta-evaluation's
+families of known order, which are instruments, not methods under test):
+
+- the mean over images with a 95% interval (inference.mean_interval: a
+  t-interval with two pseudo-observations at the bounds of the score, the
+  curve's CurveSpec.value_range where it is finite and holds every score of
+  the curve on that model, else the observed range of those scores;
+  `bounds_from` says which);
+- where the run has a `random` explainer: each explainer's paired difference
+  from it, image by image, oriented by the curve's direction
+  (CurveSpec.higher_is_better: above 0 = better than random whatever the
+  metric), its mean with a 95% interval (the same method, bounds +-(hi - lo)
+  as claims.difference_bounds), the raw two-sided p and Holm's adjustment
+  over the model's comparisons (explainers x metrics), and `images_to_decide`:
+  the images at which this page's interval (mean_interval, its variance floor
+  included) would exclude 0 with 80% power, were the per-image mean and SD
+  what this run measured (`images_to_decide`; inf where the mean difference
+  is 0). claims.py's count, a z-test without the floor
+  (order_stats.pair_images_needed), is beside it as `images_to_decide_z` with
+  its percentile bootstrap interval: fewer images at small n, where the floor
+  weighs most (at n = 5 it can say 4 images for a difference this page's
+  interval does not yet separate);
+- plain sentences generated from those numbers (`sentences`), one figure of
+  the means with their intervals (`overview_figure`), one of the per-image
+  differences from random (`vs_random_figure`) and one table (`html_table`;
+  the CSV holds every number).
+
+`front_page` assembles the page (reStructuredText with raw HTML, the figures
+embedded) that the Snakefile gives Snakemake as the report's front page.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import math
+
+import numpy as np
+import pandas as pd
+
+from fudbench.analysis.claims import difference_bounds
+from fudbench.analysis.inference import PSEUDO_WEIGHT, holm, mean_interval
+from fudbench.analysis.order_stats import pair_images_needed
+
+COLUMNS = ["model", "curve", "metric", "higher_is_better", "explainer", "n_images", "mean", "ci_low", "ci_high",
+           "bound_low", "bound_high", "bounds_from", "versus", "n_pairs", "vs_random", "vs_random_low",
+           "vs_random_high", "p", "p_holm", "verdict", "images_to_decide", "images_to_decide_z",
+           "images_to_decide_z_low", "images_to_decide_z_high"]
+BETTER, WORSE = "better than random", "worse than random"
+IDENTICAL = "identical to random on every image"
+
+
+# ------------------------------------------------------------------ what is shown
+
+
+def random_explainer(explainers: dict) -> str | None:
+    """The run's chance-level control: the entry named `random` (running method random), else the first
+    entry whose method is `random`; None without one."""
+    method = lambda name: (explainers[name] or {}).get("method", name)  # noqa: E731
+    if "random" in explainers and method("random") == "random":
+        return "random"
+    return next((name for name in explainers if method(name) == "random"), None)
+
+
+def shown_explainers(explainers: dict) -> list[str]:
+    """The config's explainers in config order, without the members of families of known order."""
+    from fudbench.analysis.meta import degraded_explainers
+
+    members = set(degraded_explainers(explainers))
+    return [e for e in explainers if e not in members]
+
+
+def shown_curves(per_image: pd.DataFrame, evaluators: dict) -> dict:
+    """{curve: CurveSpec} of the configured curves (config order) with a finite per-image score in the
+    run, reference curves left out."""
+    from fudbench.evaluators import configured_curves
+
+    if "score" not in per_image.columns:
+        return {}
+    scored = set(per_image.loc[np.isfinite(per_image["score"].to_numpy(dtype=float)), "curve"])
+    return {c: s for c, s in configured_curves(evaluators).items() if c in scored and not s.reference}
+
+
+def score_bounds(scores, value_range=None) -> tuple[float, float, str]:
+    """(lo, hi, source) of a mean of one curve's scores on one model: its value range where finite and
+    holding every score, else the observed range."""
+    s = np.asarray(scores, dtype=float)
+    s = s[np.isfinite(s)]
+    if value_range is not None:
+        lo, hi = (float(v) for v in value_range)
+        if math.isfinite(lo) and math.isfinite(hi) and hi > lo and (
+                not len(s) or (s.min() >= lo - 1e-9 and s.max() <= hi + 1e-9)):
+            return lo, hi, "metric range"
+    return (float(s.min()), float(s.max()), "observed range") if len(s) else (math.nan, math.nan, "no scores")
+
+
+def _interval(values, lo: float, hi: float, ci: float) -> tuple[float, float, float, float]:
+    """mean_interval of the values clipped to [lo, hi]; a degenerate range gives the mean and no interval."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        return (float(v.mean()) if len(v) else math.nan), math.nan, math.nan, math.nan
+    return mean_interval(np.clip(v, lo, hi), (lo, hi), ci)
+
+
+def images_to_decide(values, bounds: tuple[float, float], ci: float = 0.95, power: float = 0.8,
+                     pseudo_weight: float = PSEUDO_WEIGHT, n_max: int = 10 ** 7) -> float:
+    """The smallest n at which mean_interval of n values with the mean m and SD s of `values` would exclude
+    0 with `power`: |m| >= t_{(1+ci)/2, n-1} sqrt(V_n / n) + z_power s / sqrt(n), V_n the interval's variance
+    (the n values' expected spread about the weighted centre plus the two pseudo-observations at `bounds`,
+    taken as fixed: the floor steadies it) and s / sqrt(n) the spread of the sample mean. Simulated against
+    mean_interval in tests/test_issue46_report.py. inf where m is 0 (or above n_max); NaN with fewer than
+    two finite values."""
+    from statistics import NormalDist
+
+    from scipy.stats import t as student_t
+
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if len(v) < 2:
+        return math.nan
+    m, s2 = float(v.mean()), float(v.var(ddof=1))
+    if abs(m) <= 1e-12 * (1 + float(np.abs(v).max())):
+        return math.inf
+    lo, hi = (float(b) for b in bounds)
+    w = pseudo_weight
+    z_power = NormalDist().inv_cdf(power)
+
+    def decides(n: int) -> bool:
+        c = (n * m + w * (lo + hi)) / (n + 2 * w)
+        var = ((n - 1) * s2 + n * (m - c) ** 2 + w * ((lo - c) ** 2 + (hi - c) ** 2)) / (n + 2 * w - 1)
+        return abs(m) >= student_t.ppf((1 + ci) / 2, n - 1) * math.sqrt(var / n) + z_power * math.sqrt(s2 / n)
+
+    n = 2
+    while not decides(n):
+        if n > n_max:
+            return math.inf
+        n *= 2
+    low = max(2, n // 2)
+    while low < n:  # the smallest n that decides, between the last two doublings
+        mid = (low + n) // 2
+        low, n = (low, mid) if decides(mid) else (mid + 1, n)
+    return float(n)
+
+
+def verdict(diff: np.ndarray, low: float, high: float) -> str:
+    n = int(np.isfinite(diff).sum())
+    if n and np.all(diff[np.isfinite(diff)] == 0):
+        return IDENTICAL
+    if n < 2 or not (math.isfinite(low) and math.isfinite(high)):
+        return f"not computed (n = {n})"
+    if low > 0:
+        return BETTER
+    if high < 0:
+        return WORSE
+    return f"not separated from random at n = {n}"
+
+
+def summarise(per_image: pd.DataFrame, explainers: dict, evaluators: dict, models=None, ci: float = 0.95,
+              n_boot: int = 1000, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(summary with COLUMNS, per-image paired differences from random: model, curve, metric, explainer,
+    image, difference oriented so that > 0 = better than random). per_image: the analysis' rows
+    (model, explainer, curve, image, score); explainers, evaluators: the config's sections. n_boot, seed:
+    the percentile bootstrap of claims.py's count (images_to_decide_z_low / _high)."""
+    from fudbench.analysis.claims import images_to_decide_interval
+    from fudbench.seeding import derive_seed
+
+    curves = shown_curves(per_image, evaluators)
+    shown = shown_explainers(explainers)
+    ref = random_explainer(explainers)
+    d = per_image[per_image["curve"].isin(list(curves))] if curves else per_image.iloc[:0]
+    d = d[np.isfinite(d["score"].to_numpy(dtype=float))] if len(d) else d
+    models = list(models) if models is not None else list(dict.fromkeys(d["model"])) if len(d) else []
+    rows, pairs = [], []
+    for model in models:
+        first = len(rows)
+        for curve, spec in curves.items():
+            m = d[(d["model"] == model) & (d["curve"] == curve)]
+            if not len(m):
+                continue
+            wide = m.pivot_table(index="image", columns="explainer", values="score", aggfunc="mean")
+            lo, hi, source = score_bounds(m["score"], spec.value_range)
+            dlo, dhi, _ = difference_bounds(m["score"].to_numpy(dtype=float), spec.value_range)
+            sign = 1.0 if spec.higher_is_better else -1.0
+            for ex in shown:
+                if ex not in wide.columns or not wide[ex].notna().any():
+                    continue
+                v = wide[ex].dropna().to_numpy(dtype=float)
+                mean, low, high, _ = _interval(v, lo, hi, ci)
+                row = {"model": model, "curve": curve, "metric": spec.label, "higher_is_better": spec.higher_is_better,
+                       "explainer": ex, "n_images": len(v), "mean": mean, "ci_low": low, "ci_high": high,
+                       "bound_low": lo, "bound_high": hi, "bounds_from": source, "versus": ref or "",
+                       "n_pairs": 0, "vs_random": math.nan, "vs_random_low": math.nan, "vs_random_high": math.nan,
+                       "p": math.nan, "p_holm": math.nan, "verdict": "", "images_to_decide": math.nan,
+                       "images_to_decide_z": math.nan, "images_to_decide_z_low": math.nan,
+                       "images_to_decide_z_high": math.nan}
+                if ref is not None and ex != ref and ref in wide.columns:
+                    both = wide[[ex, ref]].dropna()
+                    diff = sign * (both[ex] - both[ref]).to_numpy(dtype=float)
+                    dm, dl, dh, p = _interval(diff, dlo, dhi, ci)
+                    row.update({"n_pairs": len(diff), "vs_random": dm, "vs_random_low": dl, "vs_random_high": dh,
+                                "p": p, "verdict": verdict(diff, dl, dh),
+                                "images_to_decide": images_to_decide(np.clip(diff, dlo, dhi), (dlo, dhi), ci)
+                                if dlo < dhi else math.nan,
+                                "images_to_decide_z": (pair_images_needed(np.sign(dm) * diff)[0]
+                                                       if len(diff) >= 2 and math.isfinite(dm) else math.nan)})
+                    row["images_to_decide_z_low"], row["images_to_decide_z_high"] = images_to_decide_interval(
+                        diff, n_boot, ci, derive_seed(seed, "results_page", model, curve, ex))
+                    pairs += [{"model": model, "curve": curve, "metric": spec.label, "explainer": ex, "image": i,
+                               "difference": x} for i, x in zip(both.index, diff)]
+                rows.append(row)
+        tested = [r for r in rows[first:] if math.isfinite(r["p"])]
+        for r, p_adj in zip(tested, holm([r["p"] for r in tested])):
+            r["p_holm"] = float(p_adj)
+    summary = pd.DataFrame(rows, columns=COLUMNS)
+    paired = pd.DataFrame(pairs, columns=["model", "curve", "metric", "explainer", "image", "difference"])
+    return summary, paired
+
+
+# ------------------------------------------------------------------ words
+
+
+def fmt(x: float) -> str:
+    if not math.isfinite(x):
+        return "inf" if x == math.inf else "-inf" if x == -math.inf else "NaN"
+    return f"{x:.3g}" if (abs(x) >= 100 or 0 < abs(x) < 0.001) else f"{x:.3f}"
+
+
+def signed(x: float) -> str:
+    return ("+" if math.isfinite(x) and x > 0 else "") + fmt(x)
+
+
+def _interval_text(mean, low, high, sign_it: bool = False) -> str:
+    f = signed if sign_it else fmt
+    return f"{f(mean)} [{f(low)}, {f(high)}]" if math.isfinite(low) and math.isfinite(high) else f(mean)
+
+
+def _images(x: float) -> str:
+    if x == math.inf:
+        return "none (mean difference 0)"
+    return f"about {int(x):,}" if math.isfinite(x) else "not computed"
+
+
+def _join(words) -> str:
+    from fudbench.report.captions import join
+
+    return join(words)
+
+
+def _lit(name: str) -> str:
+    return f"``{name}``"
+
+
+def rst_text(text: str) -> str:
+    """Plain text safe in reStructuredText (a label such as 'MRG (noisy_linear)' or 'FFid+')."""
+    return "".join("\\" + ch if ch in "\\*`|_" else ch for ch in str(text))
+
+
+def _verdict_text(r) -> str:
+    return f"{_lit(r.explainer)} {_interval_text(r.vs_random, r.vs_random_low, r.vs_random_high, True)}"
+
+
+def sentences(summary: pd.DataFrame, model: str, ref: str | None, ci: float = 0.95) -> list[str]:
+    """The page's plain sentences for one model, generated from its summary rows (rst): the headline
+    (what was compared; per explainer, on which metrics it is better / worse than random; the multiplicity
+    of the comparisons), then per metric which explainers it separates from random, which not and how many
+    images would decide those, and where it ranks random above an explainer by mean."""
+    head, metrics = sentence_parts(summary, model, ref, ci)
+    return head + metrics
+
+
+def sentence_parts(summary: pd.DataFrame, model: str, ref: str | None, ci: float = 0.95) -> tuple[list, list]:
+    """(headline sentences, per-metric sentences) of `sentences`."""
+    s = summary[summary["model"] == model]
+    if not len(s):
+        return [f"Model {_lit(model)} has no per-image scores of the configured metrics."], []
+    metrics = list(dict.fromkeys(s["metric"]))
+    n = int(s["n_images"].max())
+    out = [f"Model {_lit(model)}: {n} images, {len(metrics)} metrics, "
+           f"{s['explainer'].nunique()} explainers ({_join(_lit(e) for e in dict.fromkeys(s['explainer']))})."]
+    if ref is None or not s["n_pairs"].any():
+        out.append("This run has no ``random`` explainer, so no explainer is compared with chance; add "
+                   "``random: {}`` under ``explainers`` for the paired comparisons.")
+        head, out = out, []
+        for metric in metrics:
+            g = s[s["metric"] == metric]
+            hib = bool(g["higher_is_better"].iloc[0])
+            best = g.loc[g["mean"].idxmax() if hib else g["mean"].idxmin()]
+            out.append(f"{rst_text(metric)} ({'higher' if hib else 'lower'} is better): best mean "
+                       f"{_lit(best['explainer'])} {_interval_text(best['mean'], best['ci_low'], best['ci_high'])}.")
+        return head, out
+    c = s[s["explainer"] != ref]
+    n_pairs = int(c["n_pairs"].max())
+    out[0] = out[0][:-1] + f"; each compared with {_lit(ref)} on the same images (paired; above 0 = better)."
+    # per explainer: on how many metrics it is better / worse than random
+    undecided_everywhere = []
+    for ex in dict.fromkeys(c["explainer"]):
+        g = c[c["explainer"] == ex]
+        better = [rst_text(m) for m in g[g["verdict"] == BETTER]["metric"]]
+        worse = [rst_text(m) for m in g[g["verdict"] == WORSE]["metric"]]
+        if not better and not worse:
+            undecided_everywhere.append(ex)
+            continue
+        parts = [f"better than random on {len(better)} of {len(g)} metrics" + (f" ({_join(better)})" if better else "")]
+        if worse:
+            parts.append(f"worse on {len(worse)} ({_join(worse)})")
+        rest = len(g) - len(better) - len(worse)
+        if rest:
+            parts.append(f"not separated from random on the other {rest}")
+        out.append(f"{_lit(ex)} is " + "; ".join(parts) + ".")
+    if undecided_everywhere:
+        many = len(undecided_everywhere) > 1
+        out.append(f"{_join(_lit(e) for e in undecided_everywhere)} {'are' if many else 'is'} not separated from "
+                   f"random on any metric at n = {n_pairs}: every {ci:.0%} interval of "
+                   f"{'their' if many else 'its'} paired difference contains 0.")
+    open_ = c[c["verdict"].str.startswith("not separated") & np.isfinite(c["images_to_decide"].to_numpy(dtype=float))]
+    if len(open_):
+        near = open_.sort_values(["images_to_decide", "p"]).head(3)
+        out.append("The undecided differences nearest to a decision: " + "; ".join(
+            f"{_lit(r.explainer)} on {rst_text(r.metric)} ({signed(r.vs_random)}, about {int(r.images_to_decide):,} "
+            f"images would decide it)" for r in near.itertuples()) + ".")
+    tested = c[np.isfinite(c["p"].to_numpy(dtype=float))]
+    if len(tested):
+        held = tested[(tested["p_holm"] < 1 - ci) & tested["verdict"].isin([BETTER, WORSE])]
+        out.append(f"Each interval is a {ci:.0%} interval on its own: of these {len(tested)} comparisons with "
+                   f"random about {len(tested) * (1 - ci):.1f} would exclude 0 by chance alone were no explainer "
+                   f"different from random; {len(held)} remain separated after Holm's adjustment over the "
+                   f"{len(tested)} (``p_holm`` in tables/results.csv).")
+    head, out = out, []
+    # per metric: which explainers it separates from random, which not, and what would decide them
+    for metric in metrics:
+        g = c[c["metric"] == metric]
+        if not len(g):
+            continue
+        hib = bool(g["higher_is_better"].iloc[0])
+        better, worse = g[g["verdict"] == BETTER], g[g["verdict"] == WORSE]
+        open_ = g[g["verdict"].str.startswith("not separated")]
+        same = g[g["verdict"] == IDENTICAL]
+        m_n = int(g["n_pairs"].max())
+        parts = []
+        if len(better):
+            parts.append(f"separates {_join(_lit(e) for e in better['explainer'])} from random (better: "
+                         + "; ".join(_verdict_text(r) for r in better.itertuples()) + ")")
+        if len(worse):
+            parts.append(f"puts random ahead of {_join(_lit(e) for e in worse['explainer'])} ("
+                         + "; ".join(_verdict_text(r) for r in worse.itertuples()) + ")")
+        if len(open_):
+            who = "any explainer" if len(open_) == len(g) and len(g) > 1 else _join(_lit(e) for e in open_["explainer"])
+            decide = ", ".join(f"{_lit(r.explainer)} {_images(r.images_to_decide)}" for r in open_.itertuples())
+            parts.append(f"does not separate {who} from random at n = {m_n} (images that would decide "
+                         f"{'each' if len(open_) > 1 else 'the'} difference: {decide})")
+        if len(same):
+            parts.append(f"scores {_join(_lit(e) for e in same['explainer'])} exactly as random on every image")
+        out.append(f"{rst_text(metric)} ({'higher' if hib else 'lower'} is better) " + "; ".join(parts) + ".")
+        # a metric that ranks the map without information above maps with some
+        means = s[s["metric"] == metric].set_index("explainer")["mean"].dropna()
+        if ref in means.index and len(means) > 2:
+            behind = [e for e in means.index if e != ref and (means[e] < means[ref] if hib else means[e] > means[ref])]
+            ahead = int((means > means[ref]).sum() if hib else (means < means[ref]).sum())
+            if behind:
+                out.append(f"By mean score {rst_text(metric)} ranks {_lit(ref)} {ahead + 1} of "
+                           f"{len(means)}, ahead of {_join(_lit(e) for e in behind)}.")
+    return head, out
+
+
+# ------------------------------------------------------------------ figures
+
+
+def _grid(n: int, ncols: int = 4):
+    ncols = max(1, min(ncols, n))
+    return ncols, max(1, int(math.ceil(n / ncols)))
+
+
+def _empty(text: str):
+    """A figure that says why it has nothing to show (no scored metric, no comparison)."""
+    from fudbench.report.figures import plt
+
+    fig, ax = plt.subplots(figsize=(5, 1.2))
+    ax.axis("off")
+    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=9, wrap=True)
+    return fig
+
+
+def overview_figure(summary: pd.DataFrame, models, explainers, ref: str | None = None):
+    """Every explainer x metric: the mean with its 95% interval, one panel per metric, one colour per model."""
+    from fudbench.report.figures import plt
+
+    metrics = list(dict.fromkeys(summary["metric"]))
+    if not metrics:
+        return _empty("No explainer has a per-image score of a configured metric in this run.")
+    ncols, nrows = _grid(len(metrics))
+    explainers = [e for e in explainers if e in set(summary["explainer"])]
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, (0.32 * len(explainers) + 1.0) * nrows),
+                             squeeze=False)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    y = {e: len(explainers) - 1 - i for i, e in enumerate(explainers)}
+    offsets = np.linspace(-0.18, 0.18, len(models)) if len(models) > 1 else [0.0]
+    for ax, metric in zip(axes.flat, metrics):
+        g = summary[summary["metric"] == metric]
+        hib = bool(g["higher_is_better"].iloc[0])
+        if ref in y:
+            ax.axhspan(y[ref] - 0.45, y[ref] + 0.45, color="0.9", zorder=0)
+        for k, model in enumerate(models):
+            r = g[g["model"] == model]
+            ys = np.array([y[e] for e in r["explainer"]]) + offsets[k]
+            low = np.where(np.isfinite(r["ci_low"]), r["mean"] - r["ci_low"], 0)
+            high = np.where(np.isfinite(r["ci_high"]), r["ci_high"] - r["mean"], 0)
+            ax.errorbar(r["mean"], ys, xerr=[low, high], fmt="o", ms=4, capsize=2, color=colours[k % len(colours)],
+                        label=model)
+        ax.set_yticks(list(y.values()))
+        ax.set_yticklabels(list(y) if ax in axes[:, 0] else [], fontsize=7)
+        ax.set_ylim(-0.6, len(explainers) - 0.4)
+        ax.set_title(f"{metric}\n({'higher' if hib else 'lower'} is better)", fontsize=8)
+        ax.tick_params(axis="x", labelsize=7)
+        ax.grid(axis="x", alpha=0.3)
+    for ax in list(axes.flat)[len(metrics):]:
+        ax.axis("off")
+    if len(models) > 1:
+        axes.flat[0].legend(fontsize=7, loc="best")
+    n = int(summary["n_images"].max()) if len(summary) else 0
+    fig.suptitle(f"Mean score per explainer with its 95% interval (n = {n} images)"
+                 + (f"; grey row: {ref}" if ref in y else ""), fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def vs_random_figure(summary: pd.DataFrame, paired: pd.DataFrame, models, explainers, ref: str):
+    """Each explainer against random, image by image: the per-image differences of the oriented scores
+    (dots; > 0 = better than random) and their mean with its 95% interval (bar), one panel per metric."""
+    from fudbench.report.figures import plt
+
+    c = summary[(summary["explainer"] != ref) & (summary["n_pairs"] > 0)]
+    metrics = list(dict.fromkeys(c["metric"]))
+    if not metrics:
+        return _empty(f"No explainer besides {ref} has paired scores with it in this run.")
+    explainers = [e for e in explainers if e in set(c["explainer"])]
+    ncols, nrows = _grid(len(metrics))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, (0.32 * len(explainers) + 1.0) * nrows),
+                             squeeze=False)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    y = {e: len(explainers) - 1 - i for i, e in enumerate(explainers)}
+    offsets = np.linspace(-0.18, 0.18, len(models)) if len(models) > 1 else [0.0]
+    rng = np.random.default_rng(0)  # vertical jitter of the dots only
+    for ax, metric in zip(axes.flat, metrics):
+        ax.axvline(0, color="0.4", lw=0.8)
+        for k, model in enumerate(models):
+            colour = colours[k % len(colours)]
+            d = paired[(paired["metric"] == metric) & (paired["model"] == model)]
+            ys = np.array([y[e] for e in d["explainer"]], dtype=float) + offsets[k]
+            ax.scatter(d["difference"], ys + rng.uniform(-0.12, 0.12, len(ys)), s=16, color=colour, alpha=0.75,
+                       lw=0.4, edgecolor="white", zorder=3)
+            r = c[(c["metric"] == metric) & (c["model"] == model)]
+            ys = np.array([y[e] for e in r["explainer"]]) + offsets[k]
+            low = np.where(np.isfinite(r["vs_random_low"]), r["vs_random"] - r["vs_random_low"], 0)
+            high = np.where(np.isfinite(r["vs_random_high"]), r["vs_random_high"] - r["vs_random"], 0)
+            ax.errorbar(r["vs_random"], ys + 0.28, xerr=[low, high], fmt="D", ms=4, capsize=3, color="0.25",
+                        mfc=colour, mec="black", mew=0.6, label=model, zorder=4)
+        ax.set_yticks(list(y.values()))
+        ax.set_yticklabels(list(y) if ax in axes[:, 0] else [], fontsize=7)
+        ax.set_ylim(-0.6, len(explainers) - 0.4)
+        ax.set_title(f"{metric}: difference from {ref}", fontsize=8)
+        ax.tick_params(axis="x", labelsize=7)
+        ax.grid(axis="x", alpha=0.3)
+    for ax in list(axes.flat)[len(metrics):]:
+        ax.axis("off")
+    if len(models) > 1:
+        axes.flat[0].legend(fontsize=7, loc="best")
+    fig.suptitle(f"Each explainer minus {ref}, image by image (dots), oriented so that > 0 = better than {ref}; "
+                 f"diamond above them: their mean with its 95% interval", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def png_bytes(fig, dpi: int = 110) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    return buf.getvalue()
+
+
+# ------------------------------------------------------------------ page
+
+
+_COLOUR = {BETTER: "#1a7f37", WORSE: "#b42318"}
+
+
+def html_table(summary: pd.DataFrame, model: str, explainers) -> str:
+    """One model's table: a row per metric (with its direction), a column per explainer; each cell the mean
+    with its 95% interval (best mean in bold) and, below, the paired difference from random with its
+    interval (green: better than random, red: worse, grey: not separated)."""
+    s = summary[summary["model"] == model]
+    explainers = [e for e in explainers if e in set(s["explainer"])]
+    esc = html.escape
+    head = "".join(f"<th style='padding:2px 6px'>{esc(e)}</th>" for e in explainers)
+    body = []
+    for metric in dict.fromkeys(s["metric"]):
+        g = s[s["metric"] == metric].set_index("explainer")
+        hib = bool(g["higher_is_better"].iloc[0])
+        means = g["mean"].dropna()
+        best = (means.idxmax() if hib else means.idxmin()) if len(means) else None
+        cells = []
+        for e in explainers:
+            if e not in g.index:
+                cells.append("<td>--</td>")
+                continue
+            r = g.loc[e]
+            text = _interval_text(r["mean"], r["ci_low"], r["ci_high"])
+            text = f"<b>{esc(text)}</b>" if e == best else esc(text)
+            if r["n_pairs"]:
+                colour = _COLOUR.get(r["verdict"], "#667085")
+                decide = "" if r["verdict"] in (BETTER, WORSE) or not math.isfinite(r["images_to_decide"]) else (
+                    f"; ~{int(r['images_to_decide']):,} images to decide")
+                text += (f"<br><span style='color:{colour};font-size:90%'>vs random "
+                         f"{esc(_interval_text(r['vs_random'], r['vs_random_low'], r['vs_random_high'], True))}"
+                         f"{esc(decide)}</span>")
+            cells.append(f"<td style='padding:2px 6px;white-space:nowrap'>{text}</td>")
+        arrow = "&uarr; higher is better" if hib else "&darr; lower is better"
+        body.append(f"<tr><th style='text-align:left;padding:2px 6px'>{esc(metric)}<br>"
+                    f"<span style='font-weight:normal;font-size:85%'>{arrow}</span></th>{''.join(cells)}</tr>")
+    return "\n".join([f"<table style='border-collapse:collapse;font-size:85%' border='1'><thead><tr><th>metric</th>"
+                      f"{head}</tr></thead><tbody>", *body, "</tbody></table>"])
+
+
+def _raw(html_text: str) -> str:
+    """A raw HTML block; docutils refuses lines over 10,000 characters, so callers keep lines short."""
+    return ".. raw:: html\n\n" + "\n".join("   " + line for line in html_text.splitlines()) + "\n"
+
+
+def _img(png: bytes, alt: str, width: int = 2000) -> str:
+    """An embedded PNG, its base64 over lines of `width` characters (a URL's newlines are ignored)."""
+    data = base64.b64encode(png).decode()
+    lines = [data[i:i + width] for i in range(0, len(data), width)]
+    return "\n".join([f"<img alt='{html.escape(alt)}' style='max-width:100%' src='data:image/png;base64,",
+                      *lines, "'/>"])
+
+
+# Snakemake's landing page puts the description in a narrow column (max-w-lg) inside a vertically centred
+# flex box, which cuts the top of a tall page off; this page widens its column and starts at the top
+# (browsers without CSS :has() show the narrow page).
+PAGE_STYLE = ("<style>.prose:has(#fud-results-page){max-width:72rem}"
+              "div.items-center:has(#fud-results-page){align-items:flex-start;justify-content:flex-start}</style>"
+              "<div id='fud-results-page'></div>")
+
+
+def front_page(description: str, summary: pd.DataFrame, models, explainers, ref: str | None,
+               overview_png: bytes | None, vs_random_png: bytes | None, ci: float = 0.95,
+               bootstrap: int = 1000) -> str:
+    """The report's front page (rst; wrapped in Jinja's raw block: Snakemake renders it as a template):
+    the run in one paragraph; per model the headline sentences and the table; the two figures; the
+    sentences metric by metric; how the numbers were computed."""
+    lines = ["{% raw %}", "Results of this run", "===================", "", _raw(PAGE_STYLE), "", description, ""]
+    if not len(summary):
+        lines += ["No explainer has a per-image score of a configured metric in this run: nothing to compare.", ""]
+    details = []
+    for model in models:
+        head, per_metric = sentence_parts(summary, model, ref, ci)
+        if len(models) > 1:
+            lines += [f"Model ``{model}``", "-" * (len(model) + 10), ""]
+        lines += [f"- {x}" for x in head] + [""]
+        if len(summary[summary["model"] == model]):
+            lines += [_raw(html_table(summary, model, explainers)), ""]
+        if per_metric:
+            details += ([f"**Model** ``{model}``", ""] if len(models) > 1 else []) + [f"- {x}" for x in per_metric] + [""]
+    if overview_png is not None:
+        lines += [_raw(_img(overview_png, "mean score per explainer and metric with 95% intervals")), ""]
+    if vs_random_png is not None:
+        lines += [_raw(_img(vs_random_png, "each explainer minus random, image by image")), ""]
+    if details:
+        lines += ["Metric by metric", "----------------", "", *details]
+    lines += [
+        "How these numbers were computed", "-------------------------------", "",
+        f"Per model, metric and explainer: the mean over images of the per-image score with a {ci:.0%} interval "
+        "(fudbench.analysis.inference.mean_interval: a t-interval with two pseudo-observations at the score's "
+        "bounds, its value range or, where that is unbounded, the observed range). ``vs random``: the mean of "
+        "the per-image difference from the ``random`` map, oriented by the metric's direction (above 0 = better "
+        "than random whatever the metric), with its interval from the same method; 'about N images would decide' "
+        "is the smallest number of images at which that interval would exclude 0 with 80% power, were the "
+        "per-image mean and SD what this run measured (an estimate, itself uncertain at small n; "
+        "``images_to_decide_z`` in the CSV is claims.py's z-test count with a bootstrap interval). Every number "
+        "is in tables/results.csv; the "
+        "per-image differences are in tables/results_paired.csv. Metrics whose score does not depend on the map "
+        "(e.g. SRG's R-OMS) and the members of the meta-evaluation's families of known order are not on this page.",
+        "",
+        f"The other tables (menu: Tables, Figures) show each metric's mean with a percentile-bootstrap 95% interval "
+        f"over images ({bootstrap} resamples): the same means, slightly different intervals. Each caption names "
+        "what ran in this run; a table or figure that does not apply to it is left out.",
+        "", "{% endraw %}", ""]
+    return "\n".join(lines)

@@ -1,0 +1,205 @@
+"""Issue 47: the default run's levers change no number (docs/performance.md, "Issue 47: where the time goes").
+
+- the score U-Net's upsamplers keep channels_last at batch >= 64 on a CPU (diffusers made them NCHW there,
+  and the next convolution converted back): eps bit for bit the same, in fp32 and bf16;
+- VSI's SDSP saliency is computed once per distinct image: every quality metric bit for bit piq's;
+- Table 10's timing is one job for every step count.
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from fudbench.imputers.diffusion.runtime import ScoreModelRuntime, keep_upsampling_layout
+from fudbench.imputers.diffusion.settings import RuntimeSettings
+
+
+@pytest.fixture(scope="module")
+def default_like_unet():
+    """The default profile's score U-Net architecture (two upsamplers, attention at the lowest level), small
+    channels, 16 px, random weights."""
+    from fudbench.models.score import build_unet
+
+    torch.manual_seed(0)
+    cfg = {"block_out_channels": [8, 16, 16], "layers_per_block": 1, "attention": [False, False, True]}
+    return build_unet(cfg, 16).eval().requires_grad_(False)
+
+
+def _upsampler_inputs(unet):
+    """Record the memory format of every upsampler convolution's input."""
+    from diffusers.models.upsampling import Upsample2D
+
+    seen = []
+    hooks = [m.conv.register_forward_pre_hook(
+        lambda mod, args: seen.append(args[0].is_contiguous(memory_format=torch.channels_last)))
+        for m in unet.modules() if isinstance(m, Upsample2D)]
+    return seen, hooks
+
+
+def _unpatched(unet):
+    for m in unet.modules():
+        if getattr(m, "_fud_layout", False):
+            del m.forward  # the instance's patch: back to diffusers' own forward
+            m._fud_layout = False
+    return unet
+
+
+@pytest.mark.parametrize("amp", [None, "bf16"])
+def test_upsampling_keeps_channels_last_at_batch_64_and_eps_is_bit_identical(default_like_unet, amp):
+    fast = ScoreModelRuntime(copy.deepcopy(default_like_unet), RuntimeSettings(amp_dtype=amp, channels_last=True))
+    plain = ScoreModelRuntime(_unpatched(copy.deepcopy(default_like_unet)),
+                              RuntimeSettings(amp_dtype=amp, channels_last=True))
+    for batch in (64, 8):  # diffusers' contiguous() acts from 64 on; below it both paths are the same
+        x = torch.randn(batch, 3, 16, 16, generator=torch.Generator().manual_seed(batch))
+        t = torch.full((batch,), 400, dtype=torch.long)
+        seen, hooks = _upsampler_inputs(fast.unet)
+        with torch.no_grad():
+            a = fast.eps(x, t)
+        for h in hooks:
+            h.remove()
+        assert len(seen) == 2 and all(seen), f"batch {batch}: an upsampler's conv got NCHW input"
+        with torch.no_grad():
+            b = plain.eps(x, t)
+        assert torch.equal(a, b), f"batch {batch}, {amp}: {(a - b).abs().max().item()}"
+
+
+def test_patched_upsampler_equals_diffusers_with_and_without_output_size():
+    from diffusers.models.upsampling import Upsample2D
+
+    torch.manual_seed(0)
+    plain = Upsample2D(8, use_conv=True, out_channels=8).eval().to(memory_format=torch.channels_last)
+    fast = copy.deepcopy(plain)
+    assert keep_upsampling_layout(fast) == 1
+    x = torch.randn(64, 8, 5, 5).contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():
+        for size in (None, (11, 11), (10, 9)):
+            a, b = fast(x, size), plain(x, size)
+            assert torch.equal(a, b) and a.shape == b.shape, size
+        assert fast(x).is_contiguous(memory_format=torch.channels_last)
+
+
+def test_layout_patch_applies_to_channels_last_cpu_runtimes_only(default_like_unet):
+    unet = copy.deepcopy(default_like_unet)
+    assert keep_upsampling_layout(unet) == 2 and keep_upsampling_layout(unet) == 0  # idempotent
+    contiguous = ScoreModelRuntime(copy.deepcopy(default_like_unet), RuntimeSettings(channels_last=False))
+    assert not any(getattr(m, "_fud_layout", False) for m in contiguous.unet.modules())
+    last = ScoreModelRuntime(copy.deepcopy(default_like_unet), RuntimeSettings(channels_last=True))
+    assert sum(getattr(m, "_fud_layout", False) for m in last.unet.modules()) == 2
+
+
+def _plain_piq(samples, originals):
+    """quality_metrics before issue 47: piq's own VSI, the same batches of 32."""
+    import piq
+
+    from fudbench.analysis.quality import QUALITY_METRICS, _compute
+
+    out = {m: [] for m in QUALITY_METRICS}
+    with torch.no_grad():
+        for s in range(0, len(samples), 32):
+            xb, yb = samples[s:s + 32].clamp(0, 1), originals[s:s + 32].clamp(0, 1)
+            for m in QUALITY_METRICS:
+                v = piq.vsi(xb, yb, data_range=1.0, reduction="none") if m == "VSI" else _compute(m, xb, yb)
+                out[m].append(v.double().numpy())
+    return {m: np.concatenate(v) for m, v in out.items()}
+
+
+@pytest.mark.parametrize("size", [16, 32])
+def test_quality_metrics_equal_piq_bit_for_bit_and_compute_each_saliency_once(size, monkeypatch):
+    from fudbench.analysis import quality
+
+    memo = quality.SaliencyMemo()
+    monkeypatch.setattr(quality, "SALIENCY", memo)
+    g = torch.Generator().manual_seed(size)
+    originals = torch.rand(2, 3, size, size, generator=g)
+    samples = torch.rand(70, 3, size, size, generator=g)
+    samples[::7] = originals[0]          # a curve's end points: the original itself ...
+    samples[3::10] = samples[3]          # ... or one fill whatever the map
+    which = torch.arange(70) % 2
+    got = quality.quality_metrics(samples, originals[which])
+    want = _plain_piq(samples, originals[which])
+    for m in quality.QUALITY_METRICS:
+        assert np.array_equal(got[m], want[m], equal_nan=True), m
+    distinct = len({s.numpy().tobytes() for s in samples} | {o.numpy().tobytes() for o in originals})
+    assert memo.requested == 2 * 70 and memo.computed == distinct
+    # a second call (the next explainer's samples, the same originals) computes only its new samples' maps
+    quality.quality_metrics(samples[:5] * 0.5, originals[which[:5]])
+    assert memo.computed == distinct + 5
+
+
+def test_saliency_memo_stays_within_its_bound_and_passes_gradients_through():
+    from piq.vsi import sdsp
+
+    from fudbench.analysis.quality import SaliencyMemo
+
+    x = torch.rand(6, 3, 16, 16) * 255
+    one_map = sdsp(x[:1], data_range=255).numel() * 4
+    memo = SaliencyMemo(max_bytes=3 * one_map)
+    assert torch.equal(memo(sdsp, x, data_range=255), sdsp(x, data_range=255))
+    assert len(memo.maps) == 3 and memo.bytes <= 3 * one_map
+    assert torch.equal(memo(sdsp, x[:2], data_range=255), sdsp(x[:2], data_range=255))  # evicted ones recomputed
+    assert memo.computed == 8
+    y = x.clone().requires_grad_(True)
+    memo(sdsp, y, data_range=255)
+    assert memo.computed == 14  # never memoised: the caller may want the graph
+
+
+def test_table10_timing_is_one_job_for_every_step_count(repo):
+    """Issue 47: one fud_timing job times every step count (ten jobs paid ten start-ups)."""
+    text = (repo / "rules/diagnostics.smk").read_text()
+    rule = text[text.index("rule fud_timing:"):text.index("rule table10_timing:")]
+    assert "{steps}" not in rule and "timing/fud_timing.parquet" in rule
+    script = (repo / "scripts/fud_timing.py").read_text()
+    assert 'timing["steps"]' in script and "snakemake.wildcards" not in script
+
+
+def test_quality_loads_only_piqs_metric_modules_and_piq_stays_whole(repo):
+    """The quality jobs load piq's seven metric modules, not piq's __init__ (FID's Inception pulls
+    torchvision and torch._dynamo: 1.25 CPU s here); anything else of piq asked for later gets all of it."""
+    import subprocess
+    import sys
+
+    code = """
+import sys
+import torch
+from fudbench.analysis import quality
+x, y = torch.rand(3, 3, 16, 16), torch.rand(3, 3, 16, 16)
+q = quality.quality_metrics(x, y)
+assert "torchvision" not in sys.modules and "torch._dynamo" not in sys.modules, "piq's __init__ ran"
+import piq
+assert callable(piq.vsi) and callable(piq.ssim) and piq.__version__, piq.vsi   # the functions, as piq binds them
+assert piq.LPIPS and piq.functional.gradient_map and "torchvision" in sys.modules
+from piq import multi_scale_ssim
+import piq.functional
+for m in quality.QUALITY_METRICS:
+    assert (q[m] == quality.quality_metrics(x, y, metrics=[m])[m]).all(), m
+assert torch.equal(piq.vsi(x, y, reduction="none"), quality._vsi(x, y))
+print("ok")
+"""
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**__import__("os").environ, "PYTHONPATH": str(repo / "src")})
+    assert res.returncode == 0 and res.stdout.strip() == "ok", res.stdout + res.stderr[-3000:]
+
+
+def test_the_issue47_benches_run(repo):
+    """bench/fud_profile.py and bench/unet_layout.py at toy settings (the figures in docs/performance.md
+    come from them at full settings)."""
+    import importlib.util
+
+    def load(name):
+        spec = importlib.util.spec_from_file_location(name, repo / "bench" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    threads = torch.get_num_threads()
+    try:
+        out = load("fud_profile").main(["--batch", "2", "--steps", "2", "--batches", "2", "--repeats", "1",
+                                        "--layouts", "channels_last", "--top", "3"])
+        rows = load("unet_layout").main(["--batches", "2", "--rounds", "1"])
+    finally:
+        torch.set_num_threads(threads)
+    assert out["fill"]["cpu_s"] > 0 and out["forward"][0]["batch"] == 2
+    assert {r["layout"] for r in rows} == {"contiguous", "channels_last", "channels_last, diffusers upsampling"}
