@@ -102,3 +102,33 @@ def test_equivalence_within_the_margin_only_for_equal_metrics():
     differ = _per_image({"fud": (0.6, 0.1), "fud@fud_100": (-0.6, 0.1)}, n=64, seed=2)
     assert not bool(round4.equivalence_cells(differ, EXPLAINERS, _gate())["equivalent"].iloc[0])
     assert round4.equivalence_verdict(eq, expected_cells=4).startswith("not shown")
+
+
+def test_displaced_cue_never_inverts_the_protocol_truth_even_at_the_border():
+    """The design review's finding against torch.roll: cues near the border got the wrapped far side's
+    values. `displace` moves the square inward without wrapping: at every ratio the keep-top set holds no
+    more of the cue at a larger shift, on every image."""
+    import torch
+
+    from fudbench.explainers import build_explainer
+
+    n = 24
+    masks = torch.zeros(n, 32, 32)
+    rng = np.random.default_rng(0)
+    for i in range(n):
+        y, x = (rng.integers(0, 29, 2) if i % 2 else rng.choice([0, 28], 2))  # half of them in a corner
+        masks[i, y:y + 4, x:x + 4] = 1
+    x = torch.rand(n, 3, 32, 32)
+    seeds = list(range(n))
+    ratios = [0.1 * k for k in range(1, 10)]
+    shares = []
+    for d in (0, 4, 8, 12, 16):
+        e = build_explainer(f"d{d}", {"method": "displace", "base": "oracle", "shift": d, "max_shift": 16})
+        a = e.explain(None, x, torch.zeros(n, dtype=torch.long), seeds=seeds, masks=masks)[:, 0].numpy()
+        per_ratio = np.stack([round4.kept_cue_share(a, masks.bool().numpy(), [r]) for r in ratios], 1)
+        shares.append(per_ratio)
+    s = np.stack(shares, 1)  # image x member x ratio
+    assert (np.diff(s, axis=1) <= 1e-12).all()
+    assert (s[:, 0] == 1).all() and s[:, -1, 0].max() < 1  # d = 0 keeps the whole cue at 10%, d = 16 does not
+    with pytest.raises(ValueError, match="max_shift"):
+        build_explainer("d", {"method": "displace", "base": "oracle", "shift": 20, "max_shift": 16})

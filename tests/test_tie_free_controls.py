@@ -12,7 +12,7 @@ from fudbench.explainers import build_explainer
 from fudbench.explainers.controlled import TIE_SPREAD, break_ties
 
 REPO = Path(__file__).resolve().parents[1]
-MAP_WRAPPERS = ("degrade", "reorder", "translate", "block_shuffle")
+MAP_WRAPPERS = ("degrade", "reorder", "translate", "block_shuffle", "displace")
 # profiles as they are run: overlays stacked as their headers say
 PROFILES = {
     "default": [], "smoke": ["config/smoke.yaml"], "meta": ["config/meta.yaml"],
@@ -88,10 +88,15 @@ def test_every_family_member_of_every_profile_is_tie_free(name, settings, tiny_c
     if settings.get("method") == "block_shuffle":
         settings["block"] = 2  # 8 px images
     torch.manual_seed(0)
-    x = torch.rand(3, 3, 8, 8)
+    size = 32 if settings.get("method") == "displace" else 8  # a displaced set needs room to move
+    x = torch.rand(3, 3, size, size)
     y = tiny_cnn(x).argmax(1)
     explainer = build_explainer(name, {k: v for k, v in settings.items()})
-    kwargs = {"masks": _binary_masks(3, 8)[:, :8, :8]} if explainer.uses_masks else {}
+    masks = _binary_masks(3, 16)[:, :8, :8] if size == 8 else torch.zeros(3, size, size)
+    if size != 8:
+        for i in range(3):
+            masks[i, 4 * i: 4 * i + 4, 6: 10] = 1  # cue-like 4 x 4 squares
+    kwargs = {"masks": masks} if explainer.uses_masks else {}
     a = explainer.explain(tiny_cnn, x, y, seeds=[3, 4, 5], **kwargs).detach().abs().sum(1)
     for m in a:
         assert len(torch.unique(m)) == m.numel(), f"{name}: ties left in its map"

@@ -43,7 +43,7 @@ import pandas as pd
 from fudbench.analysis.inference import holm, mean_interval
 
 COMPARISONS = (("primary", "fud_symmetric", "fud"), ("secondary", "fud_bottom", "fud"))
-SCATTER_MATCHED_SUFFIXES = ("_shifted", "_blocks")
+SCATTER_MATCHED_SUFFIXES = ("_shifted", "_blocks", "_displaced")
 ALPHA = 0.05
 COLUMNS = ["endpoint", "challenger", "paper", "model", "family", "source", "estimate", "ci_low", "ci_high", "p",
            "p_holm", "n_cells", "verdict", "macro_challenger", "macro_challenger_low", "macro_challenger_high",

@@ -18,6 +18,9 @@
 - translate:  a base map moved by `shift` px in a seeded direction per image
               (circular: values and local structure kept, evidence moved off
               the object): a family of equal scatter and decreasing faithfulness.
+- displace:   the base map's top set (e.g. the cue's square) moved by `shift` px without wrapping, in a
+              seeded inward direction, then made strict (a family of known order for keep-top
+              and keep-bottom sets; issue 44).
 - block_shuffle: a fraction p of the base map's block x block tiles shuffled
               among themselves as whole tiles (nested across p): ranking
               damage with the local structure inside each tile kept.
@@ -419,6 +422,58 @@ class Translate(Wrapper):
         a = self.normalised_base(model, x, target, seeds, masks)
         out = torch.stack([torch.roll(m, shifts=off, dims=(0, 1)) for m, off in zip(a, shift_offsets(self.shift,
                                                                                                        seeds))])
+        return out.unsqueeze(1).expand_as(x).clone()
+
+
+def inward_offsets(inside: torch.Tensor, shift: float, max_shift: float, seeds) -> list[tuple[int, int]]:
+    """(dy, dx) per image: `shift` px in a seeded direction along which the set `inside` (N, H, W) moved by
+    `max_shift` px stays inside the image (rejection over seeded angles; the family's members share it, so
+    a set moves the same way by more at a higher level). Refused if no direction keeps it inside."""
+    out = []
+    h, w = inside.shape[-2:]
+    for m, s in zip(inside.cpu(), seeds):
+        ys, xs = torch.nonzero(m, as_tuple=True)
+        if len(ys) == 0:
+            raise ValueError("displace: the base map's top set is empty")
+        g = _image_generator(s, 0xD15)
+        for _ in range(720):
+            angle = float(torch.rand((), generator=g) * 2 * math.pi)
+            dy, dx = round(max_shift * math.sin(angle)), round(max_shift * math.cos(angle))
+            if 0 <= int(ys.min()) + dy and int(ys.max()) + dy < h and 0 <= int(xs.min()) + dx and int(xs.max()) + dx < w:
+                out.append((round(shift * math.sin(angle)), round(shift * math.cos(angle))))
+                break
+        else:
+            raise ValueError(f"displace: no direction keeps the set ({len(ys)} px) inside the {h}x{w} image "
+                             f"at max_shift {max_shift}")
+    return out
+
+
+class Displace(Wrapper):
+    """The base map's top set (e.g. the planted cue's square: `oracle` on the cue data) moved by `shift` px
+    without wrapping, in a seeded direction that keeps it inside the image at the family's `max_shift`,
+    then made strict (break_ties: the moved set from its deepest pixel outward, every other pixel by its
+    distance to the moved set). Unlike `translate` (torch.roll), nothing comes back on the far side, so a
+    pixel of the original set is nearer the moved set at a smaller shift, at every rank: the keep-top set
+    of every ratio holds no more of the original set at a larger shift (issue 44's design review found
+    roll's wrapped values on sets near the border inverting that order)."""
+
+    name = "displace"
+
+    def __init__(self, base: str, shift: float, max_shift: float = 8.0, base_settings: dict | None = None):
+        if not 0 <= shift <= max_shift:
+            raise ValueError(f"displace shift must be in [0, max_shift = {max_shift}] pixels, got {shift}")
+        super().__init__(base, 0.0, base_settings)
+        self.shift, self.max_shift = float(shift), float(max_shift)
+
+    def explain(self, model, x, target, seeds=None, masks=None):
+        if seeds is None:
+            raise ValueError("displace is random: pass one seed per image")
+        inside = top_set(_minmax(self.base_map(model, x, target, seeds, masks).abs().sum(1))).cpu()
+        moved = torch.zeros_like(inside)
+        for i, (dy, dx) in enumerate(inward_offsets(inside, self.shift, self.max_shift, seeds)):
+            ys, xs = torch.nonzero(inside[i], as_tuple=True)
+            moved[i, ys + dy, xs + dx] = True
+        out = break_ties(moved.float(), seeds).to(x.device, x.dtype)
         return out.unsqueeze(1).expand_as(x).clone()
 
 

@@ -207,6 +207,18 @@ class TranslateSettings(Settings):
 
 
 @dataclass(frozen=True)
+class DisplaceSettings(Settings):
+    """`base`'s top set moved by `shift` px inward (no wrap), then made strict."""
+
+    base: str = setting(description="a registered explainer method whose top set moves (e.g. oracle: the cue)")
+    shift: float = setting(minimum=0, description="pixels the set moves (the family's level: less is better)")
+    max_shift: float = setting(8.0, minimum=0, description="the family's largest shift: the seeded direction keeps "
+                                                           "the set inside the image at it (the same for every "
+                                                           "member)")
+    base_settings: dict = setting(default_factory=dict, description="the base explainer's own settings")
+
+
+@dataclass(frozen=True)
 class BlockShuffleSettings(Settings):
     """A fraction of `base`'s block x block tiles shuffled as whole tiles."""
 
@@ -312,6 +324,6 @@ SETTINGS = {
     "mfaba": MFABASettings, "sm": SaliencySettings, "random": NoSettings, "oracle": NoSettings,
     "background": NoSettings, "degrade": DegradeSettings, "randomise_model": RandomiseModelSettings,
     "random_smooth": RandomSmoothSettings, "reorder": ReorderSettings, "translate": TranslateSettings,
-    "block_shuffle": BlockShuffleSettings,
+    "block_shuffle": BlockShuffleSettings, "displace": DisplaceSettings,
     "captum": CaptumSettings, "cam": CAMSettings, "lrp": LRPSettings,
 }
