@@ -132,3 +132,49 @@ def test_displaced_cue_never_inverts_the_protocol_truth_even_at_the_border():
     assert (s[:, 0] == 1).all() and s[:, -1, 0].max() < 1  # d = 0 keeps the whole cue at 10%, d = 16 does not
     with pytest.raises(ValueError, match="max_shift"):
         build_explainer("d", {"method": "displace", "base": "oracle", "shift": 20, "max_shift": 16})
+
+
+def test_pairwise_gate_fails_a_family_with_a_tied_pair():
+    rows = []
+    for i in range(30):
+        for name, s in EXPLAINERS.items():
+            d = s.get("shift", 8)
+            value = 1 - min(d, 6) / 10 + 0.001 * i  # cue_t6 and cue_t8 tie on every image
+            rows.append({"model": "cnn", "explainer": name, "image": i, "value": value})
+    ok = pd.DataFrame({"model": ["cnn"], "condition": ["clean"], "check": ["ok"]})
+    gate = round4.protocol_gate(pd.DataFrame(rows), EXPLAINERS, ok, completion=pd.DataFrame(rows))
+    row = gate.set_index("family").loc["oracle_shifted"]
+    assert row["pairs_ordered"] == "3 of 4" and not bool(row["passes"])
+    assert row["order_low"] > 0  # the whole-family Spearman alone would have passed it
+    assert row["completion_pairs_ordered"] == "3 of 4"
+
+
+def test_completion_truth_counts_ratios_with_any_cue_pixel_kept():
+    cue = np.zeros((1, 10, 10), bool)
+    cue[0, 0, :2] = True
+    scores = np.arange(100, dtype=float)[::-1].reshape(1, 10, 10)  # raster order: pixel 0 first
+    scores[0, 0, 1] = -1.0  # the cue's second pixel last
+    assert round4.kept_cue_share(scores, cue, [0.1, 0.5]) == pytest.approx([0.5])
+    assert round4.kept_cue_share(scores, cue, [0.1, 0.5], completion=True) == pytest.approx([1.0])
+
+
+def test_pooled_estimate_and_heterogeneity():
+    curves = {"fud_symmetric": (0.4, 0.05), "fud": (0.4, 0.4), "fud@fud_draw1": (0.4, 0.4), "fud_bottom": (-0.4, 0.1)}
+    prim = _per_image(curves, models=("cnn",), n=30, seed=3)
+    rep = _per_image(curves, models=("cnn_seed1",), n=30, seed=4)
+    cells = round4.round4_cells(prim, EXPLAINERS, _gate())
+    pooled = round4.pooled_table(prim, rep, cells, EXPLAINERS)
+    row = pooled[pooled["endpoint"] == "primary"].iloc[0]
+    assert row["n_images"] == 60 and row["pooled_low"] > 0
+    assert row["heterogeneity_low"] < 0 < row["heterogeneity_high"]  # same process: no heterogeneity shown
+    ties = round4.score_tie_share(prim, EXPLAINERS)
+    assert set(ties["curve"]) >= {"fud", round4.AVG2} and (ties["tie_share"] == 0).all()
+
+
+def test_equivalence_needs_the_same_order_of_means():
+    a = _per_image({"fud": (0.3, 0.05)}, n=64, seed=5)
+    b = a[a["curve"] == "fud"].assign(curve="fud@fud_100")
+    swap = {"cue_t6": "cue_t8", "cue_t8": "cue_t6"}  # the paper setting orders the last two members the other way
+    b = b.assign(explainer=b["explainer"].map(lambda e: swap.get(e, e)))
+    eq = round4.equivalence_cells(pd.concat([a, b]), EXPLAINERS, _gate())
+    assert not bool(eq["same_macro_order"].iloc[0]) and not bool(eq["equivalent"].iloc[0])

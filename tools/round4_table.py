@@ -39,8 +39,9 @@ def finished(results: Path) -> bool:
     return (results / "analysis" / "per_image.parquet").is_file() and (results / "tables").is_dir()
 
 
-def gate_truth(results: Path, config: dict) -> pd.DataFrame:
-    """model, explainer, image, value = kept cue share of every family member and `random`, from the maps."""
+def gate_truth(results: Path, config: dict, completion: bool = False) -> pd.DataFrame:
+    """model, explainer, image, value = kept cue share (or, with `completion`, the share of ratios keeping
+    any cue pixel) of every family member and `random`, from the maps."""
     from fudbench.analysis.cue import reduce_map
     from fudbench.analysis.meta import degraded_explainers
 
@@ -54,17 +55,21 @@ def gate_truth(results: Path, config: dict) -> pd.DataFrame:
             for shard in sorted((results / "attributions" / model / name).glob("shard*.npz")):
                 a = load_npz(shard, made_by="explain")
                 scores = reduce_map(a["attributions"], config["evaluation"]["reduction"])
-                share = round4.kept_cue_share(scores, cue[a["ids"]], ratios)
+                share = round4.kept_cue_share(scores, cue[a["ids"]], ratios, completion=completion)
                 rows += [{"model": model, "explainer": name, "image": int(i), "value": float(v)}
                          for i, v in zip(a["ids"], share)]
     return pd.DataFrame(rows)
 
 
 def run_cells(results: Path, config: dict):
+    from fudbench.analysis.meta import degraded_explainers
+
     per_image = pd.read_parquet(results / "analysis" / "per_image.parquet")
-    gate = round4.protocol_gate(gate_truth(results, config), config["explainers"],
-                                pd.read_csv(results / "tables" / "cue_intervention.csv"))
-    return per_image, gate
+    truth = gate_truth(results, config)
+    gate = round4.protocol_gate(truth, config["explainers"], pd.read_csv(results / "tables" / "cue_intervention.csv"),
+                                completion=gate_truth(results, config, completion=True))
+    pairs = round4.pairwise_order(truth, degraded_explainers(config["explainers"]))
+    return per_image, gate, pairs
 
 
 def main(argv=None) -> None:
@@ -76,7 +81,7 @@ def main(argv=None) -> None:
     out, base = caller / args.out, caller / args.results
     out.mkdir(parents=True, exist_ok=True)
     lines, tables = ["# Round four: tables (tools/round4_table.py)", ""], {}
-    gates = []
+    gates, pair_tables, per_images, configs = [], [], {}, {}
     for name, (folder, files) in RUNS.items():
         results = base / folder
         for inv in [results / "invocations.jsonl"]:
@@ -93,8 +98,10 @@ def main(argv=None) -> None:
             shutil.copyfile(results / "analysis" / "per_image.parquet", out / f"per_image_{name}.parquet")
             lines.append(f"- {name}: cue verdicts copied (explainers_cue_verdict.csv)")
             continue
-        per_image, gate = run_cells(results, config)
+        per_image, gate, pairs = run_cells(results, config)
         gates.append(gate.assign(run=name))
+        pair_tables.append(pairs.assign(run=name))
+        per_images[name], configs[name] = per_image, config
         shutil.copyfile(results / "analysis" / "per_image.parquet", out / f"per_image_{name}.parquet")
         if name == "equivalence":
             tables[name] = round4.equivalence_cells(per_image, config["explainers"], gate)
@@ -103,19 +110,49 @@ def main(argv=None) -> None:
         lines.append(f"- {name}: {per_image['image'].nunique()} images, models "
                      f"{', '.join(sorted(per_image['model'].unique()))}")
     if gates:
-        write_csv(out / "gate.csv", pd.concat(gates, ignore_index=True), index=False, float_format="%.4f")
+        gate_all = pd.concat(gates, ignore_index=True)
+        write_csv(out / "gate.csv", gate_all, index=False, float_format="%.4f")
+        write_csv(out / "gate_pairs.csv", pd.concat(pair_tables, ignore_index=True), index=False, float_format="%.4f")
+        lines += ["", "## Gate (protocol truth: kept cue share; every adjacent pair ordered)", "",
+                  "| run | model | family | intervention | pairs ordered | completion truth | passes |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += [f"| {r.run} | {r.model} | {r.family} | {r.intervention_ok} | {r.pairs_ordered} | "
+                  f"{getattr(r, 'completion_pairs_ordered', '')} | {r.passes} |" for r in gate_all.itertuples()]
     if "primary" in tables:
         rep = tables.get("replication")
         table = round4.replication_table(tables["primary"], rep) if rep is not None else tables["primary"]
         write_csv(out / "endpoint.csv", table, index=False, float_format="%.4f")
         lines += ["", "## Cells (primary run; replication beside)", "", _markdown(table)]
+        ties = round4.score_tie_share(per_images["primary"], configs["primary"]["explainers"])
+        write_csv(out / "score_ties.csv", ties, index=False, float_format="%.4f")
+        if rep is not None:
+            pooled = round4.pooled_table(per_images["primary"], per_images["replication"], tables["primary"],
+                                         configs["primary"]["explainers"])
+            write_csv(out / "pooled.csv", pooled, index=False, float_format="%.4f")
+            lines += ["", "## Pooled over both runs (headline effect size) and heterogeneity", "",
+                      "| comparison | cell | pooled [95%] | n | primary - replication [95%] |", "|---|---|---|---|---|"]
+            lines += [f"| {r.endpoint} | {r.model}/{r.family} | {_fmt(r.pooled, r.pooled_low, r.pooled_high)} | "
+                      f"{r.n_images} | {_fmt(r.heterogeneity, r.heterogeneity_low, r.heterogeneity_high)} |"
+                      for r in pooled.itertuples()]
     if "equivalence" in tables:
         eq = tables["equivalence"]
         write_csv(out / "equivalence.csv", eq, index=False, float_format="%.4f")
-        lines += ["", f"## Equivalence (margin {round4.EQUIVALENCE_MARGIN}): {round4.equivalence_verdict(eq)}", "",
-                  _markdown(eq, equivalence=True)]
+        lines += ["", f"## Equivalence (margin {round4.EQUIVALENCE_MARGIN}, same macro order): "
+                  f"{round4.equivalence_verdict(eq)}", "", _markdown(eq, equivalence=True)]
+        if "primary" in per_images:
+            lines.append(f"\nFUD-25L keep-top, equivalence run vs primary on the shared images: "
+                         f"{_same_scores(per_images['equivalence'], per_images['primary'])}")
     write_text(out / "summary.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
+
+
+def _same_scores(a: pd.DataFrame, b: pd.DataFrame) -> str:
+    """Max |difference| of the `fud` scores both runs hold (same models, maps, noise: expected 0)."""
+    keys = ["model", "explainer", "image"]
+    m = a[a["curve"] == "fud"].merge(b[b["curve"] == "fud"], on=keys, suffixes=("_a", "_b"))
+    if m.empty:
+        return "no shared scores"
+    return f"{len(m)} shared scores, max |difference| {float((m['score_a'] - m['score_b']).abs().max()):.2e}"
 
 
 def _fmt(e, lo, hi) -> str:
@@ -124,9 +161,11 @@ def _fmt(e, lo, hi) -> str:
 
 def _markdown(t: pd.DataFrame, equivalence: bool = False) -> str:
     if equivalence:
-        head = "| model | family | FUD-25L - FUD-100 [95%] | 90% | equivalent | n |\n|---|---|---|---|---|---|"
+        head = ("| model | family | FUD-25L - FUD-100 [95%] | 90% | same macro order | equivalent | n |\n"
+                "|---|---|---|---|---|---|---|")
         rows = [f"| {r.model} | {r.family} | {_fmt(r.estimate, r.ci_low, r.ci_high)} | "
-                f"[{r.ci_low_90:+.2f}, {r.ci_high_90:+.2f}] | {r.equivalent} | {r.n_images} |" for r in t.itertuples()]
+                f"[{r.ci_low_90:+.2f}, {r.ci_high_90:+.2f}] | {r.same_macro_order} | {r.equivalent} | {r.n_images} |"
+                for r in t.itertuples()]
         return "\n".join([head, *rows])
     rep = "replication" in t.columns
     head = ("| comparison | model | family | estimate [95%] | p_holm | verdict | macro challenger / comparator |"
