@@ -62,6 +62,12 @@ include: "rules/provenance.smk"
 onstart:
     check_results_writable(RESULTS)
     check_free_space(RESULTS, config)  # FUD_MIN_FREE_MB=N overrides the estimate (0: off)
+    # every real invocation's commit and command line (results/<run>/invocations.jsonl; run_info.json
+    # is written by the first only)
+    from fudbench.hardware import cpu_info as _cpu_info
+    from fudbench.invocations import record_invocation
+
+    record_invocation(RESULTS, REPO, machine={"cpu": _cpu_info()["model"]})
     # Paper profile: missing or wrong ImageNet / weights / checkpoint, each named
     # with its fetch command (fudbench.assets); checksums cached by size + mtime.
     from fudbench.assets import check_assets

@@ -88,6 +88,7 @@ else:
         params:
             synthetic=config["data"]["synthetic"],
             n_eval=config["data"]["n_eval"],
+            eval_offset=config["data"].get("eval_offset", 0),
             seed=config["seed"],
         log:
             f"{RESULTS}/logs/make_dataset.log",

@@ -6,7 +6,7 @@ from fudbench.jobs import setup_job
 
 log = setup_job(snakemake)
 p = snakemake.params
-bench = make_benchmark(p.synthetic, p.n_eval, p.seed)
+bench = make_benchmark(p.synthetic, p.n_eval, p.seed, p.eval_offset)
 for split, arrays in bench["splits"].items():
     write_npz(snakemake.output[split], **arrays)
     log.info("%s: %d images", split, len(arrays["labels"]))

@@ -16,7 +16,7 @@ records = records[records["explainer"].isin(p.explainers)]
 clean = pd.read_parquet(snakemake.input.clean_energy)  # model, image, energy, mahalanobis, knn, sanity_*
 present = {c: label for c, label in intermediate_curves(table).items() if c in set(records["curve"])}
 # the LaTeX caption naming the protocols that ran (fudbench.report.captions.ood_tex_caption; None: the default)
-spec = {**OOD_TABLES[table], **({"caption": p.tex_caption} if p.get("tex_caption") else {})}
+spec = {**OOD_TABLES[table], **({"caption": p.tex_caption} if getattr(p, "tex_caption", None) else {})}
 summary, tex = table2_ood(records, clean, present, p.models, p.analysis["bootstrap"], p.analysis["ci"],
                           p.seed, pooling=p.analysis["ood_pooling"], **spec)
 write_csv(snakemake.output.csv, summary, index=False, float_format="%.6g")

@@ -19,7 +19,7 @@ quality = quality[quality["curve"].isin(curves) & quality["explainer"].isin(p.ex
 quality["evaluator"] = quality["curve"].map(curves)
 order = [label for label in dict.fromkeys(curves.values()) if label in set(quality["evaluator"])]
 # the LaTeX caption naming the protocols that ran (fudbench.report.captions.quality_tex_caption; None: the default)
-spec = {**QUALITY_TABLES[table], **({"caption": p.tex_caption} if p.get("tex_caption") else {})}
+spec = {**QUALITY_TABLES[table], **({"caption": p.tex_caption} if getattr(p, "tex_caption", None) else {})}
 summary, tex = table3_quality(quality, p.analysis["bootstrap"], p.analysis["ci"], p.seed, metrics=metrics,
                               evaluators=order, **spec)
 write_csv(snakemake.output.csv, summary, index=False, float_format="%.6g")

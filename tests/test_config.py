@@ -58,7 +58,7 @@ def test_unknown_key_is_an_error(default, repo):
 
 def test_unknown_explainer_lists_registered(default, repo):
     default["explainers"]["gradcam"] = {}
-    with pytest.raises(ConfigError, match=r"explainers\.gradcam.*unknown explainer.*registered: agi, attexplore, background, big, block_shuffle, cam, captum, degrade, eg, fig, gig, ig, isa, la, lrp, mfaba, oracle, random, random_smooth, randomise_model, reorder, sm, translate"):
+    with pytest.raises(ConfigError, match=r"explainers\.gradcam.*unknown explainer.*registered: agi, attexplore, background, big, block_shuffle, cam, captum, degrade, displace, eg, fig, gig, ig, isa, la, lrp, mfaba, oracle, random, random_smooth, randomise_model, reorder, sm, translate"):
         _check(default, repo)
 
 

@@ -36,8 +36,13 @@ def test_oracle_returns_the_mask(batch):
 def test_degrade_interpolates_between_base_and_noise(batch):
     model, x, target, masks = batch
     seeds = [1, 2, 3]
-    clean = build_explainer("degrade", {"base": "oracle", "fraction": 0.0}).explain(model, x, target, seeds, masks=masks)
+    clean = build_explainer("degrade", {"base": "oracle", "fraction": 0.0, "ties": "protocol"}).explain(
+        model, x, target, seeds, masks=masks)
     assert torch.equal(clean[:, 0], _minmax(masks.float()))
+    strict = build_explainer("degrade", {"base": "oracle", "fraction": 0.0}).explain(model, x, target, seeds,
+                                                                                     masks=masks)
+    from fudbench.explainers.controlled import break_ties  # default ties: compact, made strict
+    assert torch.equal(strict[:, 0], break_ties(_minmax(masks.float()), seeds))
     noise = build_explainer("random", {}).explain(model, x, target, seeds)
     full = build_explainer("degrade", {"base": "oracle", "fraction": 1.0, "mode": "replace"}).explain(
         model, x, target, seeds, masks=masks)

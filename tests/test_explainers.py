@@ -16,7 +16,7 @@ def test_registry_holds_the_papers_eleven_methods_and_controls():
     # and the field's libraries by name (tests/test_field_explainers.py)
     # the meta-evaluation's controls (scatter pairs and scatter-matched families: test_scatter_controls.py)
     assert set(EXPLAINERS) == set(PAPER_METHODS) | {"random", "oracle", "degrade", "background", "randomise_model",
-                                                    "random_smooth", "reorder", "translate", "block_shuffle",
+                                                    "random_smooth", "reorder", "translate", "block_shuffle", "displace",
                                                     "captum", "cam", "lrp"}
     assert len(PAPER_METHODS) == 11
 

@@ -43,8 +43,8 @@ def _find(node, name):
 def test_fud_settings_and_config_schema_agree(schema):
     fud = schema["properties"]["evaluators"]["properties"]["fud"]
     defaults = settings_defaults(FUD_SAMPLER_SETTINGS)
-    # batch_size, symmetric and the mask settings: the evaluator's own; method: any evaluator entry's alias key
-    assert set(fud["properties"]) - {"method"} == set(defaults) | {"batch_size", "symmetric", *MASK_SETTINGS}
+    # batch_size, symmetric, noise_draw and the mask settings: the evaluator's own; method: any entry's alias key
+    assert set(fud["properties"]) - {"method"} == set(defaults) | {"batch_size", "symmetric", "noise_draw", *MASK_SETTINGS}
     errors = [e.message for e in Draft202012Validator(fud).iter_errors({**defaults, "batch_size": 1})]
     assert errors == []
 

@@ -76,8 +76,15 @@ def test_reorder_pair_holds_the_same_set_and_differs_in_scatter(base):
     for a in maps.values():
         top = a.flatten(1).argsort(1, descending=True)[:, :n_set]
         assert bool(inside.flatten(1).gather(1, top).all())            # the base's set ranks first, in full
-        rest = a.masked_select(~inside)
-        assert torch.allclose(rest, rest[:1].expand_as(rest))         # outside it the base's ties are kept
+        for img, ins in zip(a, inside):  # ties: compact, each image's rest is strict, within 1e-3 of its range
+            rest = img.masked_select(~ins)
+            assert len(torch.unique(rest)) == rest.numel() and float(rest.max() - rest.min()) <= 1e-3 * float(img.max())
+    # outside the set both members hold the same strict order: the pair differs inside it only
+    for c, sc, ins in zip(maps["compact"], maps["scattered"], inside):
+        assert torch.equal(c.masked_select(~ins).argsort(), sc.masked_select(~ins).argsort())
+    old = _map(f"{base}_protocol", {"method": "reorder", "base": base, "order": "compact", "ties": "protocol"}, x,
+               masks).masked_select(~inside)
+    assert torch.allclose(old, old[:1].expand_as(old))                 # ties: protocol keeps the base's ties
     share = 0.4 * n_set / masks[0].numel()
     assert top_nn_distance(maps["compact"], share) < top_nn_distance(maps["scattered"], share)
     assert scatter_pairs({f"{base}_compact": {"method": "reorder", "base": base, "order": "compact"},
@@ -99,7 +106,7 @@ def test_translate_keeps_values_and_scatter_and_moves_evidence_off_the_object():
         assert top_nn_distance(a, 0.1, torus=True) == pytest.approx(top_nn_distance(t0, 0.1, torus=True))
         oracle = _map(f"o{d}", {"method": "translate", "base": "oracle", "shift": d}, x, masks)
         inside.append(float((oracle * masks).sum() / oracle.sum()))
-    assert inside[0] == pytest.approx(1.0)
+    assert inside[0] == pytest.approx(1.0, abs=5e-3)  # the background's tie order adds at most 1e-3 per pixel
     assert all(a > b for a, b in zip(inside, inside[1:]))            # monotone: less evidence under the map
 
 

@@ -382,15 +382,20 @@ def check_semantics(config: dict, base=None) -> None:
     if any(b <= a for a, b in zip(ratios, ratios[1:])):
         problems.append(f"config key 'evaluation.ratios': {ratios} must be strictly increasing")
     data = config["data"]
+    if data.get("eval_offset") and data["source"] != "synthetic":
+        problems.append(f"config key 'data.eval_offset': only the synthetic benchmark has it (data.source is "
+                        f"{data['source']!r}); remove it")
     if data["source"] == "synthetic":
         syn = data.get("synthetic")
         if syn is None:
             problems.append("config key 'data.synthetic': required when data.source is 'synthetic'")
         else:
-            if data["n_eval"] > syn["n_test"]:
+            offset = data.get("eval_offset", 0)
+            if offset + data["n_eval"] > syn["n_test"]:
                 problems.append(
-                    f"config key 'data.n_eval': {data['n_eval']} exceeds data.synthetic.n_test "
-                    f"= {syn['n_test']}; lower n_eval or raise n_test"
+                    f"config key 'data.n_eval': {data['n_eval']}" + (f" from data.eval_offset {offset}" if offset else "")
+                    + f" exceeds data.synthetic.n_test = {syn['n_test']}; lower n_eval"
+                    + (" or eval_offset" if offset else "") + " or raise n_test"
                 )
             lo, hi = syn["object_scale"]
             if lo > hi:

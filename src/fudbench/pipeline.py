@@ -222,11 +222,14 @@ def evaluator_noise(entry: str, settings: dict | None) -> str:
     """The name an evaluator entry's noise is keyed by: its registered method
     (`fud_renoise: {method: fud, ...}` draws what `fud` draws for the same
     image, ratio and draw), or the entry's own name for a plug-in, whose
-    import path may be spelled several ways."""
+    import path may be spelled several ways. An entry with `noise_draw: k`
+    (k > 0; fud) draws an independent k-th noise instead: `fud#draw1`."""
     from fudbench.evaluators import EVALUATORS, method_of
 
     method = method_of(entry, settings)
-    return method if method in EVALUATORS else entry
+    draw = int((settings or {}).get("noise_draw") or 0)
+    noise = method if method in EVALUATORS else entry
+    return f"{noise}#draw{draw}" if draw else noise
 
 
 def evaluate_explainers(model: str, evaluator: str, explainers: dict, *, model_path, images_path, shard: int,

@@ -43,7 +43,7 @@ import pandas as pd
 from fudbench.analysis.inference import holm, mean_interval
 
 COMPARISONS = (("primary", "fud_symmetric", "fud"), ("secondary", "fud_bottom", "fud"))
-SCATTER_MATCHED_SUFFIXES = ("_shifted", "_blocks")
+SCATTER_MATCHED_SUFFIXES = ("_shifted", "_blocks", "_displaced")
 ALPHA = 0.05
 COLUMNS = ["endpoint", "challenger", "paper", "model", "family", "source", "estimate", "ci_low", "ci_high", "p",
            "p_holm", "n_cells", "verdict", "macro_challenger", "macro_challenger_low", "macro_challenger_high",
@@ -55,8 +55,9 @@ def scatter_matched(family: str) -> bool:
 
 
 def endpoint_cells(per_image: pd.DataFrame, explainers: dict, curve_scores: dict,
-                   gate: pd.DataFrame | None, ci: float = 0.95) -> pd.DataFrame:
-    """Unadjusted cells of both comparisons (COLUMNS less p_holm, n_cells,
+                   gate: pd.DataFrame | None, ci: float = 0.95, comparisons=COMPARISONS) -> pd.DataFrame:
+    """Unadjusted cells of the comparisons ((endpoint, challenger, comparator)
+    triples; default: round three's two) (COLUMNS less p_holm, n_cells,
     verdict) on the run's scatter-matched families that pass the gate.
     Without a gate table no family passes (the endpoint needs its licence)."""
     from fudbench.analysis.claims import _scores, per_image_recovery
@@ -67,7 +68,7 @@ def endpoint_cells(per_image: pd.DataFrame, explainers: dict, curve_scores: dict
     degraded = degraded_explainers(explainers)
     ok = passing(gate)
     rows = []
-    for endpoint, challenger, paper in COMPARISONS:
+    for endpoint, challenger, paper in comparisons:
         if challenger not in curve_scores or paper not in curve_scores:
             continue
         signs = {c: 1.0 if curve_scores[c][1] else -1.0 for c in (challenger, paper)}

@@ -98,6 +98,8 @@ KNOWN_ORDER_METHODS = {
     # local structure, less evidence under it), and a fraction of its 4x4 blocks shuffled as whole blocks
     "translate": ("{base}_shifted", "total", "shift"),
     "block_shuffle": ("{base}_blocks", "total", "fraction"),
+    # the base map's top set moved inward without wrapping, then made strict (issue 44's round four)
+    "displace": ("{base}_displaced", "total", "shift"),
 }
 # Sanity anchors: a seeded uniform map (chance), its smoothed twin (chance,
 # but spatially compact) and the object mask's complement (anti-faithful);

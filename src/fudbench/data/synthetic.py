@@ -320,8 +320,13 @@ def generate_split(spec: SyntheticSpec, n: int, seed: int, split: str):
     return images, labels.astype(np.int64), masks
 
 
-def make_benchmark(cfg: dict, n_eval: int, seed: int) -> dict:
-    """All splits of the benchmark plus the evaluated subset (first n_eval test images)."""
+def make_benchmark(cfg: dict, n_eval: int, seed: int, offset: int = 0) -> dict:
+    """All splits of the benchmark plus the evaluated subset: test images offset ..
+    offset + n_eval - 1 (data.eval_offset: a replication on images disjoint from
+    another run's, same data set and models' training data)."""
+    if offset < 0 or offset + n_eval > cfg["n_test"]:
+        raise ValueError(f"data.eval_offset {offset} + data.n_eval {n_eval} must lie within the "
+                         f"{cfg['n_test']} test images (data.synthetic.n_test)")
     spec = SyntheticSpec.from_config(cfg)
     splits = {}
     for split in ("train", "val", "test"):
@@ -331,5 +336,5 @@ def make_benchmark(cfg: dict, n_eval: int, seed: int) -> dict:
         images, labels, masks = generate_split(spec, cfg[f"n_{split}"], seed, split)
         splits[split] = {"images": images, "labels": labels, "masks": masks}
     test = splits["test"]
-    splits["eval"] = {k: v[:n_eval] for k, v in test.items()}
+    splits["eval"] = {k: v[offset:offset + n_eval] for k, v in test.items()}
     return {"splits": splits, "class_names": spec.class_names}

@@ -46,6 +46,10 @@ class FUDSettings(StepSettings, GuidanceSettings, ConstraintSettings, RuntimeSet
                                                  "noise); score fud_symmetric = AUC(fud) - AUC(fud_bottom)")
     batch_size: int = setting(64, minimum=1, description="largest batch of (image, ratio) masks; halved on GPU "
                                                          "out-of-memory")
+    noise_draw: int = setting(0, minimum=0, description="0: the paired noise of the method (every fud entry draws the "
+                                                        "same fill noise); k > 0: an independent k-th draw, e.g. the "
+                                                        "compute-matched comparator 'paper FUD averaged over two "
+                                                        "draws' (pipeline.evaluator_noise)")
 
     def problems(self, key: str) -> list[str]:
         return [p for part in (StepSettings, GuidanceSettings, ConstraintSettings, RuntimeSettings)
@@ -108,7 +112,7 @@ def build(settings: dict, evaluation: dict, assets: dict, device):
     from fudbench.protocols import TopKCurve
 
     unet, schedule = load_score_model(assets["score_model"], device)
-    own = {"batch_size", "symmetric", *MASK_SETTINGS}  # the evaluator's; the rest are the sampler's
+    own = {"batch_size", "symmetric", "noise_draw", *MASK_SETTINGS}  # the evaluator's; the rest are the sampler's
     sampler = fud_sampler(unet, schedule, {k: v for k, v in settings.items() if k not in own})
     imputer = bridge_resolution(sampler, unet)  # e.g. 224 px images, 256 px U-Net (paper profile)
     curve = TopKCurve(TOP, evaluation["ratios"], mode="keep", batch_size=settings["batch_size"],

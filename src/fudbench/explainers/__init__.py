@@ -33,12 +33,13 @@ EXPLAINERS = {
     "reorder": "fudbench.explainers.controlled:Reorder",
     "translate": "fudbench.explainers.controlled:Translate",
     "block_shuffle": "fudbench.explainers.controlled:BlockShuffle",
+    "displace": "fudbench.explainers.controlled:Displace",
     "captum": "fudbench.explainers.captum_attr:CaptumAttribution",
     "cam": "fudbench.explainers.cam:CAM",
     "lrp": "fudbench.explainers.lrp:LRP",
 }
 
-WRAPPERS = ("degrade", "randomise_model", "reorder", "translate", "block_shuffle")
+WRAPPERS = ("degrade", "randomise_model", "reorder", "translate", "block_shuffle", "displace")
 MASK_METHODS = ("oracle", "background")
 
 

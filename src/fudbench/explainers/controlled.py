@@ -18,6 +18,9 @@
 - translate:  a base map moved by `shift` px in a seeded direction per image
               (circular: values and local structure kept, evidence moved off
               the object): a family of equal scatter and decreasing faithfulness.
+- displace:   the base map's top set (e.g. the cue's square) moved by `shift` px without wrapping, in a
+              seeded inward direction, then made strict (a family of known order for keep-top
+              and keep-bottom sets; issue 44).
 - block_shuffle: a fraction p of the base map's block x block tiles shuffled
               among themselves as whole tiles (nested across p): ranking
               damage with the local structure inside each tile kept.
@@ -47,6 +50,22 @@ summed over channels) is min-max normalised per image to [0, 1]; then
   noise u (suits continuous maps only: a binary map keeps its ranking for
   p <= 0.5).
 The result is broadcast back over the channels.
+
+Ties (issue 44). A map with tied pixels (the binary oracle mask: every object
+pixel 1, every background pixel 0) does not say which of them to keep first;
+each evaluation then breaks the ties with its own seeded permutation, so at
+a ratio below the object's area the kept set is a random scatter of the
+object, and above it the object plus random background. What the protocol
+measures then depends on that draw, not on the map. The wrappers (degrade,
+reorder, translate, block_shuffle) therefore give their normalised base map a
+strict order first (`ties: compact`, the default; break_ties): within a tie
+level, pixels nearer the pixels of higher value come first, and within the
+top level, pixels nearer its deepest pixel (the one farthest from its
+complement) come first; equal distances by a fixed per-image jitter of 1e-3
+px. The values move by at most 1e-3 of the map's range, so value-weighted
+metrics see the same map. `ties: protocol` keeps the old behaviour (the runs
+before issue 44); the binary `oracle` itself is kept as the named control of
+what ties do.
 """
 from __future__ import annotations
 
@@ -115,11 +134,71 @@ def _minmax(a: torch.Tensor) -> torch.Tensor:
     return ((flat - lo) / (hi - lo).clamp_min(1e-12)).view_as(a)
 
 
+TIES = ("compact", "protocol")
+TIE_SPREAD = 1e-3  # a tie level's pixels spread over at most this share of the map's range
+
+
+def break_ties(a: torch.Tensor, seeds) -> torch.Tensor:
+    """(N, H, W) -> the same maps with every tie level made strict (see the
+    module's "Ties"): a level's pixels are ordered by their distance to the
+    pixels of higher value (nearest first) or, for the top level, to its
+    deepest pixel (nearest first), then by a fixed per-image jitter; they get
+    values spread over [L, L + spread) in that order, spread = min(half the
+    gap to the next level, TIE_SPREAD x the map's range). Levels of one pixel
+    are untouched, so a map without ties comes back unchanged."""
+    from scipy.ndimage import distance_transform_edt
+
+    if seeds is None:
+        raise ValueError("break_ties needs one seed per image (the jitter that orders equal distances)")
+    out = a.detach().cpu().double().clone()
+    n, h, w = out.shape
+    for i, s in enumerate(seeds):
+        m = out[i]
+        values, counts = torch.unique(m, return_counts=True)
+        if bool((counts == 1).all()):
+            continue
+        jitter = (torch.rand((h, w), generator=_image_generator(s, 0x71E5), dtype=torch.float64) * 1e-3).numpy()
+        span = float(values[-1] - values[0]) or 1.0
+        new = m.clone()
+        for k in torch.nonzero(counts > 1).flatten().tolist():
+            level = values[k]
+            tied = (m == level).numpy()
+            higher = (m > level).numpy()
+            if higher.any():  # distance to the nearest pixel of higher value
+                dist = distance_transform_edt(~higher)
+            else:  # the top level: distance to its deepest pixel
+                depth = distance_transform_edt(tied) + jitter
+                centre = divmod(int(depth.argmax()), w)
+                yy, xx = torch.meshgrid(torch.arange(h, dtype=torch.float64), torch.arange(w, dtype=torch.float64),
+                                        indexing="ij")
+                dist = torch.sqrt((yy - centre[0]) ** 2 + (xx - centre[1]) ** 2).numpy()
+            key = torch.from_numpy(dist + jitter)[torch.from_numpy(tied)]
+            gap = float(values[k + 1] - level) if k + 1 < len(values) else span
+            spread = min(0.5 * gap, TIE_SPREAD * span)
+            rank = torch.argsort(torch.argsort(key, descending=True))  # 0 = farthest, count - 1 = nearest
+            new[torch.from_numpy(tied)] = level + spread * rank.double() / len(key)
+        out[i] = new
+    return out.to(a.dtype).to(a.device)
+
+
 class Wrapper(Explainer):
     """An explainer that runs another registered method, its `base` (with its
     `base_settings`), and changes a `fraction` of something: the map (degrade)
     or the model (randomise_model). The base gets base_seeds(seeds) and the
     masks when it uses them."""
+
+    ties = "protocol"  # map wrappers take `ties` (default compact); randomise_model changes the model, not the map
+
+    def normalised_base(self, model, x, target, seeds=None, masks=None) -> torch.Tensor:
+        """(N, H, W): the base map reduced (|.| summed over channels), min-max
+        normalised and, with `ties: compact`, made strict (break_ties)."""
+        a = _minmax(self.base_map(model, x, target, seeds, masks).abs().sum(1))
+        return break_ties(a, seeds) if self.ties == "compact" else a
+
+    def _set_ties(self, ties: str) -> None:
+        if ties not in TIES:
+            raise ValueError(f"{self.name} ties must be one of {TIES}, got {ties!r}")
+        self.ties = ties
 
     def __init__(self, base: str, fraction: float, base_settings: dict | None = None):
         from fudbench.explainers import build_explainer
@@ -171,14 +250,18 @@ class Degrade(Wrapper):
     name = "degrade"
     MODES = ("shuffle", "replace", "mix")
 
-    def __init__(self, base: str, fraction: float, base_settings: dict | None = None, mode: str = "shuffle"):
+    def __init__(self, base: str, fraction: float, base_settings: dict | None = None, mode: str = "shuffle",
+                 ties: str = "compact"):
         if mode not in self.MODES:
             raise ValueError(f"degrade mode must be one of {self.MODES}, got {mode!r}")
         super().__init__(base, fraction, base_settings)
         self.mode = mode
+        self._set_ties(ties)
 
     def explain(self, model, x, target, seeds=None, masks=None):
-        a = _minmax(self.base_map(model, x, target, seeds, masks).abs().sum(1))
+        if seeds is None and self.ties == "compact":
+            raise ValueError("degrade is random: pass one seed per image")
+        a = self.normalised_base(model, x, target, seeds, masks)
         if self.mode == "shuffle":
             out = shuffle_degrade(a, self.fraction, seeds)
         elif self.mode == "mix":
@@ -285,11 +368,13 @@ class Reorder(Wrapper):
     name = "reorder"
     ORDERS = ("compact", "scattered")
 
-    def __init__(self, base: str, order: str = "compact", base_settings: dict | None = None):
+    def __init__(self, base: str, order: str = "compact", base_settings: dict | None = None,
+                 ties: str = "compact"):
         if order not in self.ORDERS:
             raise ValueError(f"reorder order must be one of {self.ORDERS}, got {order!r}")
         super().__init__(base, 0.0, base_settings)
         self.order = order
+        self._set_ties(ties)
 
     def explain(self, model, x, target, seeds=None, masks=None):
         if seeds is None:
@@ -298,6 +383,8 @@ class Reorder(Wrapper):
         inside = top_set(a)
         within = (compact_scores if self.order == "compact" else scattered_scores)(inside, seeds).to(a.device)
         out = torch.where(inside, 1.0 + within.to(a.dtype), a)
+        if self.ties == "compact":  # the rest (e.g. the background, all 0) by distance to the set: same for both orders
+            out = break_ties(out, seeds)
         return out.unsqueeze(1).expand_as(x).clone()
 
 
@@ -322,18 +409,71 @@ class Translate(Wrapper):
 
     name = "translate"
 
-    def __init__(self, base: str, shift: float, base_settings: dict | None = None):
+    def __init__(self, base: str, shift: float, base_settings: dict | None = None, ties: str = "compact"):
         if not shift >= 0:
             raise ValueError(f"translate shift must be >= 0 pixels, got {shift}")
         super().__init__(base, 0.0, base_settings)
         self.shift = float(shift)
+        self._set_ties(ties)
 
     def explain(self, model, x, target, seeds=None, masks=None):
         if seeds is None:
             raise ValueError("translate is random: pass one seed per image")
-        a = _minmax(self.base_map(model, x, target, seeds, masks).abs().sum(1))
+        a = self.normalised_base(model, x, target, seeds, masks)
         out = torch.stack([torch.roll(m, shifts=off, dims=(0, 1)) for m, off in zip(a, shift_offsets(self.shift,
                                                                                                        seeds))])
+        return out.unsqueeze(1).expand_as(x).clone()
+
+
+def inward_offsets(inside: torch.Tensor, shift: float, max_shift: float, seeds) -> list[tuple[int, int]]:
+    """(dy, dx) per image: `shift` px in a seeded direction along which the set `inside` (N, H, W) moved by
+    `max_shift` px stays inside the image (rejection over seeded angles; the family's members share it, so
+    a set moves the same way by more at a higher level). Refused if no direction keeps it inside."""
+    out = []
+    h, w = inside.shape[-2:]
+    for m, s in zip(inside.cpu(), seeds):
+        ys, xs = torch.nonzero(m, as_tuple=True)
+        if len(ys) == 0:
+            raise ValueError("displace: the base map's top set is empty")
+        g = _image_generator(s, 0xD15)
+        for _ in range(720):
+            angle = float(torch.rand((), generator=g) * 2 * math.pi)
+            dy, dx = round(max_shift * math.sin(angle)), round(max_shift * math.cos(angle))
+            if 0 <= int(ys.min()) + dy and int(ys.max()) + dy < h and 0 <= int(xs.min()) + dx and int(xs.max()) + dx < w:
+                out.append((round(shift * math.sin(angle)), round(shift * math.cos(angle))))
+                break
+        else:
+            raise ValueError(f"displace: no direction keeps the set ({len(ys)} px) inside the {h}x{w} image "
+                             f"at max_shift {max_shift}")
+    return out
+
+
+class Displace(Wrapper):
+    """The base map's top set (e.g. the planted cue's square: `oracle` on the cue data) moved by `shift` px
+    without wrapping, in a seeded direction that keeps it inside the image at the family's `max_shift`,
+    then made strict (break_ties: the moved set from its deepest pixel outward, every other pixel by its
+    distance to the moved set). Unlike `translate` (torch.roll), nothing comes back on the far side, so a
+    pixel of the original set is nearer the moved set at a smaller shift, at every rank: the keep-top set
+    of every ratio holds no more of the original set at a larger shift (issue 44's design review found
+    roll's wrapped values on sets near the border inverting that order)."""
+
+    name = "displace"
+
+    def __init__(self, base: str, shift: float, max_shift: float = 8.0, base_settings: dict | None = None):
+        if not 0 <= shift <= max_shift:
+            raise ValueError(f"displace shift must be in [0, max_shift = {max_shift}] pixels, got {shift}")
+        super().__init__(base, 0.0, base_settings)
+        self.shift, self.max_shift = float(shift), float(max_shift)
+
+    def explain(self, model, x, target, seeds=None, masks=None):
+        if seeds is None:
+            raise ValueError("displace is random: pass one seed per image")
+        inside = top_set(_minmax(self.base_map(model, x, target, seeds, masks).abs().sum(1))).cpu()
+        moved = torch.zeros_like(inside)
+        for i, (dy, dx) in enumerate(inward_offsets(inside, self.shift, self.max_shift, seeds)):
+            ys, xs = torch.nonzero(inside[i], as_tuple=True)
+            moved[i, ys + dy, xs + dx] = True
+        out = break_ties(moved.float(), seeds).to(x.device, x.dtype)
         return out.unsqueeze(1).expand_as(x).clone()
 
 
@@ -364,16 +504,18 @@ class BlockShuffle(Wrapper):
 
     name = "block_shuffle"
 
-    def __init__(self, base: str, fraction: float, base_settings: dict | None = None, block: int = 4):
+    def __init__(self, base: str, fraction: float, base_settings: dict | None = None, block: int = 4,
+                 ties: str = "compact"):
         super().__init__(base, fraction, base_settings)
         if int(block) < 1:
             raise ValueError(f"block_shuffle block must be >= 1, got {block}")
         self.block = int(block)
+        self._set_ties(ties)
 
     def explain(self, model, x, target, seeds=None, masks=None):
         if seeds is None:
             raise ValueError("block_shuffle is random: pass one seed per image")
-        a = _minmax(self.base_map(model, x, target, seeds, masks).abs().sum(1))
+        a = self.normalised_base(model, x, target, seeds, masks)
         return block_shuffle(a, self.fraction, self.block, seeds).unsqueeze(1).expand_as(x).clone()
 
 

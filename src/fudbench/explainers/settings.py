@@ -148,6 +148,11 @@ class DegradeSettings(Settings):
     fraction: float = setting(minimum=0, maximum=1)
     base_settings: dict = setting(default_factory=dict)
     mode: Literal["shuffle", "replace", "mix"] = setting("shuffle")
+    ties: Literal["compact", "protocol"] = setting(
+        "compact", description="compact: the base map's tied pixels get a strict order before the change (a tied pixel "
+                               "nearer the higher-valued pixels first; in the top level, nearer its deepest pixel "
+                               "first; explainers.controlled.break_ties), so no evaluation breaks ties at random; "
+                               "protocol: ties left to each evaluation's seeded tie-break (runs before issue 44)")
 
 
 @dataclass(frozen=True)
@@ -180,6 +185,11 @@ class ReorderSettings(Settings):
     base: str = setting(description="a registered explainer method whose top set is reordered (e.g. oracle)")
     order: Literal["compact", "scattered"] = setting("compact")
     base_settings: dict = setting(default_factory=dict, description="the base explainer's own settings")
+    ties: Literal["compact", "protocol"] = setting(
+        "compact", description="compact: the base map's tied pixels get a strict order before the change (a tied pixel "
+                               "nearer the higher-valued pixels first; in the top level, nearer its deepest pixel "
+                               "first; explainers.controlled.break_ties), so no evaluation breaks ties at random; "
+                               "protocol: ties left to each evaluation's seeded tie-break (runs before issue 44)")
 
 
 @dataclass(frozen=True)
@@ -188,6 +198,23 @@ class TranslateSettings(Settings):
 
     base: str = setting(description="a registered explainer method")
     shift: float = setting(minimum=0, description="pixels the map moves (the family's level: less is better)")
+    base_settings: dict = setting(default_factory=dict, description="the base explainer's own settings")
+    ties: Literal["compact", "protocol"] = setting(
+        "compact", description="compact: the base map's tied pixels get a strict order before the change (a tied pixel "
+                               "nearer the higher-valued pixels first; in the top level, nearer its deepest pixel "
+                               "first; explainers.controlled.break_ties), so no evaluation breaks ties at random; "
+                               "protocol: ties left to each evaluation's seeded tie-break (runs before issue 44)")
+
+
+@dataclass(frozen=True)
+class DisplaceSettings(Settings):
+    """`base`'s top set moved by `shift` px inward (no wrap), then made strict."""
+
+    base: str = setting(description="a registered explainer method whose top set moves (e.g. oracle: the cue)")
+    shift: float = setting(minimum=0, description="pixels the set moves (the family's level: less is better)")
+    max_shift: float = setting(8.0, minimum=0, description="the family's largest shift: the seeded direction keeps "
+                                                           "the set inside the image at it (the same for every "
+                                                           "member)")
     base_settings: dict = setting(default_factory=dict, description="the base explainer's own settings")
 
 
@@ -199,6 +226,11 @@ class BlockShuffleSettings(Settings):
     fraction: float = setting(minimum=0, maximum=1, description="share of the tiles moved")
     base_settings: dict = setting(default_factory=dict, description="the base explainer's own settings")
     block: int = setting(4, minimum=1, description="tile side in pixels (must divide the image size)")
+    ties: Literal["compact", "protocol"] = setting(
+        "compact", description="compact: the base map's tied pixels get a strict order before the change (a tied pixel "
+                               "nearer the higher-valued pixels first; in the top level, nearer its deepest pixel "
+                               "first; explainers.controlled.break_ties), so no evaluation breaks ties at random; "
+                               "protocol: ties left to each evaluation's seeded tie-break (runs before issue 44)")
 
 
 @dataclass(frozen=True)
@@ -292,6 +324,6 @@ SETTINGS = {
     "mfaba": MFABASettings, "sm": SaliencySettings, "random": NoSettings, "oracle": NoSettings,
     "background": NoSettings, "degrade": DegradeSettings, "randomise_model": RandomiseModelSettings,
     "random_smooth": RandomSmoothSettings, "reorder": ReorderSettings, "translate": TranslateSettings,
-    "block_shuffle": BlockShuffleSettings,
+    "block_shuffle": BlockShuffleSettings, "displace": DisplaceSettings,
     "captum": CaptumSettings, "cam": CAMSettings, "lrp": LRPSettings,
 }

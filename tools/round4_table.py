@@ -1,0 +1,186 @@
+"""Round four's tables (docs/meta_evaluation.md, "Round four"; fudbench.analysis.round4) from its finished runs.
+
+    ./fud python tools/round4_table.py --out docs/results/round4
+
+reads results/round4 (primary), results/round4_rep (replication), results/round4_equiv (equivalence)
+and results/round4_explainers (the real explainers' cue verdicts), whichever have finished, and writes:
+gate.csv (each run's protocol gate), endpoint.csv (every comparison's cells of the primary run with the
+replication's cell and label beside), equivalence.csv, per_image_<run>.parquet (the scores the cells
+come from), cue_verdict_explainers.csv (copied), invocations_<run>.jsonl (copied) and summary.md.
+A run that has not finished is named in summary.md and left out; no cell is computed from a partial run.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from fudbench.analysis import round4  # noqa: E402
+from fudbench.configfiles import resolve_config  # noqa: E402
+from fudbench.io import load_npz, write_csv, write_text  # noqa: E402
+
+RUNS = {  # name: (results folder, config files)
+    "primary": ("round4", ["config/cue.yaml", "config/round4.yaml"]),
+    "replication": ("round4_rep", ["config/cue.yaml", "config/round4.yaml", "config/round4_replication.yaml"]),
+    "equivalence": ("round4_equiv", ["config/cue.yaml", "config/round4.yaml", "config/round4_equivalence.yaml"]),
+    "explainers": ("round4_explainers", ["config/cue.yaml", "config/round4_explainers.yaml"]),
+}
+
+
+def finished(results: Path) -> bool:
+    return (results / "analysis" / "per_image.parquet").is_file() and (results / "tables").is_dir()
+
+
+def gate_truth(results: Path, config: dict, completion: bool = False) -> pd.DataFrame:
+    """model, explainer, image, value = kept cue share (or, with `completion`, the share of ratios keeping
+    any cue pixel) of every family member and `random`, from the maps."""
+    from fudbench.analysis.cue import reduce_map
+    from fudbench.analysis.meta import degraded_explainers
+
+    data = load_npz(results / "data" / "eval.npz")
+    cue = data["masks"].astype(bool)
+    ratios = config["evaluation"]["ratios"]
+    names = [*degraded_explainers(config["explainers"]), "random"]
+    rows = []
+    for model in config["models"]["classifiers"]:
+        for name in names:
+            for shard in sorted((results / "attributions" / model / name).glob("shard*.npz")):
+                a = load_npz(shard, made_by="explain")
+                scores = reduce_map(a["attributions"], config["evaluation"]["reduction"])
+                share = round4.kept_cue_share(scores, cue[a["ids"]], ratios, completion=completion)
+                rows += [{"model": model, "explainer": name, "image": int(i), "value": float(v)}
+                         for i, v in zip(a["ids"], share)]
+    return pd.DataFrame(rows)
+
+
+def run_cells(results: Path, config: dict):
+    from fudbench.analysis.meta import degraded_explainers
+
+    per_image = pd.read_parquet(results / "analysis" / "per_image.parquet")
+    truth = gate_truth(results, config)
+    gate = round4.protocol_gate(truth, config["explainers"], pd.read_csv(results / "tables" / "cue_intervention.csv"),
+                                completion=gate_truth(results, config, completion=True))
+    pairs = round4.pairwise_order(truth, degraded_explainers(config["explainers"]))
+    return per_image, gate, pairs
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True, help="output folder (relative: to where you run the command)")
+    ap.add_argument("--results", default="results", help="the results folder holding the runs")
+    args = ap.parse_args(argv)
+    caller = Path(os.environ.get("FUD_CALLER_CWD", "."))
+    out, base = caller / args.out, caller / args.results
+    out.mkdir(parents=True, exist_ok=True)
+    lines, tables = ["# Round four: tables (tools/round4_table.py)", ""], {}
+    gates, pair_tables, per_images, configs = [], [], {}, {}
+    for name, (folder, files) in RUNS.items():
+        results = base / folder
+        for inv in [results / "invocations.jsonl"]:
+            if inv.is_file():
+                shutil.copyfile(inv, out / f"invocations_{name}.jsonl")
+        if not finished(results):
+            lines.append(f"- {name} ({results}): not finished; no cell computed from it")
+            continue
+        config = resolve_config([str(REPO / f) for f in files])
+        if name == "explainers":
+            for t in ("cue_verdict.csv", "cue_truth.csv", "cue_endpoint.csv"):
+                if (results / "tables" / t).is_file():
+                    shutil.copyfile(results / "tables" / t, out / f"explainers_{t}")
+            shutil.copyfile(results / "analysis" / "per_image.parquet", out / f"per_image_{name}.parquet")
+            lines.append(f"- {name}: cue verdicts copied (explainers_cue_verdict.csv)")
+            continue
+        per_image, gate, pairs = run_cells(results, config)
+        gates.append(gate.assign(run=name))
+        pair_tables.append(pairs.assign(run=name))
+        per_images[name], configs[name] = per_image, config
+        shutil.copyfile(results / "analysis" / "per_image.parquet", out / f"per_image_{name}.parquet")
+        if name == "equivalence":
+            tables[name] = round4.equivalence_cells(per_image, config["explainers"], gate)
+        else:
+            tables[name] = round4.round4_cells(per_image, config["explainers"], gate)
+        lines.append(f"- {name}: {per_image['image'].nunique()} images, models "
+                     f"{', '.join(sorted(per_image['model'].unique()))}")
+    if gates:
+        gate_all = pd.concat(gates, ignore_index=True)
+        write_csv(out / "gate.csv", gate_all, index=False, float_format="%.4f")
+        write_csv(out / "gate_pairs.csv", pd.concat(pair_tables, ignore_index=True), index=False, float_format="%.4f")
+        lines += ["", "## Gate (protocol truth: kept cue share; every adjacent pair ordered)", "",
+                  "| run | model | family | intervention | pairs ordered | completion truth | passes |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += [f"| {r.run} | {r.model} | {r.family} | {r.intervention_ok} | {r.pairs_ordered} | "
+                  f"{getattr(r, 'completion_pairs_ordered', '')} | {r.passes} |" for r in gate_all.itertuples()]
+    if "primary" in tables:
+        rep = tables.get("replication")
+        table = round4.replication_table(tables["primary"], rep) if rep is not None else tables["primary"]
+        write_csv(out / "endpoint.csv", table, index=False, float_format="%.4f")
+        lines += ["", "## Cells (primary run; replication beside)", "", _markdown(table)]
+        ties = round4.score_tie_share(per_images["primary"], configs["primary"]["explainers"])
+        write_csv(out / "score_ties.csv", ties, index=False, float_format="%.4f")
+        if rep is not None:
+            pooled = round4.pooled_table(per_images["primary"], per_images["replication"], tables["primary"],
+                                         configs["primary"]["explainers"])
+            write_csv(out / "pooled.csv", pooled, index=False, float_format="%.4f")
+            lines += ["", "## Pooled over both runs (headline effect size) and heterogeneity", "",
+                      "| comparison | cell | pooled [95%] | n | primary - replication [95%] |", "|---|---|---|---|---|"]
+            lines += [f"| {r.endpoint} | {r.model}/{r.family} | {_fmt(r.pooled, r.pooled_low, r.pooled_high)} | "
+                      f"{r.n_images} | {_fmt(r.heterogeneity, r.heterogeneity_low, r.heterogeneity_high)} |"
+                      for r in pooled.itertuples()]
+    if "equivalence" in tables:
+        eq = tables["equivalence"]
+        write_csv(out / "equivalence.csv", eq, index=False, float_format="%.4f")
+        lines += ["", f"## Equivalence (margin {round4.EQUIVALENCE_MARGIN}, same macro order): "
+                  f"{round4.equivalence_verdict(eq)}", "", _markdown(eq, equivalence=True)]
+        if "primary" in per_images:
+            lines.append(f"\nFUD-25L keep-top, equivalence run vs primary on the shared images: "
+                         f"{_same_scores(per_images['equivalence'], per_images['primary'])}")
+    write_text(out / "summary.md", "\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def _same_scores(a: pd.DataFrame, b: pd.DataFrame) -> str:
+    """Max |difference| of the `fud` scores both runs hold (same models, maps, noise: expected 0)."""
+    keys = ["model", "explainer", "image"]
+    m = a[a["curve"] == "fud"].merge(b[b["curve"] == "fud"], on=keys, suffixes=("_a", "_b"))
+    if m.empty:
+        return "no shared scores"
+    return f"{len(m)} shared scores, max |difference| {float((m['score_a'] - m['score_b']).abs().max()):.2e}"
+
+
+def _fmt(e, lo, hi) -> str:
+    return "n/a" if not np.isfinite(e) else f"{e:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+
+
+def _markdown(t: pd.DataFrame, equivalence: bool = False) -> str:
+    if equivalence:
+        head = ("| model | family | FUD-25L - FUD-100 [95%] | 90% | same macro order | equivalent | n |\n"
+                "|---|---|---|---|---|---|---|")
+        rows = [f"| {r.model} | {r.family} | {_fmt(r.estimate, r.ci_low, r.ci_high)} | "
+                f"[{r.ci_low_90:+.2f}, {r.ci_high_90:+.2f}] | {r.same_macro_order} | {r.equivalent} | {r.n_images} |"
+                for r in t.itertuples()]
+        return "\n".join([head, *rows])
+    rep = "replication" in t.columns
+    head = ("| comparison | model | family | estimate [95%] | p_holm | verdict | macro challenger / comparator |"
+            + (" replication [95%] | p_holm | label |" if rep else "") + "\n|" + "---|" * (7 + 3 * rep))
+    rows = []
+    for r in t.itertuples():
+        row = (f"| {r.endpoint}: {r.challenger} vs {r.paper} | {r.model} | {r.family} | "
+               f"{_fmt(r.estimate, r.ci_low, r.ci_high)} | {r.p_holm:.3g} | {r.verdict} | "
+               f"{r.macro_challenger:+.2f} / {r.macro_paper:+.2f} |")
+        if rep:
+            row += (f" {_fmt(r.estimate_rep, r.ci_low_rep, r.ci_high_rep)} | {r.p_holm_rep:.3g} | {r.replication} |"
+                    if np.isfinite(getattr(r, "estimate_rep", np.nan)) else " n/a | | no replication cell |")
+        rows.append(row)
+    return "\n".join([head, *rows])
+
+
+if __name__ == "__main__":
+    main()
