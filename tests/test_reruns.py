@@ -229,6 +229,8 @@ def test_new_explainer_adds_its_jobs_and_reruns_only_aggregations(repo, complete
         claims and report card that read it."""
         if j.rule == "family_gate":
             return set(j.reasons) <= {MISSING, *UPSTREAM}
+        if j.rule == "results_page":  # `random` brings the page's paired-difference figure (results_vs_random)
+            return set(j.reasons) <= {MISSING, PARAMS, *UPSTREAM} and bool(set(UPSTREAM) & set(j.reasons))
         return extends(j) or (bool(set(UPSTREAM) & set(j.reasons)) and set(j.reasons) <= {PARAMS, *UPSTREAM})
 
     new, jobs, victims = assert_reruns(jobs, is_new, seed_reason=MISSING, downstream=aggregation)
