@@ -45,6 +45,9 @@ def _load_complete(path: Path) -> None:
         assert "\\bottomrule" in path.read_text()
     elif suffix == ".json":
         json.loads(path.read_text())
+    elif suffix == ".jsonl":  # invocations.jsonl: one JSON object per line, each line complete
+        lines = path.read_text().splitlines()
+        assert lines and all(isinstance(json.loads(line), dict) for line in lines)
     elif suffix == ".png":
         from PIL import Image
 
