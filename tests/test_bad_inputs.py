@@ -249,7 +249,8 @@ def test_failing_job_leaves_other_outputs_in_place(repo, smoke_run, tmp_path):
 
     def snapshot():
         return {str(p.relative_to(copy)): hashlib.sha256(p.read_bytes()).hexdigest() for p in copy.rglob("*")
-                if p.is_file() and p.relative_to(copy).parts[0] not in ("logs", "benchmarks")}
+                if p.is_file() and p.relative_to(copy).parts[0] not in ("logs", "benchmarks")
+                and p.name != "invocations.jsonl"}  # provenance: every real invocation appends its line
 
     (copy / "analysis" / "per_image.parquet").write_bytes(b"not a parquet file")  # newer: its consumers rerun
     before = snapshot()
