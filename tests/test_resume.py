@@ -48,6 +48,8 @@ def _load_complete(path: Path) -> None:
     elif suffix == ".jsonl":  # invocations.jsonl: one JSON object per line, each line complete
         lines = path.read_text().splitlines()
         assert lines and all(isinstance(json.loads(line), dict) for line in lines)
+    elif suffix == ".rst":  # report/front.rst: the results page's text for the report
+        assert path.read_text().strip()
     elif suffix == ".png":
         from PIL import Image
 
