@@ -39,9 +39,10 @@ def finished(results: Path) -> bool:
     return (results / "analysis" / "per_image.parquet").is_file() and (results / "tables").is_dir()
 
 
-def gate_truth(results: Path, config: dict, completion: bool = False) -> pd.DataFrame:
-    """model, explainer, image, value = kept cue share (or, with `completion`, the share of ratios keeping
-    any cue pixel) of every family member and `random`, from the maps."""
+def gate_truths(results: Path, config: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(kept cue share, completion truth): model, explainer, image, value of every family member and
+    `random`, from the maps, each map file read once. The completion truth is the share of ratios keeping
+    any cue pixel (round4.kept_cue_share)."""
     from fudbench.analysis.cue import reduce_map
     from fudbench.analysis.meta import degraded_explainers
 
@@ -49,25 +50,26 @@ def gate_truth(results: Path, config: dict, completion: bool = False) -> pd.Data
     cue = data["masks"].astype(bool)
     ratios = config["evaluation"]["ratios"]
     names = [*degraded_explainers(config["explainers"]), "random"]
-    rows = []
+    rows = {False: [], True: []}
     for model in config["models"]["classifiers"]:
         for name in names:
             for shard in sorted((results / "attributions" / model / name).glob("shard*.npz")):
                 a = load_npz(shard, made_by="explain")
                 scores = reduce_map(a["attributions"], config["evaluation"]["reduction"])
-                share = round4.kept_cue_share(scores, cue[a["ids"]], ratios, completion=completion)
-                rows += [{"model": model, "explainer": name, "image": int(i), "value": float(v)}
-                         for i, v in zip(a["ids"], share)]
-    return pd.DataFrame(rows)
+                for completion, out in rows.items():
+                    share = round4.kept_cue_share(scores, cue[a["ids"]], ratios, completion=completion)
+                    out += [{"model": model, "explainer": name, "image": int(i), "value": float(v)}
+                            for i, v in zip(a["ids"], share)]
+    return pd.DataFrame(rows[False]), pd.DataFrame(rows[True])
 
 
 def run_cells(results: Path, config: dict):
     from fudbench.analysis.meta import degraded_explainers
 
     per_image = pd.read_parquet(results / "analysis" / "per_image.parquet")
-    truth = gate_truth(results, config)
+    truth, completion = gate_truths(results, config)
     gate = round4.protocol_gate(truth, config["explainers"], pd.read_csv(results / "tables" / "cue_intervention.csv"),
-                                completion=gate_truth(results, config, completion=True))
+                                completion=completion)
     pairs = round4.pairwise_order(truth, degraded_explainers(config["explainers"]))
     return per_image, gate, pairs
 

@@ -265,6 +265,3 @@ def equivalence_verdict(cells: pd.DataFrame, expected_cells: int = 4) -> str:
     return "equivalent in every cell" if bool(cells["equivalent"].all()) else \
         f"not shown equivalent ({int((~cells['equivalent']).sum())} of {len(cells)} cells)"
 
-
-def summary_interval(values, bounds=(-2.0, 2.0), ci: float = 0.95) -> tuple:
-    return mean_interval(np.asarray(values, float), bounds, ci)

@@ -24,6 +24,15 @@ RIEMANN = Literal["trapezoid", "left", "right", "middle", "gausslegendre"]
 BATCH = dict(minimum=1, description="images (or perturbed copies) per forward pass")
 
 
+def ties_setting():
+    """The `ties` option of the map wrappers (degrade, reorder, translate, block_shuffle), one declaration."""
+    return setting("compact", description="compact: the base map's tied pixels get a strict order before the change "
+                                          "(a tied pixel nearer the higher-valued pixels first; in the top level, "
+                                          "nearer its deepest pixel first; explainers.controlled.break_ties), so no "
+                                          "evaluation breaks ties at random; protocol: ties left to each evaluation's "
+                                          "seeded tie-break (runs before issue 44)")
+
+
 @dataclass(frozen=True)
 class AGISettings(Settings):
     k: int = setting(20, minimum=1, description="adversarial target classes per image")
@@ -148,11 +157,7 @@ class DegradeSettings(Settings):
     fraction: float = setting(minimum=0, maximum=1)
     base_settings: dict = setting(default_factory=dict)
     mode: Literal["shuffle", "replace", "mix"] = setting("shuffle")
-    ties: Literal["compact", "protocol"] = setting(
-        "compact", description="compact: the base map's tied pixels get a strict order before the change (a tied pixel "
-                               "nearer the higher-valued pixels first; in the top level, nearer its deepest pixel "
-                               "first; explainers.controlled.break_ties), so no evaluation breaks ties at random; "
-                               "protocol: ties left to each evaluation's seeded tie-break (runs before issue 44)")
+    ties: Literal["compact", "protocol"] = ties_setting()
 
 
 @dataclass(frozen=True)
@@ -185,11 +190,7 @@ class ReorderSettings(Settings):
     base: str = setting(description="a registered explainer method whose top set is reordered (e.g. oracle)")
     order: Literal["compact", "scattered"] = setting("compact")
     base_settings: dict = setting(default_factory=dict, description="the base explainer's own settings")
-    ties: Literal["compact", "protocol"] = setting(
-        "compact", description="compact: the base map's tied pixels get a strict order before the change (a tied pixel "
-                               "nearer the higher-valued pixels first; in the top level, nearer its deepest pixel "
-                               "first; explainers.controlled.break_ties), so no evaluation breaks ties at random; "
-                               "protocol: ties left to each evaluation's seeded tie-break (runs before issue 44)")
+    ties: Literal["compact", "protocol"] = ties_setting()
 
 
 @dataclass(frozen=True)
@@ -199,11 +200,7 @@ class TranslateSettings(Settings):
     base: str = setting(description="a registered explainer method")
     shift: float = setting(minimum=0, description="pixels the map moves (the family's level: less is better)")
     base_settings: dict = setting(default_factory=dict, description="the base explainer's own settings")
-    ties: Literal["compact", "protocol"] = setting(
-        "compact", description="compact: the base map's tied pixels get a strict order before the change (a tied pixel "
-                               "nearer the higher-valued pixels first; in the top level, nearer its deepest pixel "
-                               "first; explainers.controlled.break_ties), so no evaluation breaks ties at random; "
-                               "protocol: ties left to each evaluation's seeded tie-break (runs before issue 44)")
+    ties: Literal["compact", "protocol"] = ties_setting()
 
 
 @dataclass(frozen=True)
@@ -226,11 +223,7 @@ class BlockShuffleSettings(Settings):
     fraction: float = setting(minimum=0, maximum=1, description="share of the tiles moved")
     base_settings: dict = setting(default_factory=dict, description="the base explainer's own settings")
     block: int = setting(4, minimum=1, description="tile side in pixels (must divide the image size)")
-    ties: Literal["compact", "protocol"] = setting(
-        "compact", description="compact: the base map's tied pixels get a strict order before the change (a tied pixel "
-                               "nearer the higher-valued pixels first; in the top level, nearer its deepest pixel "
-                               "first; explainers.controlled.break_ties), so no evaluation breaks ties at random; "
-                               "protocol: ties left to each evaluation's seeded tie-break (runs before issue 44)")
+    ties: Literal["compact", "protocol"] = ties_setting()
 
 
 @dataclass(frozen=True)

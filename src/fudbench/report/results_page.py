@@ -411,21 +411,31 @@ def overview_figure(summary: pd.DataFrame, models, explainers, ref: str | None =
             high = np.where(np.isfinite(r["ci_high"]), r["ci_high"] - r["mean"], 0)
             ax.errorbar(r["mean"], ys, xerr=[low, high], fmt="o", ms=4, capsize=2, color=colours[k % len(colours)],
                         label=model)
-        ax.set_yticks(list(y.values()))
-        ax.set_yticklabels(list(y) if ax in axes[:, 0] else [], fontsize=7)
-        ax.set_ylim(-0.6, len(explainers) - 0.4)
-        ax.set_title(f"{metric}\n({'higher' if hib else 'lower'} is better)", fontsize=8)
-        ax.tick_params(axis="x", labelsize=7)
-        ax.grid(axis="x", alpha=0.3)
-    for ax in list(axes.flat)[len(metrics):]:
-        ax.axis("off")
-    if len(models) > 1:
-        axes.flat[0].legend(fontsize=7, loc="best")
+        _dress_panel(ax, axes, y, f"{metric}\n({'higher' if hib else 'lower'} is better)")
+    _dress_grid(axes, len(metrics), len(models))
     n = int(summary["n_images"].max()) if len(summary) else 0
     fig.suptitle(f"Mean score per explainer with its 95% interval (n = {n} images)"
                  + (f"; grey row: {ref}" if ref in y else ""), fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def _dress_panel(ax, axes, y: dict, title: str) -> None:
+    """One metric's panel: explainer rows (labelled in the first column), title, light x grid."""
+    ax.set_yticks(list(y.values()))
+    ax.set_yticklabels(list(y) if ax in axes[:, 0] else [], fontsize=7)
+    ax.set_ylim(-0.6, len(y) - 0.4)
+    ax.set_title(title, fontsize=8)
+    ax.tick_params(axis="x", labelsize=7)
+    ax.grid(axis="x", alpha=0.3)
+
+
+def _dress_grid(axes, n_panels: int, n_models: int) -> None:
+    """Unused panels off; a model legend where there are several models."""
+    for ax in list(axes.flat)[n_panels:]:
+        ax.axis("off")
+    if n_models > 1:
+        axes.flat[0].legend(fontsize=7, loc="best")
 
 
 def vs_random_figure(summary: pd.DataFrame, paired: pd.DataFrame, models, explainers, ref: str):
@@ -459,16 +469,8 @@ def vs_random_figure(summary: pd.DataFrame, paired: pd.DataFrame, models, explai
             high = np.where(np.isfinite(r["vs_random_high"]), r["vs_random_high"] - r["vs_random"], 0)
             ax.errorbar(r["vs_random"], ys + 0.28, xerr=[low, high], fmt="D", ms=4, capsize=3, color="0.25",
                         mfc=colour, mec="black", mew=0.6, label=model, zorder=4)
-        ax.set_yticks(list(y.values()))
-        ax.set_yticklabels(list(y) if ax in axes[:, 0] else [], fontsize=7)
-        ax.set_ylim(-0.6, len(explainers) - 0.4)
-        ax.set_title(f"{metric}: difference from {ref}", fontsize=8)
-        ax.tick_params(axis="x", labelsize=7)
-        ax.grid(axis="x", alpha=0.3)
-    for ax in list(axes.flat)[len(metrics):]:
-        ax.axis("off")
-    if len(models) > 1:
-        axes.flat[0].legend(fontsize=7, loc="best")
+        _dress_panel(ax, axes, y, f"{metric}: difference from {ref}")
+    _dress_grid(axes, len(metrics), len(models))
     fig.suptitle(f"Each explainer minus {ref}, image by image (dots), oriented so that > 0 = better than {ref}; "
                  f"diamond above them: their mean with its 95% interval", fontsize=9)
     fig.tight_layout()
