@@ -178,3 +178,37 @@ def test_equivalence_needs_the_same_order_of_means():
     b = b.assign(explainer=b["explainer"].map(lambda e: swap.get(e, e)))
     eq = round4.equivalence_cells(pd.concat([a, b]), EXPLAINERS, _gate())
     assert not bool(eq["same_macro_order"].iloc[0]) and not bool(eq["equivalent"].iloc[0])
+
+
+def test_keep_top_boundary_is_small_for_a_compact_set_and_large_for_the_same_values_scattered():
+    h = w = 16
+    yy, xx = np.mgrid[0:h, 0:w]
+    compact = -np.hypot(yy - 7.5, xx - 7.5)[None]
+    scattered = np.random.default_rng(0).permutation(compact.ravel()).reshape(1, h, w)
+    ratios = [0.1, 0.3, 0.5]
+    a, b = round4.keep_top_boundary(compact, ratios)[0], round4.keep_top_boundary(scattered, ratios)[0]
+    assert 0 < a < 0.15 < b < 1
+    checker = ((yy + xx) % 2).astype(float)[None]            # keep-top at 0.5: every pair straddles the edge
+    assert round4.keep_top_boundary(checker, [0.5])[0] == pytest.approx(1.0)
+
+
+def test_block_shuffling_a_compact_cue_map_scatters_its_kept_sets():
+    """Why a scatter-only metric orders the block family (docs/meta_evaluation.md, "Round four: scatter"):
+    moving 2x2 tiles of a compact map spreads its keep-top set, more at larger fractions."""
+    import torch
+
+    from fudbench.explainers.controlled import block_shuffle
+
+    yy, xx = np.mgrid[0:32, 0:32]
+    base = torch.tensor(-np.hypot(yy - 12.5, xx - 18.5), dtype=torch.float32).expand(4, 32, 32).contiguous()
+    share = [round4.keep_top_boundary(block_shuffle(base, p, 2, [1, 2, 3, 4]).numpy(), [0.1, 0.2, 0.3]).mean()
+             for p in (0.0, 0.25, 0.5, 1.0)]
+    assert all(x < y for x, y in zip(share, share[1:])) and share[-1] > 3 * share[0]
+
+
+def test_family_recovery_of_a_metric_that_follows_the_order_exactly():
+    p = _per_image({"fud": (0.2, 0.1), "fud@fud_draw1": (0.2, 0.1), round4.SCATTER_ONLY: (0.5, 0.0)}, n=10)
+    rec = round4.family_recovery(p, EXPLAINERS, (round4.SCATTER_ONLY, "fud")).set_index("curve")
+    assert rec.loc[round4.SCATTER_ONLY, "recovery"] == pytest.approx(1.0)
+    assert rec.loc[round4.SCATTER_ONLY, "perfect_share"] == 1.0
+    assert rec.loc["fud", "recovery"] < 1.0

@@ -39,10 +39,11 @@ def finished(results: Path) -> bool:
     return (results / "analysis" / "per_image.parquet").is_file() and (results / "tables").is_dir()
 
 
-def gate_truths(results: Path, config: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(kept cue share, completion truth): model, explainer, image, value of every family member and
-    `random`, from the maps, each map file read once. The completion truth is the share of ratios keeping
-    any cue pixel (round4.kept_cue_share)."""
+def gate_truths(results: Path, config: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(kept cue share, completion truth, keep-top boundary share): model, explainer, image, value of every
+    family member and `random`, from the maps, each map file read once. The completion truth is the share
+    of ratios keeping any cue pixel (round4.kept_cue_share); the boundary share is the scatter-only
+    metric's input (round4.keep_top_boundary)."""
     from fudbench.analysis.cue import reduce_map
     from fudbench.analysis.meta import degraded_explainers
 
@@ -50,24 +51,27 @@ def gate_truths(results: Path, config: dict) -> tuple[pd.DataFrame, pd.DataFrame
     cue = data["masks"].astype(bool)
     ratios = config["evaluation"]["ratios"]
     names = [*degraded_explainers(config["explainers"]), "random"]
-    rows = {False: [], True: []}
+    rows = {False: [], True: [], "boundary": []}
     for model in config["models"]["classifiers"]:
         for name in names:
             for shard in sorted((results / "attributions" / model / name).glob("shard*.npz")):
                 a = load_npz(shard, made_by="explain")
                 scores = reduce_map(a["attributions"], config["evaluation"]["reduction"])
-                for completion, out in rows.items():
-                    share = round4.kept_cue_share(scores, cue[a["ids"]], ratios, completion=completion)
+                for kind, out in rows.items():
+                    value = (round4.keep_top_boundary(scores, ratios) if kind == "boundary" else
+                             round4.kept_cue_share(scores, cue[a["ids"]], ratios, completion=kind))
                     out += [{"model": model, "explainer": name, "image": int(i), "value": float(v)}
-                            for i, v in zip(a["ids"], share)]
-    return pd.DataFrame(rows[False]), pd.DataFrame(rows[True])
+                            for i, v in zip(a["ids"], value)]
+    return pd.DataFrame(rows[False]), pd.DataFrame(rows[True]), pd.DataFrame(rows["boundary"])
 
 
 def run_cells(results: Path, config: dict):
     from fudbench.analysis.meta import degraded_explainers
 
     per_image = pd.read_parquet(results / "analysis" / "per_image.parquet")
-    truth, completion = gate_truths(results, config)
+    truth, completion, boundary = gate_truths(results, config)
+    per_image = pd.concat([per_image, round4.scatter_only_scores(boundary).reindex(columns=per_image.columns)],
+                          ignore_index=True)
     gate = round4.protocol_gate(truth, config["explainers"], pd.read_csv(results / "tables" / "cue_intervention.csv"),
                                 completion=completion)
     pairs = round4.pairwise_order(truth, degraded_explainers(config["explainers"]))
@@ -83,7 +87,7 @@ def main(argv=None) -> None:
     out, base = caller / args.out, caller / args.results
     out.mkdir(parents=True, exist_ok=True)
     lines, tables = ["# Round four: tables (tools/round4_table.py)", ""], {}
-    gates, pair_tables, per_images, configs = [], [], {}, {}
+    gates, pair_tables, per_images, configs, scatter, scatter_cells = [], [], {}, {}, {}, {}
     for name, (folder, files) in RUNS.items():
         results = base / folder
         for inv in [results / "invocations.jsonl"]:
@@ -109,6 +113,10 @@ def main(argv=None) -> None:
             tables[name] = round4.equivalence_cells(per_image, config["explainers"], gate)
         else:
             tables[name] = round4.round4_cells(per_image, config["explainers"], gate)
+            scatter[name] = round4.family_recovery(
+                per_image, config["explainers"], (round4.SCATTER_ONLY, "fud", round4.AVG2, "fud_symmetric"))
+            scatter_cells[name] = round4.round4_cells(per_image, config["explainers"], gate,
+                                                      comparisons=round4.SCATTER_COMPARISONS)
         lines.append(f"- {name}: {per_image['image'].nunique()} images, models "
                      f"{', '.join(sorted(per_image['model'].unique()))}")
     if gates:
@@ -136,6 +144,19 @@ def main(argv=None) -> None:
             lines += [f"| {r.endpoint} | {r.model}/{r.family} | {_fmt(r.pooled, r.pooled_low, r.pooled_high)} | "
                       f"{r.n_images} | {_fmt(r.heterogeneity, r.heterogeneity_low, r.heterogeneity_high)} |"
                       for r in pooled.itertuples()]
+    if "primary" in scatter:
+        rec = pd.concat([t.assign(run=n) for n, t in scatter.items()], ignore_index=True)
+        write_csv(out / "scatter.csv", rec, index=False, float_format="%.4f")
+        cells = pd.concat([t.assign(run=n) for n, t in scatter_cells.items()], ignore_index=True)
+        write_csv(out / "scatter_cells.csv", cells, index=False, float_format="%.4f")
+        lines += ["", "## A scatter-only metric (minus the keep-top sets' boundary share; no model, no fill)", "",
+                  "Mean per-image recovery on every family, beside the FUD curves (share of images ordered "
+                  "perfectly):", "", "| run | model | family | curve | recovery [95%] | perfect | n |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += [f"| {r.run} | {r.model} | {r.family} | {r.curve} | {_fmt(r.recovery, r.ci_low, r.ci_high)} | "
+                  f"{r.perfect_share:.2f} | {r.n_images} |" for r in rec.itertuples()]
+        lines += ["", "The scatter-only metric in the endpoint's cells (families passing the gate; Holm within "
+                  "each comparison):", "", _markdown(cells)]
     if "equivalence" in tables:
         eq = tables["equivalence"]
         write_csv(out / "equivalence.csv", eq, index=False, float_format="%.4f")

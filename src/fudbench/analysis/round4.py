@@ -16,7 +16,10 @@ mean with inference.mean_interval (bounds (-2, 2)), Holm within each comparison 
 - `replication_table`: each primary-run cell beside the same cell of the replication run (models
   cnn_seed1 / vit_seed1 on other images, models and noise) and the pre-registered "replicates" label;
 - `equivalence_cells`: FUD-25L vs the paper's FUD at 100 steps, per cell the 90% interval of the mean
-  recovery difference and whether it lies within +-margin (two one-sided tests at 5%).
+  recovery difference and whether it lies within +-margin (two one-sided tests at 5%);
+- `keep_top_boundary` / `scatter_only_scores`: a metric that sees nothing but the scatter of the protocol's
+  keep-top sets (no model, no fill), run through the same cells: what a family's order hands a metric
+  that rewards compact kept sets whatever they show (the standards' check of a ground truth).
 Torch-free: the tool passes arrays in (tools/round4_table.py).
 """
 from __future__ import annotations
@@ -27,12 +30,16 @@ import pandas as pd
 from fudbench.analysis.endpoint import ALPHA, joint_holm
 from fudbench.analysis.inference import mean_interval
 
-AVG2, DRAW1 = "fud_avg2", "fud@fud_draw1"
+AVG2, DRAW1, SCATTER_ONLY = "fud_avg2", "fud@fud_draw1", "scatter_only"
 COMPARISONS = (("primary", "fud_symmetric", AVG2), ("S1 bottom vs avg2", "fud_bottom", AVG2),
                ("S2 symmetric vs single", "fud_symmetric", "fud"), ("S3 avg2 vs single", AVG2, "fud"))
 # higher is better?  (fud_bottom: keep-bottom area, lower is better)
-CURVE_DIRECTIONS = {"fud": True, "fud_symmetric": True, "fud_bottom": False, AVG2: True, "fud@fud_100": True}
+CURVE_DIRECTIONS = {"fud": True, "fud_symmetric": True, "fud_bottom": False, AVG2: True, "fud@fud_100": True,
+                    SCATTER_ONLY: True}
 EQUIVALENCE_MARGIN = 0.25
+# the scatter-only metric against the FUD curves, in the cells of the primary comparison's families
+SCATTER_COMPARISONS = (("scatter-only vs avg2", SCATTER_ONLY, AVG2),
+                       ("scatter-only vs symmetric", SCATTER_ONLY, "fud_symmetric"))
 REPLICATES = {"cnn": "cnn_seed1", "vit": "vit_seed1"}
 
 
@@ -69,6 +76,56 @@ def kept_cue_share(scores: np.ndarray, cue: np.ndarray, ratios, completion: bool
         k = n_pixels(float(rho), h * w)
         out += (ranked_cue[:, k - 1] > 0) if completion else ranked_cue[:, k - 1] / np.maximum(sizes, 1)
     return out / len(ratios)
+
+
+def keep_top_boundary(scores: np.ndarray, ratios) -> np.ndarray:
+    """scores (N, H, W): per image the share of 4-neighbour pixel pairs that straddle the keep-top set's
+    edge (top round(rho HW) pixels, descending, stable: the protocol's sets), averaged over `ratios`.
+    One compact blob gives a small share, the same pixels scattered a large one."""
+    from fudbench.masks import n_pixels
+
+    n, h, w = scores.shape
+    order = np.argsort(-scores.reshape(n, -1), axis=1, kind="stable")
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.broadcast_to(np.arange(h * w), (n, h * w)), axis=1)
+    rank = rank.reshape(n, h, w)
+    pairs = 2 * h * w - h - w
+    out = np.zeros(n)
+    for rho in ratios:
+        kept = rank < n_pixels(float(rho), h * w)
+        edges = (kept[:, 1:] != kept[:, :-1]).sum((1, 2)) + (kept[:, :, 1:] != kept[:, :, :-1]).sum((1, 2))
+        out += edges / pairs
+    return out / len(ratios)
+
+
+def scatter_only_scores(boundary: pd.DataFrame) -> pd.DataFrame:
+    """Rows (model, explainer, image, curve, score) of the scatter-only metric: minus the keep-top boundary
+    share (columns model, explainer, image, value), higher = more compact kept sets."""
+    return boundary.assign(curve=SCATTER_ONLY, score=-boundary["value"])[
+        ["model", "explainer", "image", "curve", "score"]]
+
+
+def family_recovery(per_image: pd.DataFrame, explainers: dict, curves, ci: float = 0.95) -> pd.DataFrame:
+    """Per (model, family, curve): the mean per-image recovery r_i with its interval and the share of images
+    ordered perfectly (r_i = 1), on every family (no gate)."""
+    from fudbench.analysis.claims import per_image_recovery
+    from fudbench.analysis.meta import degraded_explainers, family_members, family_order
+
+    degraded = degraded_explainers(explainers)
+    p = with_avg2(per_image)
+    rows = []
+    for model in sorted(p["model"].unique()):
+        for family, members in family_members(degraded).items():
+            levels = [degraded[e][1] for e in members]
+            for curve in curves:
+                r = per_image_recovery(p, model, curve, 1.0 if CURVE_DIRECTIONS[curve] else -1.0, members, levels,
+                                       family_order(family)).to_numpy()
+                if len(r) < 2:
+                    continue
+                est, lo, hi, _ = mean_interval(r, (-1.0, 1.0), ci)
+                rows.append({"model": model, "family": family, "curve": curve, "recovery": est, "ci_low": lo,
+                             "ci_high": hi, "perfect_share": float((r > 1 - 1e-9).mean()), "n_images": len(r)})
+    return pd.DataFrame(rows)
 
 
 def pairwise_order(truth: pd.DataFrame, degraded: dict, ci: float = 0.95, min_strict: float = 0.5) -> pd.DataFrame:
