@@ -1,0 +1,27 @@
+"""The fill audit's detector and keep-top sets (tools/round4_fill_audit.py) on images whose answer is known."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from round4_fill_audit import cue_coloured, keep_top_sets  # noqa: E402
+
+
+def test_cue_colour_detector_finds_the_noisy_cue_and_nothing_grey():
+    rng = np.random.default_rng(0)
+    img = np.full((1, 3, 8, 8), 0.5)
+    img[0, :, 2:4, 2:4] = np.clip(np.array([1.0, 0.0, 0.0])[:, None, None] + 0.1 * rng.standard_normal((3, 2, 2)), 0, 1)
+    found = cue_coloured(img, np.array([[1.0, 0.0, 0.0]]), 0.3)[0]
+    assert found[2:4, 2:4].all() and found.sum() == 4
+    assert not cue_coloured(img, np.array([[0.0, 0.0, 1.0]]), 0.3).any()   # another image's colour: nothing
+
+
+def test_keep_top_sets_are_the_protocols_nested_top_pixels():
+    scores = np.arange(16, dtype=float).reshape(1, 4, 4)
+    sets = keep_top_sets(scores, [0.25, 0.5])
+    assert sets.shape == (1, 2, 4, 4)
+    assert sets[0, 0].sum() == 4 and sets[0, 0, 3].all()                  # the four highest: the last row
+    assert sets[0, 1].sum() == 8 and (sets[0, 0] <= sets[0, 1]).all()     # nested

@@ -1,0 +1,156 @@
+"""Does FUD's fill complete a partly kept cue? A metric-free audit of round four's fills (issue 44).
+
+Round four's block family is ordered by the kept cue share (the share of the cue's pixels inside the
+keep-top set), but not under the "completion" truth (any kept cue pixel counts as the whole cue): if the
+fill redraws the cue from a few kept pixels, a keep-top metric cannot see how much of it a map kept.
+This tool looks at the fills themselves, not at any classifier's score: it refills the keep-top sets of
+the block family's stored maps with the run's FUD keep-top sampler (same data, maps, score model, model
+and seeds as the workflow's `fud` entry) and counts, in each fill, the pixels of the cue's square that
+show the cue's colour (every channel within `--tolerance` of it). Per member and ratio it reports the
+share of cue pixels kept and the share present after the fill, and per image and ratio whether the fill
+added cue-coloured pixels that were not kept ("completion"). The detector is checked on the original
+images first (hit rate inside the cue, false-positive rate outside).
+
+    ./fud python tools/round4_fill_audit.py --results /work/r4/results/round4 --images 32 \
+        --out docs/results/round4
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import torch  # noqa: E402
+
+from fudbench.analysis.cue import reduce_map  # noqa: E402
+from fudbench.analysis.inference import mean_interval  # noqa: E402
+from fudbench.configfiles import resolve_config  # noqa: E402
+from fudbench.evaluators import build_evaluator  # noqa: E402
+from fudbench.io import load_npz, write_csv, write_text  # noqa: E402
+from fudbench.masks import n_pixels  # noqa: E402
+from fudbench.models.classifiers import load_classifier  # noqa: E402
+from fudbench.pipeline import evaluate_maps, evaluator_noise, paired_seed_key  # noqa: E402
+
+FILES = ["config/cue.yaml", "config/round4.yaml"]
+FAMILY = ["cue_b00", "cue_b25", "cue_b50", "cue_b75", "cue_b100"]
+
+
+def cue_coloured(images: np.ndarray, colours: np.ndarray, tolerance: float) -> np.ndarray:
+    """images (N, 3, H, W) in [0, 1], colours (N, 3): (N, H, W) True where every channel is within
+    `tolerance` of the image's cue colour."""
+    return (np.abs(images - colours[:, :, None, None]) <= tolerance).all(1)
+
+
+def keep_top_sets(scores: np.ndarray, ratios) -> np.ndarray:
+    """(N, R, H, W) bool: the top round(rho HW) pixels of each map (descending, stable), per ratio."""
+    n, h, w = scores.shape
+    order = np.argsort(-scores.reshape(n, -1), axis=1, kind="stable")
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.broadcast_to(np.arange(h * w), (n, h * w)), axis=1)
+    return np.stack([rank < n_pixels(float(r), h * w) for r in ratios], 1).reshape(n, len(ratios), h, w)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--results", required=True, help="the primary run's folder (results/round4)")
+    ap.add_argument("--out", required=True, help="output folder (relative: to where you run the command)")
+    ap.add_argument("--images", type=int, default=32, help="the run's first N test images")
+    ap.add_argument("--model", default="cnn", help="the classifier the fill's guidance uses")
+    ap.add_argument("--tolerance", type=float, default=0.3, help="max per-channel distance to the cue colour")
+    args = ap.parse_args(argv)
+    caller = Path(os.environ.get("FUD_CALLER_CWD", "."))
+    results, out = caller / args.results, caller / args.out
+    if not (results / "data" / "eval.npz").is_file():
+        ap.error(f"{results} holds no data/eval.npz: not a finished round-four run")
+    out.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(1)
+
+    config = resolve_config([str(REPO / f) for f in FILES])
+    data = load_npz(results / "data" / "eval.npz")
+    n = min(args.images, len(data["labels"]))
+    x = torch.from_numpy(data["images"][:n]).float().div(255)
+    cue = data["masks"][:n].astype(bool)
+    palette = np.array(list(config["data"]["synthetic"]["cue"]["colours"].values()), dtype=float)
+    colours = palette[data["labels"][:n]]
+    ratios = config["evaluation"]["ratios"]
+
+    seen = cue_coloured(x.numpy(), colours, args.tolerance)
+    hit = float(seen[cue].mean())
+    false_pos = float(seen[~cue].mean())
+    lines = ["# Round four: does the fill complete a partly kept cue? (tools/round4_fill_audit.py)", "",
+             f"{n} images of {results}, model {args.model} (guidance), FUD keep-top as the run's `fud` entry; "
+             f"cue colour detector (every channel within {args.tolerance}) on the original images: "
+             f"{hit:.3f} of cue pixels detected, {false_pos:.4f} of other pixels", ""]
+
+    model = load_classifier(results / "models" / f"{args.model}.pt")
+    with torch.no_grad():
+        y = model(x).argmax(1)
+    settings = {**config["evaluators"]["fud"], "symmetric": False}
+    evaluator = build_evaluator("fud", settings, config["evaluation"],
+                                {"score_model": str(results / "models" / "score_model.pt")}, "cpu")
+    key = paired_seed_key(config["seed"], args.model, evaluator_noise("fud", config["evaluators"]["fud"]))
+
+    rows = []
+    for member in FAMILY:
+        maps, ids = [], []
+        for shard in sorted((results / "attributions" / args.model / member).glob("shard*.npz")):
+            a = load_npz(shard, made_by="explain")
+            maps.append(a["attributions"])
+            ids.append(a["ids"])
+        a, ids = np.concatenate(maps), np.concatenate(ids)
+        pick = np.argsort(ids)[:n]
+        a, ids = a[pick], ids[pick]
+        if not np.array_equal(ids, np.arange(n)):
+            raise SystemExit(f"{member}: the stored maps do not cover images 0..{n - 1}")
+        kept = keep_top_sets(reduce_map(a, config["evaluation"]["reduction"]), ratios)
+        _, samples = evaluate_maps(evaluator, model, x, y, torch.from_numpy(a).float(), ids, key)
+        fills = np.asarray(samples["fud"], dtype=np.float32)             # (N, R, 3, H, W)
+        for r, rho in enumerate(ratios):
+            present = cue_coloured(fills[:, r], colours, args.tolerance)
+            kept_cue = (kept[:, r] & cue).sum((1, 2))
+            present_cue = (present & cue).sum((1, 2))
+            added = (present & cue & ~kept[:, r]).sum((1, 2))         # cue-coloured, not kept: drawn by the fill
+            outside = (present & ~cue & ~kept[:, r]).sum((1, 2))
+            for i in range(n):
+                rows.append({"member": member, "ratio": rho, "image": int(ids[i]), "cue_pixels": int(cue[i].sum()),
+                             "kept": int(kept_cue[i]), "present": int(present_cue[i]), "added": int(added[i]),
+                             "added_outside_cue": int(outside[i])})
+        print(f"{member}: filled", flush=True)
+    table = pd.DataFrame(rows)
+    write_csv(out / "fill_audit.csv", table, index=False)
+
+    partly = table[(table["kept"] > 0) & (table["kept"] < table["cue_pixels"])]
+    none = table[table["kept"] == 0]
+    lines += [f"Partly kept cues (0 < kept < all; {len(partly)} fills): kept {partly['kept'].mean():.2f} "
+              f"of {partly['cue_pixels'].mean():.1f} pixels on average, present after the fill "
+              f"{partly['present'].mean():.2f}; the fill drew {_interval(partly['added'])} cue-coloured "
+              f"pixels inside the cue's square that were not kept ("
+              f"{(partly['added'] / (partly['cue_pixels'] - partly['kept'])).mean():.2f} of the missing ones); "
+              f"{(partly['present'] >= partly['cue_pixels']).mean():.2f} of these fills show the whole cue.",
+              f"No cue pixel kept ({len(none)} fills): {_interval(none['present'])} cue pixels present after the "
+              f"fill; {(none['present'] > 0).mean():.2f} of these fills show any.", "",
+              "| member | kept share | present share | fills with pixels added in the cue | n |", "|---|---|---|---|---|"]
+    for member, d in table.groupby("member", sort=False):
+        lines.append(f"| {member} | {(d['kept'] / d['cue_pixels']).mean():.3f} | "
+                     f"{(d['present'] / d['cue_pixels']).mean():.3f} | {(d['added'] > 0).mean():.3f} | {len(d)} |")
+    write_text(out / "fill_audit.md", "\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def _interval(values: pd.Series) -> str:
+    v = values.to_numpy(dtype=float)
+    if len(v) < 2:
+        return "n/a"
+    hi = max(float(v.max()), 1.0)
+    m, lo, up, _ = mean_interval(v, (0.0, hi))
+    return f"{m:.2f} [{lo:.2f}, {up:.2f}]"
+
+
+if __name__ == "__main__":
+    main()
