@@ -140,6 +140,7 @@ if GATED:
             degraded={name: list(v) for name, v in DEGRADED.items()},
             random_entry=RANDOM_ENTRIES[0] if RANDOM_ENTRIES else None,
             reduction=config["evaluation"]["reduction"],
+            ratios=config["evaluation"]["ratios"],
             ci=config["analysis"]["ci"],
         log:
             f"{RESULTS}/logs/family_gate.log",

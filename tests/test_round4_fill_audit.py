@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-from round4_fill_audit import cue_coloured, keep_top_sets  # noqa: E402
+from round4_fill_audit import cue_coloured, keep_top_sets  # noqa: E402  (the tool's own import of it)
 
 
 def test_cue_colour_detector_finds_the_noisy_cue_and_nothing_grey():

@@ -231,3 +231,70 @@ def test_optional_input_gives_the_one_path_or_none():
     assert optional_input(SimpleNamespace(input=SimpleNamespace(gate=["t/g.csv"])), "gate") == "t/g.csv"
     assert optional_input(SimpleNamespace(input=SimpleNamespace(gate=[])), "gate") is None
     assert optional_input(SimpleNamespace(input=SimpleNamespace()), "gate") is None
+
+
+def test_scatter_check_flags_a_family_whose_members_differ_in_scatter_only():
+    """A family of compact -> scattered copies of one map is ordered by the scatter-only metric; a family
+    of equally compact maps (moved, not spread) is not."""
+    from fudbench.analysis.gate import keep_top_boundary, scatter_check
+
+    rng = np.random.default_rng(0)
+    yy, xx = np.mgrid[0:16, 0:16]
+    rows = []
+    for image in range(12):
+        base = -np.hypot(yy - 7.5, xx - 7.5)
+        for level in range(4):
+            spread = base.copy().ravel()
+            pick = rng.choice(spread.size, 40 * level, replace=False)   # scatter more pixels at higher levels
+            spread[pick] = rng.permutation(spread[pick])
+            moved = np.roll(base, (level, rng.integers(0, 3)), (0, 1))   # same blob, moved: equal scatter
+            for name, m in ((f"sp_{level}", spread.reshape(16, 16)), (f"mv_{level}", moved)):
+                rows.append({"model": "m", "explainer": name, "image": image,
+                             "value": float(keep_top_boundary(m[None], [0.1, 0.3])[0])})
+    degraded = {**{f"sp_{k}": ("sp", k) for k in range(4)}, **{f"mv_{k}": ("mv", k) for k in range(4)}}
+    check = scatter_check(pd.DataFrame(rows), degraded).set_index("family")
+    assert check.loc["sp", "scatter_ordered"] and check.loc["sp", "scatter_order_estimate"] > 0.8
+    assert not check.loc["mv", "scatter_ordered"]
+
+
+def test_family_gate_job_reports_the_scatter_only_order(tmp_path):
+    """scripts/family_gate.py on a tiny family (compact vs block-shuffled copies of one blob, and `random`):
+    the table gains the scatter-only columns and the block family is flagged."""
+    import runpy
+    import sys
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from fudbench.io import write_npz
+
+    repo = Path(__file__).resolve().parents[1]
+    yy, xx = np.mgrid[0:16, 0:16]
+    blob = torch.tensor(-np.hypot(yy - 5.5, xx - 9.5), dtype=torch.float32).expand(6, 16, 16).contiguous()
+    masks = np.zeros((6, 16, 16), np.uint8)
+    masks[:, 3:8, 7:12] = 1
+    write_npz(tmp_path / "eval.npz", images=np.zeros((6, 3, 16, 16), np.uint8), masks=masks,
+              labels=np.zeros(6, np.int64))
+    paths = []
+    maps = {f"b{int(p * 100)}": block_shuffle(blob, p, 2, list(range(1, 7))) for p in (0.0, 0.5, 1.0)}
+    maps["random"] = torch.rand(6, 16, 16, generator=torch.Generator().manual_seed(0))
+    for name, a in maps.items():
+        path = tmp_path / "attributions" / "m" / name / "shard0.npz"
+        path.parent.mkdir(parents=True)
+        write_npz(path, attributions=a[:, None].expand(6, 3, 16, 16).numpy(), ids=np.arange(6))
+        paths.append(str(path))
+    out = tmp_path / "tables"
+    out.mkdir()
+    job = SimpleNamespace(
+        input=SimpleNamespace(attributions=paths, images=str(tmp_path / "eval.npz")),
+        output=SimpleNamespace(csv=str(out / "family_gate.csv"), tex=str(out / "family_gate.tex")),
+        params=SimpleNamespace(degraded={"b0": ["blk", 0.0], "b50": ["blk", 0.5], "b100": ["blk", 1.0]},
+                               random_entry="random", reduction="abs_sum", ratios=[0.1, 0.2, 0.3], ci=0.95),
+        log=[str(tmp_path / "gate.log")], threads=1, rule="family_gate")
+    sys.path.insert(0, str(repo / "scripts"))
+    try:
+        runpy.run_path(str(repo / "scripts" / "family_gate.py"), init_globals={"snakemake": job}, run_name="__main__")
+    finally:
+        sys.path.remove(str(repo / "scripts"))
+    gate = pd.read_csv(out / "family_gate.csv")
+    assert bool(gate.loc[0, "scatter_ordered"]) and gate.loc[0, "scatter_order_estimate"] > 0.8
+    assert "scatter-only order" in (out / "family_gate.tex").read_text()

@@ -30,10 +30,10 @@ import torch  # noqa: E402
 
 from fudbench.analysis.cue import reduce_map  # noqa: E402
 from fudbench.analysis.inference import mean_interval  # noqa: E402
+from fudbench.analysis.gate import keep_top_sets  # noqa: E402,F401  (the protocol's kept sets)
 from fudbench.configfiles import resolve_config  # noqa: E402
 from fudbench.evaluators import build_evaluator  # noqa: E402
 from fudbench.io import load_npz, write_csv, write_text  # noqa: E402
-from fudbench.masks import n_pixels  # noqa: E402
 from fudbench.models.classifiers import load_classifier  # noqa: E402
 from fudbench.pipeline import evaluate_maps, evaluator_noise, paired_seed_key  # noqa: E402
 
@@ -45,15 +45,6 @@ def cue_coloured(images: np.ndarray, colours: np.ndarray, tolerance: float) -> n
     """images (N, 3, H, W) in [0, 1], colours (N, 3): (N, H, W) True where every channel is within
     `tolerance` of the image's cue colour."""
     return (np.abs(images - colours[:, :, None, None]) <= tolerance).all(1)
-
-
-def keep_top_sets(scores: np.ndarray, ratios) -> np.ndarray:
-    """(N, R, H, W) bool: the top round(rho HW) pixels of each map (descending, stable), per ratio."""
-    n, h, w = scores.shape
-    order = np.argsort(-scores.reshape(n, -1), axis=1, kind="stable")
-    rank = np.empty_like(order)
-    np.put_along_axis(rank, order, np.broadcast_to(np.arange(h * w), (n, h * w)), axis=1)
-    return np.stack([rank < n_pixels(float(r), h * w) for r in ratios], 1).reshape(n, len(ratios), h, w)
 
 
 def main(argv=None) -> None:

@@ -23,6 +23,13 @@ either way):
 For the oracle mask both hold by construction (mass inside is 1 at d = 0 and
 falls with every shift): its gate is a check of the construction, not of a
 model.
+
+`scatter_check` (reported beside the gate, not deciding it; issue 44): how
+well a metric that sees nothing but the scatter of the protocol's keep-top
+sets (keep_top_boundary) recovers each family's order. Where it does (its
+interval above 0), the family's members differ in scatter as well as in
+evidence, and a metric's win there may be a preference for compact kept sets:
+round four's 2x2 block-shuffled cue maps were ordered perfectly by it.
 """
 from __future__ import annotations
 
@@ -66,6 +73,54 @@ def family_gate(truth: pd.DataFrame, degraded: dict, random_entry: str, truth_na
                          "estimate": est, "ci_low": lo, "ci_high": hi, "p": p, **order,
                          "passes": bool(np.isfinite(lo) and lo > 0 and ordered), "n_images": len(diff)})
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def keep_top_sets(scores: np.ndarray, ratios) -> np.ndarray:
+    """(N, R, H, W) bool: per map and ratio the protocol's keep-top set, the top round(rho HW) pixels
+    (descending; equal values in index order, as a stable sort leaves them)."""
+    from fudbench.masks import n_pixels
+
+    n, h, w = scores.shape
+    order = np.argsort(-scores.reshape(n, -1), axis=1, kind="stable")
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.broadcast_to(np.arange(h * w), (n, h * w)), axis=1)
+    return np.stack([rank < n_pixels(float(rho), h * w) for rho in ratios], 1).reshape(n, len(ratios), h, w)
+
+
+def keep_top_boundary(scores: np.ndarray, ratios) -> np.ndarray:
+    """scores (N, H, W): per image the share of 4-neighbour pixel pairs that straddle the keep-top set's
+    edge, averaged over `ratios`. One compact blob gives a small share, the same pixels scattered a
+    large one."""
+    kept = keep_top_sets(scores, ratios)
+    h, w = kept.shape[-2:]
+    edges = (kept[..., 1:, :] != kept[..., :-1, :]).sum((-2, -1)) + (kept[..., 1:] != kept[..., :-1]).sum((-2, -1))
+    return (edges / (2 * h * w - h - w)).mean(1)
+
+
+SCATTER_COLUMNS = ["scatter_order_estimate", "scatter_order_low", "scatter_order_high", "scatter_ordered"]
+
+
+def scatter_check(boundary: pd.DataFrame, degraded: dict, ci: float = 0.95) -> pd.DataFrame:
+    """boundary: columns model, explainer, image, value (keep_top_boundary per map and image). Per (model,
+    family): the mean per-image recovery of the family's order by the scatter-only metric (minus the
+    boundary share: compact kept sets rank first) with its interval, and `scatter_ordered` = the interval
+    lies above 0."""
+    from fudbench.analysis.meta import family_members, family_order
+    from fudbench.analysis.order_stats import recovery_rows
+
+    rows = []
+    for model, d in boundary.groupby("model", sort=True):
+        m = -d.pivot_table(index="image", columns="explainer", values="value", aggfunc="mean")
+        for family, members in family_members(degraded).items():
+            present = [e for e in members if e in m.columns]
+            if len(present) < 2:
+                continue
+            r = recovery_rows(m[present].dropna().to_numpy(), [degraded[e][1] for e in present],
+                              family_order(family))
+            est, lo, hi, _ = mean_interval(np.where(np.isfinite(r), r, 0.0), (-1.0, 1.0), ci)
+            rows.append({"model": model, "family": family, "scatter_order_estimate": est, "scatter_order_low": lo,
+                         "scatter_order_high": hi, "scatter_ordered": bool(np.isfinite(lo) and lo > 0)})
+    return pd.DataFrame(rows, columns=["model", "family", *SCATTER_COLUMNS])
 
 
 def passing(gate: pd.DataFrame | None) -> dict[tuple[str, str], bool]:

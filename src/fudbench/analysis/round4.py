@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from fudbench.analysis.endpoint import ALPHA, joint_holm
+from fudbench.analysis.gate import keep_top_boundary  # noqa: F401  (the scatter-only metric's input)
 from fudbench.analysis.inference import mean_interval
 
 AVG2, DRAW1, SCATTER_ONLY = "fud_avg2", "fud@fud_draw1", "scatter_only"
@@ -75,26 +76,6 @@ def kept_cue_share(scores: np.ndarray, cue: np.ndarray, ratios, completion: bool
     for rho in ratios:
         k = n_pixels(float(rho), h * w)
         out += (ranked_cue[:, k - 1] > 0) if completion else ranked_cue[:, k - 1] / np.maximum(sizes, 1)
-    return out / len(ratios)
-
-
-def keep_top_boundary(scores: np.ndarray, ratios) -> np.ndarray:
-    """scores (N, H, W): per image the share of 4-neighbour pixel pairs that straddle the keep-top set's
-    edge (top round(rho HW) pixels, descending, stable: the protocol's sets), averaged over `ratios`.
-    One compact blob gives a small share, the same pixels scattered a large one."""
-    from fudbench.masks import n_pixels
-
-    n, h, w = scores.shape
-    order = np.argsort(-scores.reshape(n, -1), axis=1, kind="stable")
-    rank = np.empty_like(order)
-    np.put_along_axis(rank, order, np.broadcast_to(np.arange(h * w), (n, h * w)), axis=1)
-    rank = rank.reshape(n, h, w)
-    pairs = 2 * h * w - h - w
-    out = np.zeros(n)
-    for rho in ratios:
-        kept = rank < n_pixels(float(rho), h * w)
-        edges = (kept[:, 1:] != kept[:, :-1]).sum((1, 2)) + (kept[:, :, 1:] != kept[:, :, :-1]).sum((1, 2))
-        out += edges / pairs
     return out / len(ratios)
 
 
