@@ -351,3 +351,78 @@ def test_a_run_with_nothing_to_compare_still_gets_its_page():
     rp.overview_figure(nothing, ["cnn"], ["random"], "random")
     html = _render(rp.front_page("Run ``x``.", nothing, ["cnn"], ["random"], "random", None, None))
     assert "System Message" not in html and "has no per-image scores" in html
+
+
+# ------------------------------------------------------------------ what the photo profile's report read as false
+
+
+def test_quality_captions_count_the_images_measured_and_name_no_adaptation_that_did_not_happen():
+    """Tables 3 and 9 of the photo profile measure one photo (images_per_shard 1, one shard of five): the
+    caption says 1 image and no interval, not 'a bootstrap 95% interval over images'; at 224 px no quality
+    metric is adapted to a small image, so no MS-SSIM sentence (PSNR and SSIM only ran)."""
+    config = load_config("config/photos.yaml")
+    assert captions.quality_images(config) == 1
+    t3 = captions.caption("table3_quality", config)
+    assert "1 image, the first of the run's one shard" in t3 and "no interval: one image" in t3
+    assert "bootstrap" not in t3 and "MS-SSIM" not in t3 and "adapted" not in t3
+    t9 = captions.caption("table9_quality", config)
+    assert "1 image, the first of the run's one shard" in t9 and "no interval" in t9
+    # the default profile (8 images in shards of 4, two per shard: 4 images; 32 px) keeps its interval and
+    # names the metrics adapted to its small images
+    default = load_config("config/config.yaml")
+    d = default["data"]
+    per = default["evaluation"]["quality"]["images_per_shard"]
+    shards = [min(d["shard_size"], d["n_eval"] - s) for s in range(0, d["n_eval"], d["shard_size"])]
+    n = sum(shards) if per is None else sum(min(per, k) for k in shards)
+    assert captions.quality_images(default) == n
+    t3 = captions.caption("table3_quality", default)
+    assert "with a bootstrap 95% interval over images" in t3
+    assert f"At {d['synthetic']['image_size']} px, adapted to the small image (MS-SSIM: 2 scale(s)" in t3
+
+
+def test_dataset_caption_says_which_images_the_figure_picks():
+    """The examples figure shows up to two images per class in class-index order (figures.dataset_examples),
+    not 'the first evaluated images' in file order: the photo profile's shows its five photos sorted by
+    class (tabby cat 281 first, the cameraman's tripod 872 fourth)."""
+    from fudbench.report.figures import dataset_examples
+
+    config = load_config("config/photos.yaml")
+    text = captions.dataset_caption(config)
+    assert text.startswith("Up to 2 images of each class among the 5 evaluated images, in class-index order")
+    assert "``class`` column" in text and "outlined" in text
+    images = np.zeros((5, 3, 8, 8), dtype=np.float32)
+    fig = dataset_examples(images, [872, 281, 967, 665, 657], {872: "tripod", 281: "tabby cat", 967: "espresso",
+                                                                665: "moped", 657: "missile"})
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert titles[0].startswith("tabby cat") and titles[3].startswith("tripod")
+
+
+def test_front_page_does_not_call_the_tables_intervals_slightly_different():
+    """At n = 5 the tables' percentile-bootstrap intervals are far narrower than the page's (photo profile:
+    insertion of Saliency [0.20, 0.70] in Table 7, [0.02, 0.89] on the page); the page said 'slightly
+    different'. It now says they are narrower as a rule and why, with the run's n."""
+    per_image = _per_image(n=5)
+    summary, _ = rp.summarise(per_image, EXPLAINERS, {"insdel": {}}, ["cnn"])
+    front = rp.front_page("Run ``x``.", summary, ["cnn"], ["sm", "ig", "random"], "random", None, None)
+    assert "slightly" not in front
+    assert "as a rule narrower than this page's (n = 5 images here)" in front
+    # and it is so: the bootstrap percentile interval of sm's insertion scores lies inside the page's
+    v = per_image[(per_image.curve == "insertion") & (per_image.explainer == "sm")]["score"].to_numpy()
+    boot = np.random.default_rng(0).choice(v, (1000, len(v))).mean(axis=1)
+    row = summary[(summary.explainer == "sm") & (summary.metric == "Insertion")].iloc[0]
+    assert row.ci_low < np.percentile(boot, 2.5) and np.percentile(boot, 97.5) < row.ci_high
+
+
+def test_sentences_give_the_range_of_n_where_a_map_lacks_some_images():
+    """The photo profile's oracle has no Quantus score on the cat (a uniform map): 4 pairs, the others 5. The
+    sentences said 'at n = 5' for all; they now say 'n = 4-5' where the counts differ."""
+    per_image = _per_image(n=5, curves=("insertion",), explainers=("sm", "ig", "random"))
+    per_image = per_image[~((per_image.explainer == "ig") & (per_image.image == 0))]
+    summary, _ = rp.summarise(per_image, {"sm": {}, "ig": {}, "random": {}}, {"insdel": {}}, ["cnn"])
+    assert summary.set_index("explainer").loc["ig", "n_pairs"] == 4
+    joined = "\n".join(rp.sentences(summary, "cnn", "random"))
+    if summary.set_index("explainer").loc["sm", "verdict"].startswith("not separated"):
+        assert "at n = 4-5" in joined
+    else:
+        assert "does not separate ``ig`` from random at n = 4 " in joined
+    assert rp.n_text([5, 5]) == "n = 5" and rp.n_text([4, 5, 5]) == "n = 4-5"

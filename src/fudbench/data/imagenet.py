@@ -518,7 +518,11 @@ def eval_arrays(sample: dict) -> dict:
             "masks": np.zeros((n, h, w), dtype=np.uint8), "has_masks": np.array(False)}
 
 
-def write_eval_set(sample: dict, output, summary: dict, n_examples: int = 16) -> None:
+# the eval set's first images, the examples figure's (rule plot_dataset_examples) pool
+N_EXAMPLES = 16
+
+
+def write_eval_set(sample: dict, output, summary: dict, n_examples: int = N_EXAMPLES) -> None:
     """make_dataset's files for sampled real images (ImageNet or your own folder):
     the eval npz, the manifest, the class names, the images of the examples figure
     and a summary (the sample's stats plus `summary`)."""

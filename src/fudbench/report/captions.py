@@ -303,23 +303,68 @@ def table8_caption(config: dict) -> str:
             f"{join(_labels(sample_curves(config, MAIN_SAMPLES)))}), with AUPR-In added.")
 
 
+def quality_images(config: dict) -> int:
+    """How many images the quality tables (3, 9) measure: the first `evaluation.quality.images_per_shard`
+    of each shard (every evaluated image where it is null), as pipeline.sample_quality picks them."""
+    n, size = int(config["data"]["n_eval"]), int(config["data"]["shard_size"])
+    per_shard = config["evaluation"]["quality"].get("images_per_shard")
+    shards = [min(size, n - start) for start in range(0, n, size)]
+    return sum(shards) if per_shard is None else sum(min(int(per_shard), k) for k in shards)
+
+
+def _quality_which(config: dict) -> tuple[str, str]:
+    """Which images the quality tables measure and what interval that allows, from the config."""
+    n = quality_images(config)
+    per_shard = config["evaluation"]["quality"].get("images_per_shard")
+    shards = -(-int(config["data"]["n_eval"]) // int(config["data"]["shard_size"]))
+    if per_shard is None or n == config["data"]["n_eval"]:
+        which = f"every evaluated image, {_n_images(config)}"
+    else:
+        first = "the first" if int(per_shard) == 1 else f"the first {per_shard}"
+        of = "the run's one shard" if shards == 1 else f"each of its {shards} shards"
+        which = f"{plural(n, 'image')}, {first} of {of}: ``evaluation.quality.images_per_shard`` = {per_shard}"
+    interval = ("with a bootstrap 95% interval over images" if n >= 2 else
+                "no interval: one image (ci_low = ci_high = the mean)")
+    return which, interval
+
+
 def quality_caption(table: str, config: dict) -> str:
     metrics = quality_metrics(config)
-    per_shard = config["evaluation"]["quality"].get("images_per_shard")
-    which = ("every evaluated image" if per_shard is None else "the first image of each shard" if per_shard == 1
-             else f"the first {per_shard} images of each shard")
+    which, interval = _quality_which(config)
     inverted = [m for m in metrics if m == "GMSD"]
+    small = _quality_adaptation(config, metrics)
     if table == "table3_quality":
         return (f"**Table 3 (image quality).** piq's {join(metrics)} of each intermediate sample of "
                 f"{join(_labels(sample_curves(config, MAIN_SAMPLES)))} against its original ({which}), averaged "
-                f"over models, explainers, images and ratios, with a bootstrap 95% interval over images. Small "
-                f"images use fewer MS-SSIM scales and smaller windows (docs/architecture.md). Higher is better"
+                f"over models, explainers, images and ratios, {interval}.{small} Higher is better"
                 + (" except GMSD." if inverted else "."))
     curves = sample_curves(config, APPENDIX_SAMPLES)
     ref = appendix_reference(config)
     protocols = [label for label in _labels(curves) if label not in ref]
     return (f"**Table 9 (image quality, appendix protocols).** Table 3's metrics ({join(metrics)}) for the "
-            f"intermediate samples of {join(protocols)} ({which})" + (f", {join(ref)} for reference." if ref else "."))
+            f"intermediate samples of {join(protocols)} ({which}; {interval})"
+            + (f", {join(ref)} for reference." if ref else ".") + small)
+
+
+def _quality_adaptation(config: dict, metrics) -> str:
+    """A sentence naming the quality metrics adapted to the run's image size (fudbench.analysis.quality:
+    fewer MS-SSIM scales, a smaller SSIM window, HaarPSI enlarged), empty where none is."""
+    from fudbench.analysis.quality import adaptation
+
+    size = _image_size(config)
+    if size is None:
+        return ""
+    done = adaptation(size, size)
+    adapted = [f"{m}: {done[m]}" for m in metrics if done.get(m, "piq defaults") != "piq defaults"]
+    return (f" At {size} px, adapted to the small image ({'; '.join(adapted)}; fudbench.analysis.quality), the "
+            f"others piq's defaults." if adapted else "")
+
+
+def _image_size(config: dict) -> int | None:
+    """The side of the evaluated images: the synthetic image size, else the centre crop."""
+    d = config["data"]
+    size = (d.get(d["source"]) or {}).get("image_size" if d["source"] == "synthetic" else "crop")
+    return None if size is None else int(size)
 
 
 def quality_tex_caption(table: str, config: dict) -> str | None:
@@ -383,15 +428,23 @@ def _has_masks(config: dict) -> bool:
     return d["source"] == "synthetic" or (d["source"] == "folder" and bool(d["folder"].get("masks")))
 
 
+EXAMPLES_PER_CLASS = 2  # images of each class in the examples figure (fudbench.report.figures.dataset_examples)
+
+
 def dataset_caption(config: dict) -> str:
+    from fudbench.data.imagenet import N_EXAMPLES
+
     d = config["data"]
+    n = int(d["n_eval"])
+    pool = f"the {plural(n, 'evaluated image')}" if n <= N_EXAMPLES else f"the first {N_EXAMPLES} evaluated images"
+    picked = f"Up to {EXAMPLES_PER_CLASS} images of each class among {pool}, in class-index order"
     if d["source"] == "synthetic":
-        what = "Test images of the synthetic benchmark, two per class, titled with the class name"
+        what = f"Test images of the synthetic benchmark, {EXAMPLES_PER_CLASS} per class, titled with the class name"
     elif d["source"] == "folder":
-        what = ("The first evaluated images, titled with the class name from the labels file's ``class`` column "
-                "and the class index (the index alone where the file has no such column)")
+        what = (f"{picked}, titled with the class name from the labels file's ``class`` column and the class "
+                f"index (the index alone where the file has no such column)")
     else:
-        what = "The first evaluated images, titled with the class name"
+        what = f"{picked}, titled with the class name"
     return what + (", the ground-truth mask (what the ``oracle`` map shows) outlined." if _has_masks(config) else ".")
 
 

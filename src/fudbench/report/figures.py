@@ -9,6 +9,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from fudbench.analysis.curves import TAU_CURVES  # noqa: E402
+from fudbench.report.captions import EXAMPLES_PER_CLASS  # noqa: E402
 from fudbench.report.gallery import gallery_key, gallery_pairs  # noqa: E402
 
 
@@ -62,7 +63,7 @@ def class_names(classes: list, labels_file=None) -> dict:
     return names
 
 
-def dataset_examples(images, labels, class_names, per_class: int = 2, masks=None):
+def dataset_examples(images, labels, class_names, per_class: int = EXAMPLES_PER_CLASS, masks=None):
     """Up to `per_class` images of each class present, titled with the class name (class_names: a list or
     {index: name}), object masks outlined where given."""
     names = class_names if isinstance(class_names, dict) else dict(enumerate(class_names))

@@ -239,6 +239,15 @@ def _interval_text(mean, low, high, sign_it: bool = False) -> str:
     return f"{f(mean)} [{f(low)}, {f(high)}]" if math.isfinite(low) and math.isfinite(high) else f(mean)
 
 
+def n_text(counts) -> str:
+    """'n = 5', or 'n = 4-5' where the rows' image counts differ (a map without a score on some image)."""
+    counts = [int(c) for c in counts]
+    if not counts:
+        return "n = 0"
+    lo, hi = min(counts), max(counts)
+    return f"n = {hi}" if lo == hi else f"n = {lo}-{hi}"
+
+
 def _images(x: float) -> str:
     if x == math.inf:
         return "none (mean difference 0)"
@@ -294,7 +303,6 @@ def sentence_parts(summary: pd.DataFrame, model: str, ref: str | None, ci: float
                        f"{_lit(best['explainer'])} {_interval_text(best['mean'], best['ci_low'], best['ci_high'])}.")
         return head, out
     c = s[s["explainer"] != ref]
-    n_pairs = int(c["n_pairs"].max())
     out[0] = out[0][:-1] + f"; each compared with {_lit(ref)} on the same images (paired; above 0 = better)."
     # per explainer: on how many metrics it is better / worse than random
     undecided_everywhere = []
@@ -314,8 +322,9 @@ def sentence_parts(summary: pd.DataFrame, model: str, ref: str | None, ci: float
         out.append(f"{_lit(ex)} is " + "; ".join(parts) + ".")
     if undecided_everywhere:
         many = len(undecided_everywhere) > 1
+        n_pairs = n_text(c.loc[c["explainer"].isin(undecided_everywhere) & (c["n_pairs"] > 0), "n_pairs"])
         out.append(f"{_join(_lit(e) for e in undecided_everywhere)} {'are' if many else 'is'} not separated from "
-                   f"random on any metric at n = {n_pairs}: every {ci:.0%} interval of "
+                   f"random on any metric at {n_pairs}: every {ci:.0%} interval of "
                    f"{'their' if many else 'its'} paired difference contains 0.")
     open_ = c[c["verdict"].str.startswith("not separated") & np.isfinite(c["images_to_decide"].to_numpy(dtype=float))]
     if len(open_):
@@ -340,7 +349,7 @@ def sentence_parts(summary: pd.DataFrame, model: str, ref: str | None, ci: float
         better, worse = g[g["verdict"] == BETTER], g[g["verdict"] == WORSE]
         open_ = g[g["verdict"].str.startswith("not separated")]
         same = g[g["verdict"] == IDENTICAL]
-        m_n = int(g["n_pairs"].max())
+        m_n = n_text(open_["n_pairs"])
         parts = []
         if len(better):
             parts.append(f"separates {_join(_lit(e) for e in better['explainer'])} from random (better: "
@@ -351,7 +360,7 @@ def sentence_parts(summary: pd.DataFrame, model: str, ref: str | None, ci: float
         if len(open_):
             who = "any explainer" if len(open_) == len(g) and len(g) > 1 else _join(_lit(e) for e in open_["explainer"])
             decide = ", ".join(f"{_lit(r.explainer)} {_images(r.images_to_decide)}" for r in open_.itertuples())
-            parts.append(f"does not separate {who} from random at n = {m_n} (images that would decide "
+            parts.append(f"does not separate {who} from random at {m_n} (images that would decide "
                          f"{'each' if len(open_) > 1 else 'the'} difference: {decide})")
         if len(same):
             parts.append(f"scores {_join(_lit(e) for e in same['explainer'])} exactly as random on every image")
@@ -555,6 +564,7 @@ def front_page(description: str, summary: pd.DataFrame, models, explainers, ref:
     """The report's front page (rst; wrapped in Jinja's raw block: Snakemake renders it as a template):
     the run in one paragraph; per model the headline sentences and the table; the two figures; the
     sentences metric by metric; how the numbers were computed."""
+    n_most = int(summary["n_images"].max()) if len(summary) else 0
     lines = ["{% raw %}", "Results of this run", "===================", "", _raw(PAGE_STYLE), "", description, ""]
     if not len(summary):
         lines += ["No explainer has a per-image score of a configured metric in this run: nothing to compare.", ""]
@@ -589,7 +599,10 @@ def front_page(description: str, summary: pd.DataFrame, models, explainers, ref:
         "(e.g. SRG's R-OMS) and the members of the meta-evaluation's families of known order are not on this page.",
         "",
         f"The other tables (menu: Tables, Figures) show each metric's mean with a percentile-bootstrap 95% interval "
-        f"over images ({bootstrap} resamples): the same means, slightly different intervals. Each caption names "
-        "what ran in this run; a table or figure that does not apply to it is left out.",
+        f"over images ({bootstrap} resamples): the same means with other intervals, as a rule narrower than this "
+        f"page's (n = {n_most} images here): a percentile bootstrap stays within the observed scores and covers "
+        f"less than 95% at small n, while this page's interval has a t quantile and two pseudo-observations at "
+        f"the score's bounds. "
+        + "Each caption names what ran in this run; a table or figure that does not apply to it is left out.",
         "", "{% endraw %}", ""]
     return "\n".join(lines)
