@@ -1,4 +1,5 @@
 # Shared constants, wildcard constraints, resource helpers and targets.
+from fudbench.analysis.meta import agreement_metrics
 from fudbench.config import fud_diagnostics_on, score_model_users
 from fudbench.data.shards import n_shards
 from fudbench.evaluators import entries_of, entry_curves, method_of, spec_of, use_plugins
@@ -236,8 +237,8 @@ def meta_targets():
         return []
     return [
         *table_paths("meta_ground_truth"),
-        f"{RESULTS}/tables/metric_agreement.csv",
-        *figure_paths("metric_agreement"),
+        *([f"{RESULTS}/tables/metric_agreement.csv", *figure_paths("metric_agreement")]
+          if len(agreement_metrics(config["evaluators"], config["analysis"].get("meta_metrics"))) >= 2 else []),
         *table_paths("report_card"),
         *figure_paths("report_card"),
         *table_paths("claims"),

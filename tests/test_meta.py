@@ -188,3 +188,14 @@ def test_partial_order_family_rows():
     assert r["ci_low"] == pytest.approx(1.0) and r["ci_high"] == pytest.approx(1.0)
     csv, tex = meta_table(out, models=["cnn"], families=["ig_randomised"])
     assert "1.00" in tex and "known pairs" in tex
+
+
+def test_agreement_metrics_leave_out_a_run_with_one_scored_curve():
+    """A run whose only metric is FUD and a variant of it (round four's equivalence profile at the time)
+    has no agreement to draw: rules/common.smk then leaves the figure out instead of failing the job."""
+    from fudbench.analysis.meta import agreement_metrics
+
+    one = {"fud": {"symmetric": False}, "fud_100": {"method": "fud", "steps": 100}}
+    assert agreement_metrics(one) == ["fud"]
+    assert agreement_metrics({**one, "insdel": {}})[:1] == ["fud"] and len(agreement_metrics({**one, "insdel": {}})) >= 2
+    assert agreement_metrics({**one, "insdel": {}}, ["fud"]) == ["fud"]

@@ -370,6 +370,17 @@ TOO_FEW_EXPLAINERS = (f"fewer than {MIN_AGREEMENT_EXPLAINERS} explainers: Kendal
                       f"two is +-1 whatever the metrics; not computed")
 
 
+def agreement_metrics(evaluators: dict, metrics=None) -> list[str]:
+    """The curves a config's evaluators write that metric_agreement would compare (the known, scored
+    curves, restricted to `metrics` as analysis.meta_metrics does): fewer than two, no agreement to
+    draw (rules/meta.smk leaves the figure out; a variant entry's aliased curve, e.g. fud@fud_100, is
+    not among them)."""
+    from fudbench.analysis.curves import configured_curve_scores
+
+    known = select_curves(default_curve_scores(), metrics)
+    return [c for c, v in configured_curve_scores(evaluators).items() if c in known and v[2] is not None]
+
+
 def metric_agreement(per_image: pd.DataFrame, explainers: list[str], n_boot: int = 1000, ci: float = 0.95,
                      seed: int = 0, curve_scores: dict | None = None, curves=None):
     """Kendall tau-b between the explainer rankings of every pair of metrics, per model.
