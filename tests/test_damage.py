@@ -247,6 +247,6 @@ def test_a_file_deleted_by_hand_is_requested_again_with_what_read_it(tmp_path, m
     os.remove(f"{r}/records/cnn/ig/shard0.parquet")
     assert sorted(remake_missing(r, rules)) == [f"{r}/attributions/cnn/sm/shard0.npz",
                                                 f"{r}/records/cnn/ig/shard0.parquet"]
-    assert "2 file(s) that finished jobs read are missing (deleted by hand?) and are remade" in capsys.readouterr().err
+    assert "2 input file(s) of finished jobs are missing (deleted by hand, or new inputs after a config change" in capsys.readouterr().err
     os.remove(f"{r}/data/eval.npz")
     assert f"{r}/data/eval.npz" in remake_missing(r, rules)

@@ -169,8 +169,8 @@ def remake_missing(results: str, rules: Iterable, limit: int = 100_000) -> list[
             if all(o is not None and os.path.exists(o) for o in outputs):
                 queue.append((producer, found))
     if missing:
-        print(f"note: {len(missing)} file(s) that finished jobs read are missing (deleted by hand?) and are remade, "
-              f"with every job that reads them: {', '.join(missing[:10])}"
+        print(f"note: {len(missing)} input file(s) of finished jobs are missing (deleted by hand, or new inputs "
+              f"after a config change, e.g. an added evaluator) and are made, with every job that reads them: {', '.join(missing[:10])}"
               + (f" ... ({len(missing) - 10} more)" if len(missing) > 10 else ""), file=sys.stderr)
     also_in_targeted_runs(rules, missing)
     return missing
