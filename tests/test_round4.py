@@ -212,3 +212,23 @@ def test_family_recovery_of_a_metric_that_follows_the_order_exactly():
     assert rec.loc[round4.SCATTER_ONLY, "recovery"] == pytest.approx(1.0)
     assert rec.loc[round4.SCATTER_ONLY, "perfect_share"] == 1.0
     assert rec.loc["fud", "recovery"] < 1.0
+
+
+def test_equal_share_reactions_find_a_curve_that_rewards_compact_sets():
+    """Members with equal kept cue share but growing scatter: a curve that scores compactness favours the
+    less degraded member in every pair and gets a positive boundary coefficient; one that scores the
+    share alone is tied at equal share."""
+    rows, truth, boundary = [], [], []
+    for i in range(6):
+        for name, s in MEMBERS.items():
+            d = s["shift"]
+            share, spread = (1.0 if d <= 4 else 1.0 - d / 16), 0.02 + d / 100
+            truth.append({"model": "cnn", "explainer": name, "image": i, "value": share})
+            boundary.append({"model": "cnn", "explainer": name, "image": i, "value": spread})
+            rows += [{"model": "cnn", "explainer": name, "image": i, "curve": "fud", "score": -spread},
+                     {"model": "cnn", "explainer": name, "image": i, "curve": "fud_symmetric", "score": share}]
+    out = round4.equal_share_reactions(pd.DataFrame(rows), pd.DataFrame(truth), pd.DataFrame(boundary), EXPLAINERS,
+                                       curves=("fud", "fud_symmetric")).set_index("curve")
+    assert out.loc["fud", "equal_pairs"] == 3 * 6                      # d = 0, 2, 4: three pairs per image
+    assert out.loc["fud", "compact_higher_share"] == 1.0 and out.loc["fud", "ols_boundary"] > 0
+    assert out.loc["fud_symmetric", "compact_higher_share"] == 0.0     # tied at equal share

@@ -54,9 +54,16 @@ def main(argv=None) -> None:
     ap.add_argument("--images", type=int, default=32, help="the run's first N test images")
     ap.add_argument("--model", default="cnn", help="the classifier the fill's guidance uses")
     ap.add_argument("--tolerance", type=float, default=0.3, help="max per-channel distance to the cue colour")
+    ap.add_argument("--summary-only", action="store_true", help="rewrite fill_audit.md from --out's fill_audit.csv")
     args = ap.parse_args(argv)
     caller = Path(os.environ.get("FUD_CALLER_CWD", "."))
     results, out = caller / args.results, caller / args.out
+    if args.summary_only:
+        head = (out / "fill_audit.md").read_text().split("\n\nPartly kept")[0].split("\n") if (out / "fill_audit.md").is_file() else []
+        text = "\n".join([*head, "", *summary_lines(pd.read_csv(out / "fill_audit.csv"))])
+        write_text(out / "fill_audit.md", text + "\n")
+        print(text)
+        return
     if not (results / "data" / "eval.npz").is_file():
         ap.error(f"{results} holds no data/eval.npz: not a finished round-four run")
     out.mkdir(parents=True, exist_ok=True)
@@ -115,14 +122,22 @@ def main(argv=None) -> None:
         print(f"{member}: filled", flush=True)
     table = pd.DataFrame(rows)
     write_csv(out / "fill_audit.csv", table, index=False)
+    lines += summary_lines(table)
+    write_text(out / "fill_audit.md", "\n".join(lines) + "\n")
+    print("\n".join(lines))
 
+
+def summary_lines(table: pd.DataFrame) -> list[str]:
+    """The audit's reading of its table (fill_audit.csv's columns)."""
     partly = table[(table["kept"] > 0) & (table["kept"] < table["cue_pixels"])]
     none = table[table["kept"] == 0]
-    lines += [f"Partly kept cues (0 < kept < all; {len(partly)} fills): kept {partly['kept'].mean():.2f} "
+    missing = partly["cue_pixels"] - partly["kept"]
+    lines = [f"Partly kept cues (0 < kept < all; {len(partly)} fills): kept {partly['kept'].mean():.2f} "
               f"of {partly['cue_pixels'].mean():.1f} pixels on average, present after the fill "
               f"{partly['present'].mean():.2f}; the fill drew {_interval(partly['added'])} cue-coloured "
               f"pixels inside the cue's square that were not kept ("
-              f"{(partly['added'] / (partly['cue_pixels'] - partly['kept'])).mean():.2f} of the missing ones); "
+              f"{(partly['added'] / missing).mean():.2f} of the missing ones per fill on average, "
+              f"{partly['added'].sum() / missing.sum():.2f} of all missing ones); "
               f"{(partly['present'] >= partly['cue_pixels']).mean():.2f} of these fills show the whole cue.",
               f"No cue pixel kept ({len(none)} fills): {_interval(none['present'])} cue pixels present after the "
               f"fill; {(none['present'] > 0).mean():.2f} of these fills show any.", "",
@@ -130,8 +145,15 @@ def main(argv=None) -> None:
     for member, d in table.groupby("member", sort=False):
         lines.append(f"| {member} | {(d['kept'] / d['cue_pixels']).mean():.3f} | "
                      f"{(d['present'] / d['cue_pixels']).mean():.3f} | {(d['added'] > 0).mean():.3f} | {len(d)} |")
-    write_text(out / "fill_audit.md", "\n".join(lines) + "\n")
-    print("\n".join(lines))
+    lines += ["", "Partly kept cues by how many pixels were missing (completion is likeliest where few are):", "",
+              "| missing | fills | share of missing redrawn (pooled) | fills showing the whole cue |", "|---|---|---|---|"]
+    for lo, hi in ((1, 2), (3, 4), (5, 8), (9, 15)):
+        d = partly[(missing >= lo) & (missing <= hi)]
+        if len(d):
+            gone = d["cue_pixels"] - d["kept"]
+            lines.append(f"| {lo}-{hi} | {len(d)} | {d['added'].sum() / gone.sum():.2f} | "
+                         f"{(d['present'] >= d['cue_pixels']).mean():.2f} |")
+    return lines
 
 
 def _interval(values: pd.Series) -> str:

@@ -75,7 +75,7 @@ def run_cells(results: Path, config: dict):
     gate = round4.protocol_gate(truth, config["explainers"], pd.read_csv(results / "tables" / "cue_intervention.csv"),
                                 completion=completion)
     pairs = round4.pairwise_order(truth, degraded_explainers(config["explainers"]))
-    return per_image, gate, pairs
+    return per_image, gate, pairs, (truth, completion, boundary)
 
 
 def main(argv=None) -> None:
@@ -88,6 +88,7 @@ def main(argv=None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     lines, tables = ["# Round four: tables (tools/round4_table.py)", ""], {}
     gates, pair_tables, per_images, configs, scatter, scatter_cells = [], [], {}, {}, {}, {}
+    equal_share = {}
     for name, (folder, files) in RUNS.items():
         results = base / folder
         for inv in [results / "invocations.jsonl"]:
@@ -104,7 +105,7 @@ def main(argv=None) -> None:
             shutil.copyfile(results / "analysis" / "per_image.parquet", out / f"per_image_{name}.parquet")
             lines.append(f"- {name}: cue verdicts copied (explainers_cue_verdict.csv)")
             continue
-        per_image, gate, pairs = run_cells(results, config)
+        per_image, gate, pairs, truths = run_cells(results, config)
         gates.append(gate.assign(run=name))
         pair_tables.append(pairs.assign(run=name))
         per_images[name], configs[name] = per_image, config
@@ -122,6 +123,7 @@ def main(argv=None) -> None:
                 per_image, config["explainers"], (round4.SCATTER_ONLY, "fud", round4.AVG2, "fud_symmetric"))
             scatter_cells[name] = round4.round4_cells(per_image, config["explainers"], gate,
                                                       comparisons=round4.SCATTER_COMPARISONS)
+            equal_share[name] = round4.equal_share_reactions(per_image, *truths[::2], config["explainers"])
         lines.append(f"- {name}: {per_image['image'].nunique()} images, models "
                      f"{', '.join(sorted(per_image['model'].unique()))}")
     if gates:
@@ -162,6 +164,14 @@ def main(argv=None) -> None:
                   f"{r.perfect_share:.2f} | {r.n_images} |" for r in rec.itertuples()]
         lines += ["", "The scatter-only metric in the endpoint's cells (families passing the gate; Holm within "
                   "each comparison):", "", _markdown(cells)]
+        eq_share = pd.concat([t.assign(run=n) for n, t in equal_share.items()], ignore_index=True)
+        write_csv(out / "equal_share_reactions.csv", eq_share, index=False, float_format="%.4f")
+        lines += ["", "Exploratory: each curve's reaction to scatter at equal kept cue share (member pairs of one "
+                  "image are not independent; round4.equal_share_reactions):", "",
+                  "| run | model | family | curve | equal-share pairs | compact member higher | sign p | "
+                  "OLS on share | OLS on boundary |", "|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {r.run} | {r.model} | {r.family} | {r.curve} | {r.equal_pairs} | {r.compact_higher_share:.2f} | "
+                  f"{r.sign_p:.2g} | {r.ols_share:+.2f} | {r.ols_boundary:+.2f} |" for r in eq_share.itertuples()]
     if "equivalence" in tables:
         eq = tables["equivalence"]
         write_csv(out / "equivalence.csv", eq, index=False, float_format="%.4f")
@@ -172,8 +182,42 @@ def main(argv=None) -> None:
         if "primary" in per_images:
             lines.append(f"\nFUD-25L keep-top, equivalence run vs primary on the shared images: "
                          f"{_same_scores(per_images['equivalence'], per_images['primary'])}")
+    if "primary" in per_images:
+        lines += exploratory(per_images, configs, gates, out)
     write_text(out / "summary.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
+
+
+def exploratory(per_images: dict, configs: dict, gates: list, out: Path) -> list[str]:
+    """Cells the hostile review asked for (not registered; Holm within each comparison as always):
+    the displacement family without d = 0 (scatter held fixed, every adjacent pair gate-ordered), and,
+    on images 0..31, FUD-25L symmetric against the paper's FUD at 100 steps (keep-top) beside FUD-25L's
+    own keep-top. Written to exploratory.csv."""
+    explainers = configs["primary"]["explainers"]
+    primary = per_images["primary"]
+    licence = gates[0][gates[0]["run"] == "primary"].assign(passes=True)
+    tables = []
+    no_d0 = {k: v for k, v in explainers.items() if k != "cue_d0"}
+    for run, p in (("primary", primary), ("replication", per_images.get("replication"))):
+        if p is None:
+            continue
+        gate = licence.assign(model=licence["model"].map(round4.REPLICATES)) if run == "replication" else licence
+        cells = round4.round4_cells(p, no_d0, gate, comparisons=(("d4-d16: symmetric vs avg2", "fud_symmetric",
+                                    round4.AVG2), ("d4-d16: bottom vs avg2", "fud_bottom", round4.AVG2)))
+        tables.append(cells[cells["family"] == "oracle_displaced"].assign(run=run))
+    if "equivalence" in per_images:
+        eq = per_images["equivalence"]
+        both = pd.concat([primary[primary["image"].isin(eq["image"].unique())],
+                          eq[eq["curve"] == "fud@fud_100"]], ignore_index=True)
+        cells = round4.round4_cells(both, explainers, licence, comparisons=(
+            ("32 images: symmetric vs FUD-25L keep-top", "fud_symmetric", "fud"),
+            ("32 images: symmetric vs FUD-100 keep-top", "fud_symmetric", "fud@fud_100")))
+        tables.append(cells.assign(run="primary+equivalence"))
+    if not tables:
+        return []
+    table = pd.concat(tables, ignore_index=True)
+    write_csv(out / "exploratory.csv", table, index=False, float_format="%.4f")
+    return ["", "## Exploratory cells asked for by the review (not registered)", "", _markdown(table)]
 
 
 def _same_scores(a: pd.DataFrame, b: pd.DataFrame) -> str:

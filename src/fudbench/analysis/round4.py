@@ -109,6 +109,56 @@ def family_recovery(per_image: pd.DataFrame, explainers: dict, curves, ci: float
     return pd.DataFrame(rows)
 
 
+def equal_share_reactions(per_image: pd.DataFrame, truth: pd.DataFrame, boundary: pd.DataFrame, explainers: dict,
+                          curves=("fud", AVG2, "fud_bottom", "fud_symmetric"), tol: float = 1e-12) -> pd.DataFrame:
+    """How each curve reacts to scatter where the evidence is equal (exploratory; the referee's check of
+    round four). For every family, image and pair of members (the less degraded first): the difference of
+    the kept cue share (truth), of the keep-top boundary share (the second minus the first: how much more
+    scattered the more degraded member's kept sets are) and of each curve's oriented score (first minus
+    second). Per (model, family, curve): among the pairs with equal kept cue share, how many, their mean
+    boundary difference, the share in which the first (more compact) member scores higher and a two-sided
+    sign test over the untied pairs; and over all pairs the least-squares coefficients of the score
+    difference on the share and boundary differences (negative on the boundary: the curve prefers the
+    scattered member at equal share). Pairs of one image are not independent: a description, not a test
+    that decides anything."""
+    from scipy.stats import binomtest
+
+    from fudbench.analysis.meta import degraded_explainers, family_members
+
+    degraded = degraded_explainers(explainers)
+    p = with_avg2(per_image)
+    rows = []
+    for model in sorted(p["model"].unique()):
+        t = truth[truth["model"] == model].pivot_table(index="image", columns="explainer", values="value")
+        b = boundary[boundary["model"] == model].pivot_table(index="image", columns="explainer", values="value")
+        for family, members in family_members(degraded).items():
+            members = sorted((e for e in members if e in t.columns), key=lambda e: degraded[e][1])
+            for curve in curves:
+                w = p[(p["model"] == model) & (p["curve"] == curve)].pivot_table(
+                    index="image", columns="explainer", values="score")
+                if not set(members) <= set(w.columns):
+                    continue
+                images = w.index.intersection(t.index).intersection(b.index)
+                sign = 1.0 if CURVE_DIRECTIONS[curve] else -1.0
+                d_share, d_bound, d_score = [], [], []
+                for i, first in enumerate(members):
+                    for second in members[i + 1:]:
+                        d_share.append((t.loc[images, first] - t.loc[images, second]).to_numpy())
+                        d_bound.append((b.loc[images, second] - b.loc[images, first]).to_numpy())
+                        d_score.append(sign * (w.loc[images, first] - w.loc[images, second]).to_numpy())
+                ds, db, dy = (np.concatenate(x) for x in (d_share, d_bound, d_score))
+                equal = np.abs(ds) < tol
+                untied = dy[equal][dy[equal] != 0]
+                coef = np.linalg.lstsq(np.c_[np.ones(len(ds)), ds, db], dy, rcond=None)[0]
+                rows.append({"model": model, "family": family, "curve": curve, "equal_pairs": int(equal.sum()),
+                             "equal_boundary_difference": float(db[equal].mean()) if equal.any() else np.nan,
+                             "compact_higher_share": float((dy[equal] > 0).mean()) if equal.any() else np.nan,
+                             "sign_p": float(binomtest(int((untied > 0).sum()), len(untied)).pvalue)
+                             if len(untied) else np.nan,
+                             "ols_share": float(coef[1]), "ols_boundary": float(coef[2]), "pairs": len(ds)})
+    return pd.DataFrame(rows)
+
+
 def pairwise_order(truth: pd.DataFrame, degraded: dict, ci: float = 0.95, min_strict: float = 0.5) -> pd.DataFrame:
     """Per (model, family, adjacent member pair): the mean per-image truth difference better - worse with
     its interval (inference.mean_interval, bounds (-1, 1)), the share of images strictly ordered, and
