@@ -44,6 +44,18 @@ SCATTER_COMPARISONS = (("scatter-only vs avg2", SCATTER_ONLY, AVG2),
 REPLICATES = {"cnn": "cnn_seed1", "vit": "vit_seed1"}
 
 
+def higher_is_better(curve: str) -> bool:
+    """Round four's curves (CURVE_DIRECTIONS), else the evaluator specs' (insertion, road_morf, ...)."""
+    from fudbench.analysis.curves import curve_score
+
+    if curve in CURVE_DIRECTIONS:
+        return CURVE_DIRECTIONS[curve]
+    found = curve_score(curve)
+    if found is None:
+        raise KeyError(f"no direction known for curve {curve!r}")
+    return bool(found[1])
+
+
 def curve_scores(curves=CURVE_DIRECTIONS) -> dict:
     """{curve: (label, higher is better, None)} in analysis.curves.CURVE_SCORES' shape."""
     return {c: (c, better, None) for c, better in curves.items()}
@@ -99,7 +111,7 @@ def family_recovery(per_image: pd.DataFrame, explainers: dict, curves, ci: float
         for family, members in family_members(degraded).items():
             levels = [degraded[e][1] for e in members]
             for curve in curves:
-                r = per_image_recovery(p, model, curve, 1.0 if CURVE_DIRECTIONS[curve] else -1.0, members, levels,
+                r = per_image_recovery(p, model, curve, 1.0 if higher_is_better(curve) else -1.0, members, levels,
                                        family_order(family)).to_numpy()
                 if len(r) < 2:
                     continue
