@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-from round4_fill_audit import cue_coloured, keep_top_sets  # noqa: E402  (the tool's own import of it)
+from round4_fill_audit import cue_coloured, keep_top_sets, reversed_map  # noqa: E402  (the tool's imports)
 
 
 def test_cue_colour_detector_finds_the_noisy_cue_and_nothing_grey():
@@ -25,3 +25,13 @@ def test_keep_top_sets_are_the_protocols_nested_top_pixels():
     assert sets.shape == (1, 2, 4, 4)
     assert sets[0, 0].sum() == 4 and sets[0, 0, 3].all()                  # the four highest: the last row
     assert sets[0, 1].sum() == 8 and (sets[0, 0] <= sets[0, 1]).all()     # nested
+
+
+def test_reversed_map_keeps_the_bottom_sets_under_the_abs_sum_reduction():
+    from fudbench.analysis.cue import reduce_map
+
+    scores = np.random.default_rng(1).permutation(64).astype(float).reshape(1, 8, 8)
+    flipped = reversed_map(scores, 3)
+    assert flipped.shape == (1, 3, 8, 8) and (flipped >= 0).all()
+    top_of_flipped = keep_top_sets(reduce_map(flipped, "abs_sum"), [0.25])
+    assert (top_of_flipped == keep_top_sets(-scores, [0.25])).all()        # the bottom quarter of `scores`

@@ -47,6 +47,13 @@ def cue_coloured(images: np.ndarray, colours: np.ndarray, tolerance: float) -> n
     return (np.abs(images - colours[:, :, None, None]) <= tolerance).all(1)
 
 
+def reversed_map(scores: np.ndarray, channels: int) -> np.ndarray:
+    """(N, channels, H, W) non-negative maps whose abs-sum reduction is max - scores: their keep-top sets
+    are the keep-bottom sets of `scores` (tie-free scores)."""
+    flipped = scores.max((1, 2), keepdims=True) - scores
+    return np.repeat((flipped / channels)[:, None], channels, 1)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", required=True, help="the primary run's folder (results/round4)")
@@ -54,14 +61,18 @@ def main(argv=None) -> None:
     ap.add_argument("--images", type=int, default=32, help="the run's first N test images")
     ap.add_argument("--model", default="cnn", help="the classifier the fill's guidance uses")
     ap.add_argument("--tolerance", type=float, default=0.3, help="max per-channel distance to the cue colour")
-    ap.add_argument("--summary-only", action="store_true", help="rewrite fill_audit.md from --out's fill_audit.csv")
+    ap.add_argument("--side", choices=["top", "bottom"], default="top",
+                    help="audit the keep-top fills (curve fud) or the keep-bottom ones (fud_bottom)")
+    ap.add_argument("--summary-only", action="store_true", help="rewrite the .md from --out's .csv")
     args = ap.parse_args(argv)
     caller = Path(os.environ.get("FUD_CALLER_CWD", "."))
     results, out = caller / args.results, caller / args.out
+    # keep-top with the cnn's guidance is the first audit's name; the others say what they audit
+    stem = "fill_audit" if (args.side, args.model) == ("top", "cnn") else f"fill_audit_{args.side}_{args.model}"
     if args.summary_only:
-        head = (out / "fill_audit.md").read_text().split("\n\nPartly kept")[0].split("\n") if (out / "fill_audit.md").is_file() else []
-        text = "\n".join([*head, "", *summary_lines(pd.read_csv(out / "fill_audit.csv"))])
-        write_text(out / "fill_audit.md", text + "\n")
+        head = (out / f"{stem}.md").read_text().split("\n\nPartly kept")[0].split("\n") if (out / f"{stem}.md").is_file() else []
+        text = "\n".join([*head, "", *summary_lines(pd.read_csv(out / f"{stem}.csv"))])
+        write_text(out / f"{stem}.md", text + "\n")
         print(text)
         return
     if not (results / "data" / "eval.npz").is_file():
@@ -82,13 +93,15 @@ def main(argv=None) -> None:
     hit = float(seen[cue].mean())
     false_pos = float(seen[~cue].mean())
     lines = ["# Round four: does the fill complete a partly kept cue? (tools/round4_fill_audit.py)", "",
-             f"{n} images of {results}, model {args.model} (guidance), FUD keep-top as the run's `fud` entry; "
+             f"{n} images of {results}, model {args.model} (guidance), FUD keep-{args.side} as the run's `fud` entry; "
              f"cue colour detector (every channel within {args.tolerance}) on the original images: "
              f"{hit:.3f} of cue pixels detected, {false_pos:.4f} of other pixels", ""]
 
     model = load_classifier(results / "models" / f"{args.model}.pt")
     with torch.no_grad():
         y = model(x).argmax(1)
+    # the sampler does not hand back its keep-bottom fills, so a bottom audit fills the keep-top sets of the
+    # reversed map (max - score: the same sets, the keep-top curve's noise instead of the bottom's)
     settings = {**config["evaluators"]["fud"], "symmetric": False}
     evaluator = build_evaluator("fud", settings, config["evaluation"],
                                 {"score_model": str(results / "models" / "score_model.pt")}, "cpu")
@@ -106,7 +119,11 @@ def main(argv=None) -> None:
         a, ids = a[pick], ids[pick]
         if not np.array_equal(ids, np.arange(n)):
             raise SystemExit(f"{member}: the stored maps do not cover images 0..{n - 1}")
-        kept = keep_top_sets(reduce_map(a, config["evaluation"]["reduction"]), ratios)
+        scores = reduce_map(a, config["evaluation"]["reduction"])
+        # the maps are tie-free (round four's controls), so the bottom set is the top set of -scores
+        kept = keep_top_sets(scores if args.side == "top" else -scores, ratios)
+        if args.side == "bottom":
+            a = reversed_map(scores, a.shape[1])
         _, samples = evaluate_maps(evaluator, model, x, y, torch.from_numpy(a).float(), ids, key)
         fills = np.asarray(samples["fud"], dtype=np.float32)             # (N, R, 3, H, W)
         for r, rho in enumerate(ratios):
@@ -121,9 +138,9 @@ def main(argv=None) -> None:
                              "added_outside_cue": int(outside[i])})
         print(f"{member}: filled", flush=True)
     table = pd.DataFrame(rows)
-    write_csv(out / "fill_audit.csv", table, index=False)
+    write_csv(out / f"{stem}.csv", table, index=False)
     lines += summary_lines(table)
-    write_text(out / "fill_audit.md", "\n".join(lines) + "\n")
+    write_text(out / f"{stem}.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
