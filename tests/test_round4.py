@@ -232,3 +232,20 @@ def test_equal_share_reactions_find_a_curve_that_rewards_compact_sets():
     assert out.loc["fud", "equal_pairs"] == 3 * 6                      # d = 0, 2, 4: three pairs per image
     assert out.loc["fud", "compact_higher_share"] == 1.0 and out.loc["fud", "ols_boundary"] > 0
     assert out.loc["fud_symmetric", "compact_higher_share"] == 0.0     # tied at equal share
+
+
+def test_scatter_pair_reactions_orient_each_curve_and_adjust_over_models():
+    """insertion (higher better) scores the compact member higher, deletion (lower better) scores it lower:
+    both favour compact sets; a curve that cannot tell the pair apart reacts 0."""
+    rows = []
+    for model in ("cnn", "vit"):
+        for i in range(12):
+            for name, ins, dele in (("c", 0.8, 0.2), ("s", 0.6, 0.4)):
+                rows += [{"model": model, "explainer": name, "image": i, "curve": "insertion", "score": ins + 0.01 * i},
+                         {"model": model, "explainer": name, "image": i, "curve": "deletion", "score": dele},
+                         {"model": model, "explainer": name, "image": i, "curve": "fud", "score": 0.5}]
+    out = round4.scatter_pair_reactions(pd.DataFrame(rows), ("c", "s"), ("insertion", "deletion", "fud"))
+    r = out.set_index(["model", "curve"])
+    assert r.loc[("cnn", "insertion"), "reaction"] == pytest.approx(0.2)
+    assert r.loc[("vit", "deletion"), "reaction"] == pytest.approx(0.2) and r.loc[("vit", "deletion"), "p_holm"] < 0.05
+    assert r.loc[("cnn", "fud"), "reaction"] == 0 and r.loc[("cnn", "fud"), "compact_higher_share"] == 0

@@ -32,7 +32,10 @@ RUNS = {  # name: (results folder, config files)
     "replication": ("round4_rep", ["config/cue.yaml", "config/round4.yaml", "config/round4_replication.yaml"]),
     "equivalence": ("round4_equiv", ["config/cue.yaml", "config/round4.yaml", "config/round4_equivalence.yaml"]),
     "explainers": ("round4_explainers", ["config/cue.yaml", "config/round4_explainers.yaml"]),
+    "scatter": ("round4_scatter", ["config/cue.yaml", "config/round4_scatter.yaml"]),
 }
+SCATTER_PAIR = ("background_compact", "background_scattered")
+PAIR_CURVES = ("fud", "fud_bottom", "fud_symmetric", "insertion", "deletion", "road_morf", "road_lerf")
 
 
 def finished(results: Path) -> bool:
@@ -104,6 +107,9 @@ def main(argv=None) -> None:
                     shutil.copyfile(results / "tables" / t, out / f"explainers_{t}")
             shutil.copyfile(results / "analysis" / "per_image.parquet", out / f"per_image_{name}.parquet")
             lines.append(f"- {name}: cue verdicts copied (explainers_cue_verdict.csv)")
+            continue
+        if name == "scatter":
+            lines += scatter_pair_lines(results, config, out)
             continue
         per_image, gate, pairs, truths = run_cells(results, config)
         gates.append(gate.assign(run=name))
@@ -186,6 +192,41 @@ def main(argv=None) -> None:
         lines += exploratory(per_images, configs, gates, out)
     write_text(out / "summary.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
+
+
+def scatter_pair_lines(results: Path, config: dict, out: Path) -> list[str]:
+    """The equal-evidence scatter pair (config/round4_scatter.yaml): the construction checked on the maps
+    (kept cue share and keep-top boundary share of each member, keep-top and keep-bottom) and every curve's
+    reaction, written to scatter_pair.csv."""
+    from fudbench.analysis.cue import reduce_map
+
+    per_image = pd.read_parquet(results / "analysis" / "per_image.parquet")
+    shutil.copyfile(results / "analysis" / "per_image.parquet", out / "per_image_scatter.parquet")
+    cue = load_npz(results / "data" / "eval.npz")["masks"].astype(bool)
+    ratios = config["evaluation"]["ratios"]
+    lines = ["", "## FUD's scatter reaction at equal evidence (config/round4_scatter.yaml; not registered)", "",
+             "Construction, from the maps (mean over images; keep-top / keep-bottom sets):", "",
+             "| model | member | kept cue share (top) | kept cue share (bottom) | boundary share (top) | "
+             "boundary share (bottom) |", "|---|---|---|---|---|---|"]
+    for model in config["models"]["classifiers"]:
+        for name in SCATTER_PAIR:
+            for shard in sorted((results / "attributions" / model / name).glob("shard*.npz")):
+                a = load_npz(shard, made_by="explain")
+                s = reduce_map(a["attributions"], config["evaluation"]["reduction"])
+                c = cue[a["ids"]]
+                lines.append(f"| {model} | {name} | {round4.kept_cue_share(s, c, ratios).mean():.3f} | "
+                             f"{round4.kept_cue_share(-s, c, ratios).mean():.3f} | "
+                             f"{round4.keep_top_boundary(s, ratios).mean():.3f} | "
+                             f"{round4.keep_top_boundary(-s, ratios).mean():.3f} |")
+    curves = [c for c in PAIR_CURVES if c in set(per_image["curve"])]
+    table = round4.scatter_pair_reactions(per_image, SCATTER_PAIR, curves)
+    write_csv(out / "scatter_pair.csv", table, index=False, float_format="%.4f")
+    lines += ["", "Reaction = oriented score of the compact member minus the scattered one (> 0: favours compact "
+              "kept sets), Holm over the models within each curve:", "",
+              "| model | curve | reaction [95%] | p_holm | compact higher | n |", "|---|---|---|---|---|---|"]
+    lines += [f"| {r.model} | {r.curve} | {_fmt(r.reaction, r.ci_low, r.ci_high)} | {r.p_holm:.3g} | "
+              f"{r.compact_higher_share:.2f} | {r.n_images} |" for r in table.itertuples()]
+    return lines
 
 
 def exploratory(per_images: dict, configs: dict, gates: list, out: Path) -> list[str]:

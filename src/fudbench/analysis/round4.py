@@ -171,6 +171,29 @@ def equal_share_reactions(per_image: pd.DataFrame, truth: pd.DataFrame, boundary
     return pd.DataFrame(rows)
 
 
+def scatter_pair_reactions(per_image: pd.DataFrame, pair: tuple[str, str], curves, ci: float = 0.95) -> pd.DataFrame:
+    """Per (model, curve): the mean per-image oriented score of the pair's compact member minus its
+    scattered member (claims.scatter_reaction; > 0: the curve favours compact kept sets) with its interval
+    (inference.mean_interval, bounds (-1, 1): AUC-like scores), Holm over the models within each curve."""
+    from fudbench.analysis.claims import scatter_reaction
+    from fudbench.analysis.inference import holm
+
+    rows = []
+    for curve in curves:
+        first = len(rows)
+        for model in sorted(per_image["model"].unique()):
+            r = scatter_reaction(per_image, model, curve, 1.0 if higher_is_better(curve) else -1.0, pair)
+            v = r.dropna().to_numpy(dtype=float)
+            if len(v) < 2:
+                continue
+            est, lo, hi, p = mean_interval(np.clip(v, -1.0, 1.0), (-1.0, 1.0), ci)
+            rows.append({"model": model, "curve": curve, "reaction": est, "ci_low": lo, "ci_high": hi, "p": p,
+                         "compact_higher_share": float((v > 0).mean()), "n_images": len(v)})
+        for row, p_adj in zip(rows[first:], holm([r["p"] for r in rows[first:]])):
+            row["p_holm"] = float(p_adj)
+    return pd.DataFrame(rows)
+
+
 def pairwise_order(truth: pd.DataFrame, degraded: dict, ci: float = 0.95, min_strict: float = 0.5) -> pd.DataFrame:
     """Per (model, family, adjacent member pair): the mean per-image truth difference better - worse with
     its interval (inference.mean_interval, bounds (-1, 1)), the share of images strictly ordered, and
