@@ -6,36 +6,17 @@ an index that does not exist. The machine's pip / uv settings are simulated by a
 (PIP_CONFIG_FILE) and PIP_FIND_LINKS / UV_FIND_LINKS naming a folder that holds a wheel of the
 same version with a build tag (which pip prefers when it sees both): if the install reads them, the
 environment gets that wheel (VALUE 99) instead of the wheelhouse's (41)."""
-import base64
-import hashlib
 import os
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
 
+from wheel_support import make_wheel
+
 REPO = Path(__file__).resolve().parents[1]
 NO_INDEX = {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "UV_INDEX_URL": "http://127.0.0.1:9/simple"}
-
-
-def make_wheel(folder: Path, name: str, version: str, value: int, build: str = "") -> Path:
-    tag = f"-{build}" if build else ""
-    info = f"{name}-{version}.dist-info"
-    files = {f"{name}/__init__.py": f"VALUE = {value}\n",
-             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-                              + (f"Build: {build}\n" if build else "")}
-    record = [f"{p},sha256={base64.urlsafe_b64encode(hashlib.sha256(t.encode()).digest()).rstrip(b'=').decode()},"
-              f"{len(t.encode())}" for p, t in files.items()]
-    files[f"{info}/RECORD"] = "\n".join(record + [f"{info}/RECORD,,"]) + "\n"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}-{version}{tag}-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as z:
-        for p, t in files.items():
-            z.writestr(p, t)
-    return path
 
 
 def install(tmp_path, *args, cwd=REPO, **env):

@@ -4,13 +4,10 @@ from it with no package index, reusing a compatible torch of the node. Tested on
 lock of one or two small packages (FUD_LOCK), wheels made here, a private FUD_CACHE
 (the shared environment is never touched) and a package index that does not exist,
 so any attempt to reach one fails the install."""
-import base64
-import hashlib
 import os
 import socket
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -19,26 +16,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tools"))
 
 import compatible_torch  # noqa: E402
+from wheel_support import make_wheel  # noqa: E402
 
 NO_INDEX = {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "UV_INDEX_URL": "http://127.0.0.1:9/simple",
             "PIP_EXTRA_INDEX_URL": "", "UV_EXTRA_INDEX_URL": ""}
-
-
-def make_wheel(folder: Path, name: str, version: str, value: int) -> Path:
-    """A pure-Python wheel holding module `name` with VALUE = value."""
-    files = {f"{name}/__init__.py": f"VALUE = {value}\n",
-             f"{name}-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-             f"{name}-{version}.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
-                                                  "Tag: py3-none-any\n"}
-    record = [f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b'=').decode()},"
-              f"{len(text.encode())}" for path, text in files.items()]
-    files[f"{name}-{version}.dist-info/RECORD"] = "\n".join(record + [f"{name}-{version}.dist-info/RECORD,,"]) + "\n"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as z:
-        for p, text in files.items():
-            z.writestr(p, text)
-    return path
 
 
 def run(cmd, **env):
