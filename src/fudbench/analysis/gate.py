@@ -47,8 +47,7 @@ def family_gate(truth: pd.DataFrame, degraded: dict, random_entry: str, truth_na
     """truth: columns model, explainer, image, value (the independent truth per
     map and image); degraded: {explainer: (family, level)}
     (meta.degraded_explainers). One row per (model, family) with COLUMNS."""
-    from fudbench.analysis.meta import family_members, family_order
-    from fudbench.analysis.order_stats import recovery_rows
+    from fudbench.analysis.meta import family_members
 
     rows = []
     for model, d in truth.groupby("model", sort=True):
@@ -60,19 +59,29 @@ def family_gate(truth: pd.DataFrame, degraded: dict, random_entry: str, truth_na
             pair = m[[best, random_entry]].dropna()
             diff = (pair[best] - pair[random_entry]).to_numpy()
             est, lo, hi, p = mean_interval(diff, (-1.0, 1.0), ci)
-            present = [e for e in members if e in m.columns]
-            order = {"order_estimate": np.nan, "order_low": np.nan, "order_high": np.nan, "order_p": np.nan}
-            if len(present) > 1:
-                values = m[present].dropna().to_numpy()
-                r = recovery_rows(values, [degraded[e][1] for e in present], family_order(family))
-                r = np.where(np.isfinite(r), r, 0.0)   # an image whose truth ties every member: no order
-                order = dict(zip(order, mean_interval(r, (-1.0, 1.0), ci)))
+            order = dict(zip(("order_estimate", "order_low", "order_high", "order_p"),
+                             order_interval(m, members, degraded, family, ci)))
             ordered = bool(np.isfinite(order["order_low"]) and order["order_low"] > 0)
             rows.append({"model": model, "family": family, "best_member": best, "truth": truth_name,
                          "best_mean": float(pair[best].mean()), "random_mean": float(pair[random_entry].mean()),
                          "estimate": est, "ci_low": lo, "ci_high": hi, "p": p, **order,
                          "passes": bool(np.isfinite(lo) and lo > 0 and ordered), "n_images": len(diff)})
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def order_interval(values: pd.DataFrame, members, degraded: dict, family: str, ci: float = 0.95) -> tuple:
+    """(mean, low, high, p) over images of the per-image Spearman of the members' values (columns of
+    `values`, one row per image; higher = better) with the family's known order (order_stats.recovery_rows;
+    an image whose values tie every member counts 0), inference.mean_interval with bounds (-1, 1); NaNs with
+    fewer than two members present."""
+    from fudbench.analysis.meta import family_order
+    from fudbench.analysis.order_stats import recovery_rows
+
+    present = [e for e in members if e in values.columns]
+    if len(present) < 2:
+        return (np.nan,) * 4
+    r = recovery_rows(values[present].dropna().to_numpy(), [degraded[e][1] for e in present], family_order(family))
+    return mean_interval(np.where(np.isfinite(r), r, 0.0), (-1.0, 1.0), ci)
 
 
 def keep_top_sets(scores: np.ndarray, ratios) -> np.ndarray:
@@ -105,19 +114,15 @@ def scatter_check(boundary: pd.DataFrame, degraded: dict, ci: float = 0.95) -> p
     family): the mean per-image recovery of the family's order by the scatter-only metric (minus the
     boundary share: compact kept sets rank first) with its interval, and `scatter_ordered` = the interval
     lies above 0."""
-    from fudbench.analysis.meta import family_members, family_order
-    from fudbench.analysis.order_stats import recovery_rows
+    from fudbench.analysis.meta import family_members
 
     rows = []
     for model, d in boundary.groupby("model", sort=True):
         m = -d.pivot_table(index="image", columns="explainer", values="value", aggfunc="mean")
         for family, members in family_members(degraded).items():
-            present = [e for e in members if e in m.columns]
-            if len(present) < 2:
+            if sum(e in m.columns for e in members) < 2:
                 continue
-            r = recovery_rows(m[present].dropna().to_numpy(), [degraded[e][1] for e in present],
-                              family_order(family))
-            est, lo, hi, _ = mean_interval(np.where(np.isfinite(r), r, 0.0), (-1.0, 1.0), ci)
+            est, lo, hi, _ = order_interval(m, members, degraded, family, ci)
             rows.append({"model": model, "family": family, "scatter_order_estimate": est, "scatter_order_low": lo,
                          "scatter_order_high": hi, "scatter_ordered": bool(np.isfinite(lo) and lo > 0)})
     return pd.DataFrame(rows, columns=["model", "family", *SCATTER_COLUMNS])

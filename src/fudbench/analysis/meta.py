@@ -373,7 +373,7 @@ TOO_FEW_EXPLAINERS = (f"fewer than {MIN_AGREEMENT_EXPLAINERS} explainers: Kendal
 def agreement_metrics(evaluators: dict, metrics=None) -> list[str]:
     """The curves a config's evaluators write that metric_agreement would compare (the known, scored
     curves, restricted to `metrics` as analysis.meta_metrics does): fewer than two, no agreement to
-    draw (rules/meta.smk leaves the figure out; a variant entry's aliased curve, e.g. fud@fud_100, is
+    draw (rules/common.smk's meta_targets leave the figure out; a variant entry's aliased curve, e.g. fud@fud_100, is
     not among them)."""
     from fudbench.analysis.curves import configured_curve_scores
 
