@@ -42,11 +42,12 @@ def finished(results: Path) -> bool:
     return (results / "analysis" / "per_image.parquet").is_file() and (results / "tables").is_dir()
 
 
-def gate_truths(results: Path, config: dict) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """(kept cue share, completion truth, keep-top boundary share): model, explainer, image, value of every
-    family member and `random`, from the maps, each map file read once. The completion truth is the share
-    of ratios keeping any cue pixel (round4.kept_cue_share); the boundary share is the scatter-only
-    metric's input (round4.keep_top_boundary)."""
+def gate_truths(results: Path, config: dict) -> dict[str, pd.DataFrame]:
+    """{"share": kept cue share, "completion": completion truth, "boundary": keep-top boundary share}, each
+    with columns model, explainer, image, value of every family member and `random`, from the maps, each
+    map file read once. The completion truth is the share of ratios keeping any cue pixel
+    (round4.kept_cue_share); the boundary share is the scatter-only metric's input
+    (round4.keep_top_boundary)."""
     from fudbench.analysis.cue import reduce_map
     from fudbench.analysis.meta import degraded_explainers
 
@@ -54,31 +55,32 @@ def gate_truths(results: Path, config: dict) -> tuple[pd.DataFrame, pd.DataFrame
     cue = data["masks"].astype(bool)
     ratios = config["evaluation"]["ratios"]
     names = [*degraded_explainers(config["explainers"]), "random"]
-    rows = {False: [], True: [], "boundary": []}
+    measures = {"share": lambda s, c: round4.kept_cue_share(s, c, ratios),
+                "completion": lambda s, c: round4.kept_cue_share(s, c, ratios, completion=True),
+                "boundary": lambda s, c: round4.keep_top_boundary(s, ratios)}
+    rows = {kind: [] for kind in measures}
     for model in config["models"]["classifiers"]:
         for name in names:
             for shard in sorted((results / "attributions" / model / name).glob("shard*.npz")):
                 a = load_npz(shard, made_by="explain")
                 scores = reduce_map(a["attributions"], config["evaluation"]["reduction"])
-                for kind, out in rows.items():
-                    value = (round4.keep_top_boundary(scores, ratios) if kind == "boundary" else
-                             round4.kept_cue_share(scores, cue[a["ids"]], ratios, completion=kind))
-                    out += [{"model": model, "explainer": name, "image": int(i), "value": float(v)}
-                            for i, v in zip(a["ids"], value)]
-    return pd.DataFrame(rows[False]), pd.DataFrame(rows[True]), pd.DataFrame(rows["boundary"])
+                for kind, measure in measures.items():
+                    rows[kind] += [{"model": model, "explainer": name, "image": int(i), "value": float(v)}
+                                   for i, v in zip(a["ids"], measure(scores, cue[a["ids"]]))]
+    return {kind: pd.DataFrame(r) for kind, r in rows.items()}
 
 
 def run_cells(results: Path, config: dict):
     from fudbench.analysis.meta import degraded_explainers
 
     per_image = pd.read_parquet(results / "analysis" / "per_image.parquet")
-    truth, completion, boundary = gate_truths(results, config)
-    per_image = pd.concat([per_image, round4.scatter_only_scores(boundary).reindex(columns=per_image.columns)],
-                          ignore_index=True)
-    gate = round4.protocol_gate(truth, config["explainers"], pd.read_csv(results / "tables" / "cue_intervention.csv"),
-                                completion=completion)
-    pairs = round4.pairwise_order(truth, degraded_explainers(config["explainers"]))
-    return per_image, gate, pairs, (truth, completion, boundary)
+    truths = gate_truths(results, config)
+    per_image = pd.concat([per_image, round4.scatter_only_scores(truths["boundary"]).reindex(
+        columns=per_image.columns)], ignore_index=True)
+    gate = round4.protocol_gate(truths["share"], config["explainers"],
+                                pd.read_csv(results / "tables" / "cue_intervention.csv"), completion=truths["completion"])
+    pairs = round4.pairwise_order(truths["share"], degraded_explainers(config["explainers"]))
+    return per_image, gate, pairs, truths
 
 
 def main(argv=None) -> None:
@@ -94,9 +96,8 @@ def main(argv=None) -> None:
     equal_share = {}
     for name, (folder, files) in RUNS.items():
         results = base / folder
-        for inv in [results / "invocations.jsonl"]:
-            if inv.is_file():
-                shutil.copyfile(inv, out / f"invocations_{name}.jsonl")
+        if (results / "invocations.jsonl").is_file():
+            shutil.copyfile(results / "invocations.jsonl", out / f"invocations_{name}.jsonl")
         if not finished(results):
             lines.append(f"- {name} ({results}): not finished; no cell computed from it")
             continue
@@ -120,7 +121,7 @@ def main(argv=None) -> None:
             # registered: "on both families", all four cells (model x family), no gate (the run has no
             # `random` map, so its own gate has no rows; its maps, models and images 0..31 are the
             # primary's, whose gate rows name the cells); the gated cells are shown beside
-            licence = gates[0][gates[0]["run"] == "primary"] if gates else gate
+            licence = primary_gate(gates) if gates else gate
             tables[name] = round4.equivalence_cells(per_image, config["explainers"], licence.assign(passes=True))
             tables["equivalence_gated"] = round4.equivalence_cells(per_image, config["explainers"], licence)
         else:
@@ -129,7 +130,8 @@ def main(argv=None) -> None:
                 per_image, config["explainers"], (round4.SCATTER_ONLY, "fud", round4.AVG2, "fud_symmetric"))
             scatter_cells[name] = round4.round4_cells(per_image, config["explainers"], gate,
                                                       comparisons=round4.SCATTER_COMPARISONS)
-            equal_share[name] = round4.equal_share_reactions(per_image, *truths[::2], config["explainers"])
+            equal_share[name] = round4.equal_share_reactions(per_image, truths["share"], truths["boundary"],
+                                                             config["explainers"])
         lines.append(f"- {name}: {per_image['image'].nunique()} images, models "
                      f"{', '.join(sorted(per_image['model'].unique()))}")
     if gates:
@@ -158,9 +160,9 @@ def main(argv=None) -> None:
                       f"{r.n_images} | {_fmt(r.heterogeneity, r.heterogeneity_low, r.heterogeneity_high)} |"
                       for r in pooled.itertuples()]
     if "primary" in scatter:
-        rec = pd.concat([t.assign(run=n) for n, t in scatter.items()], ignore_index=True)
+        rec = _stack(scatter)
         write_csv(out / "scatter.csv", rec, index=False, float_format="%.4f")
-        cells = pd.concat([t.assign(run=n) for n, t in scatter_cells.items()], ignore_index=True)
+        cells = _stack(scatter_cells)
         write_csv(out / "scatter_cells.csv", cells, index=False, float_format="%.4f")
         lines += ["", "## A scatter-only metric (minus the keep-top sets' boundary share; no model, no fill)", "",
                   "Mean per-image recovery on every family, beside the FUD curves (share of images ordered "
@@ -170,7 +172,7 @@ def main(argv=None) -> None:
                   f"{r.perfect_share:.2f} | {r.n_images} |" for r in rec.itertuples()]
         lines += ["", "The scatter-only metric in the endpoint's cells (families passing the gate; Holm within "
                   "each comparison):", "", _markdown(cells)]
-        eq_share = pd.concat([t.assign(run=n) for n, t in equal_share.items()], ignore_index=True)
+        eq_share = _stack(equal_share)
         write_csv(out / "equal_share_reactions.csv", eq_share, index=False, float_format="%.4f")
         lines += ["", "Exploratory: each curve's reaction to scatter at equal kept cue share (member pairs of one "
                   "image are not independent; round4.equal_share_reactions):", "",
@@ -236,7 +238,7 @@ def exploratory(per_images: dict, configs: dict, gates: list, out: Path) -> list
     own keep-top. Written to exploratory.csv."""
     explainers = configs["primary"]["explainers"]
     primary = per_images["primary"]
-    licence = gates[0][gates[0]["run"] == "primary"].assign(passes=True)
+    licence = primary_gate(gates).assign(passes=True)
     tables, ceiling = [], []
     no_d0 = {k: v for k, v in explainers.items() if k != "cue_d0"}
     for run, p in (("primary", primary), ("replication", per_images.get("replication"))):
@@ -269,6 +271,16 @@ def exploratory(per_images: dict, configs: dict, gates: list, out: Path) -> list
         lines += ["", "Displacement d = 4..16 (scatter held fixed): every curve's mean per-image recovery", "",
                   wide.round(2).to_markdown()]
     return lines
+
+
+def primary_gate(gates: list) -> pd.DataFrame:
+    """The primary run's gate rows (the first run read; its maps and models are the equivalence run's)."""
+    return gates[0][gates[0]["run"] == "primary"]
+
+
+def _stack(tables: dict) -> pd.DataFrame:
+    """{run: table} as one table with a `run` column."""
+    return pd.concat([t.assign(run=n) for n, t in tables.items()], ignore_index=True)
 
 
 def _same_scores(a: pd.DataFrame, b: pd.DataFrame) -> str:
