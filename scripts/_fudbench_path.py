@@ -13,6 +13,13 @@ _SRC = str(Path(__file__).resolve().parents[1] / "src")
 if _SRC not in sys.path:
     sys.path.insert(0, _SRC)
 
+# With a job server (./fud run starts one: fudbench.prefork), the job runs in a
+# child of it that has torch & co. imported already; this process only waits and
+# exits with the child's status. Without one, the job goes on here.
+from fudbench.prefork import hand_over  # noqa: E402
+
+hand_over(vars(sys.modules["__main__"]))
+
 # An exception before the job's setup_job (an import, reading params) also
 # leaves its traceback in the job's log file (fudbench.jobs; setup_job installs
 # the same hook again once the log is opened).

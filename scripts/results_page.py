@@ -24,8 +24,8 @@ vs_random = None
 if out.get("vs_random"):
     vs_random = rp.vs_random_figure(summary, paired, p.models, shown, ref)
     save_figure(vs_random, out.vs_random)
-front = rp.front_page(p.description, summary, p.models, shown, ref, rp.png_bytes(overview),
-                      None if vs_random is None else rp.png_bytes(vs_random), p.ci, p.bootstrap)
+front = rp.front_page(p.description, summary, p.models, shown, ref, rp.page_png(overview, out.overview),
+                      None if vs_random is None else rp.page_png(vs_random, out.vs_random), p.ci, p.bootstrap)
 write_text(out.front, front)
 for model in p.models:
     for line in rp.sentences(summary, model, ref, p.ci):

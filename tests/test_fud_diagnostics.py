@@ -86,4 +86,8 @@ def test_figures_and_timing_table(traced):
                             "n_ratios": 9, "device": "CPU"})
     summary, tex = table10_timing(timings, "CPU")
     assert summary["mean"].tolist() == pytest.approx([1.1, 2.2])
-    assert "\\toprule" in tex and "CPU" in tex
+    assert "\\toprule" in tex and "CPU" in tex and "all 9 ratios" in tex and "s / image" in tex
+    # issue 47: the workflow times one sample per fill (batch 1, the paper's Table 10), and says so
+    summary, tex = table10_timing(timings.assign(n_ratios=1), "CPU")
+    assert summary["mean"].tolist() == pytest.approx([1.1, 2.2])
+    assert "batch 1, as the paper" in tex and "s / sample" in tex and "ratios of one image" not in tex

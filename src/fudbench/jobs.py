@@ -67,15 +67,11 @@ def log_uncaught_exceptions(log_file, name: str = "job") -> None:
 def process_age() -> float:
     """Seconds since this process started (Linux /proc; 0.0 where unavailable):
     the job's start-up, i.e. the interpreter, Snakemake's script preamble and
-    the imports, when called at the first line of work."""
-    try:
-        with open("/proc/self/stat") as fh:
-            start_ticks = int(fh.read().rsplit(")", 1)[1].split()[19])
-        with open("/proc/uptime") as fh:
-            uptime = float(fh.read().split()[0])
-        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
-    except (OSError, ValueError, IndexError):
-        return 0.0
+    the imports, when called at the first line of work. A job run by the job
+    server (fudbench.prefork) adds its job process's age at the hand-over."""
+    from fudbench import prefork
+
+    return prefork.process_age() + (prefork.HANDED_OVER_AFTER if prefork.IN_CHILD else 0.0)
 
 
 HEAVY_LIBRARIES = ("torch", "diffusers", "piq", "captum", "pandas", "matplotlib", "skimage", "cv2")

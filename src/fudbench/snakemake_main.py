@@ -109,8 +109,14 @@ def main(argv: list[str]) -> None:
     check_report_files()
     from snakemake.cli import main as snakemake_main
 
+    from fudbench import prefork
+
     sys.argv = ["snakemake", *argv]
-    snakemake_main()
+    if not prefork.wanted(argv):
+        snakemake_main()
+        return
+    with prefork.Server():   # script jobs start as forks of a process with torch & co. imported
+        snakemake_main()
 
 
 if __name__ == "__main__":

@@ -80,16 +80,21 @@ def fig6_final_l2(traces: pd.DataFrame, models):
 
 
 def table10_timing(timings: pd.DataFrame, device: str):
-    """timings: one row per (steps, image) with seconds per image (all its ratios).
+    """timings: one row per (steps, image) with the seconds of one fill of `n_ratios` samples of that
+    image in one batch (1: one sample, batch 1, the paper's setting; older runs: all ratios).
     Returns (summary, LaTeX) with mean and bootstrap-free min/max over images."""
     s = timings.groupby("steps")["seconds"].agg(["mean", "std", "min", "max", "count"]).reset_index()
     s = s.rename(columns={"count": "n_images"})
     s.insert(0, "device", device)
     rows = [[str(int(r.steps)), f"{r.mean:.3f}", f"{r.std:.3f}" if np.isfinite(r.std) else "--", str(int(r.n_images))]
             for r in s.itertuples()]
-    tex = booktabs(["DDIM steps", "s / image", "std", "images"], rows,
-                   caption=f"Wall time of FUD per image (all {escape(str(timings['n_ratios'].iloc[0]))} ratios "
-                           f"of one image in one batch) against the number of DDIM steps, on "
+    n_ratios = int(timings["n_ratios"].iloc[0])
+    if n_ratios == 1:
+        what, unit = "per sample (one image at one keep ratio, batch 1, as the paper)", "s / sample"
+    else:
+        what, unit = f"per image (all {n_ratios} ratios of one image in one batch)", "s / image"
+    tex = booktabs(["DDIM steps", unit, "std", "images"], rows,
+                   caption=f"Wall time of FUD {what} against the number of DDIM steps, on "
                            f"{escape(device)} (Table 10 of FUD; the paper: batch 1 on an L40S).",
                    label="tab:timing", align="rrrr")
     return s, tex

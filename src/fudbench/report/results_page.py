@@ -486,6 +486,18 @@ def vs_random_figure(summary: pd.DataFrame, paired: pd.DataFrame, models, explai
     return fig
 
 
+def page_png(fig, saved) -> bytes:
+    """The figure's PNG for the page: the .png among the files `saved` (save_figure just wrote it, at
+    the run's dpi) where there is one, a rendering otherwise. Reading it back costs nothing; rendering
+    again was a third of the results page job (issue 47: its 40-panel figures take ~1.7 s per draw,
+    and a tight bounding box draws twice)."""
+    from pathlib import Path
+
+    paths = [Path(saved)] if isinstance(saved, (str, Path)) else [Path(p) for p in saved]
+    png = next((p for p in paths if p.suffix == ".png" and p.exists()), None)
+    return png.read_bytes() if png is not None else png_bytes(fig)
+
+
 def png_bytes(fig, dpi: int = 110) -> bytes:
     import io
 
