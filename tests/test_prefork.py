@@ -32,10 +32,17 @@ JOB = textwrap.dedent("""\
     mode = sys.argv[1]
     if mode == "raise":
         raise ValueError("the job failed")
+    if mode == "threads":
+        from threadpoolctl import threadpool_info
+        print(sorted(set(pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas")))
     if mode == "sleep":
         print("sleeping", flush=True)
         time.sleep(60)
-    sys.exit(int(mode))
+    if mode == "slow":
+        print("sleeping", flush=True)
+        time.sleep(2)
+        sys.exit(5)
+    sys.exit(int(mode) if mode.isdigit() else 0)
     """)
 
 
@@ -50,7 +57,7 @@ def wait_for(predicate, timeout=20.0):
 
 @pytest.fixture(scope="module")
 def server():
-    with prefork.Server(preload_libraries=False) as srv:
+    with prefork.Server(libraries=("numpy", "threadpoolctl")) as srv:   # not all of PRELOAD: seconds
         assert wait_for(lambda: os.path.exists(srv.path)), "the job server did not start"
         yield srv
     assert srv.process.wait(timeout=10) is not None
@@ -71,6 +78,15 @@ def test_a_handed_over_job_runs_as_in_its_own_process(server, tmp_path):
     assert out.split()[0] == "child" and str(tmp_path) in out and "set by the job's environment" in out
     assert "['3']" in out and "to stderr" in err
     assert (tmp_path / "atexit.txt").read_text() == "ran"
+
+
+def test_a_job_gets_the_thread_counts_of_its_environment(server, tmp_path):
+    """numpy's BLAS, loaded by the server with its own thread count, runs with the job's
+    (OMP_NUM_THREADS, which Snakemake sets to the job's threads), as in a fresh process."""
+    for threads in ("1", "2"):
+        proc = job(tmp_path, "threads", env={"OMP_NUM_THREADS": threads, "OPENBLAS_NUM_THREADS": threads})
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0 and out.startswith("child") and out.split("\n")[1] == f"[{threads}]", out
 
 
 def test_an_exception_fails_the_job_with_its_traceback(server, tmp_path):
@@ -109,6 +125,15 @@ def test_signals_reach_the_job_and_a_killed_job_process_takes_its_job_along(serv
     assert wait_for(lambda: not children())
 
 
+def test_a_job_reports_its_status_even_if_the_server_is_gone(tmp_path):
+    with prefork.Server(libraries=()) as srv:
+        assert wait_for(lambda: os.path.exists(srv.path))
+        proc = job(tmp_path, "slow")
+        assert proc.stdout.readline().startswith("child") and proc.stdout.readline().strip() == "sleeping"
+        srv.process.kill()
+        assert proc.wait(timeout=30) == 5
+
+
 def test_snakemake_gets_a_server_only_where_it_runs_jobs(monkeypatch):
     monkeypatch.delenv(prefork.ENV, raising=False)
     assert prefork.wanted(["--cores", "2", "--configfile", "config/smoke.yaml"])
@@ -124,7 +149,7 @@ def test_the_server_ends_with_its_snakemake(tmp_path):
     snakemake = subprocess.Popen(
         [sys.executable, "-c", "import os, subprocess, sys, time; "
          f"p = subprocess.Popen([sys.executable, '-m', 'fudbench.prefork', {str(path)!r}, str(os.getpid()), "
-         "'--no-preload']); print(p.pid, flush=True); time.sleep(60)"],
+         "'']); print(p.pid, flush=True); time.sleep(60)"],
         stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
     server = int(snakemake.stdout.readline())
 

@@ -42,7 +42,7 @@ ENV = "FUD_PREFORK"   # the server's address "<host>|<slurm job id>|<its fudbenc
 # (2-3 CPU s for torch alone): module names, or "module:name" for a name a package loads lazily.
 PRELOAD = ("numpy", "torch", "torch.nn.functional", "pandas", "scipy.stats", "PIL.Image", "matplotlib",
            "captum.attr", "skimage.segmentation", "cv2", "diffusers:UNet2DModel", "diffusers:DDIMScheduler",
-           "snakemake.logging", "snakemake.iocontainers")
+           "threadpoolctl", "snakemake.logging", "snakemake.iocontainers")
 _HEADER = struct.Struct("!Q")   # payload length
 _STATUS = struct.Struct("!i")   # child pid, then its exit status
 
@@ -179,10 +179,12 @@ def _run_child(request: dict, fds: list[int], conn: socket.socket) -> None:
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
+        sys.stdout.reconfigure(line_buffering=os.isatty(1))   # as a fresh process on that stdout
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
         os.environ.pop(ENV, None)   # nothing this job starts hands itself over to the server
+        _match_thread_pools()
         sys.path[:] = request["path"]
         sys.argv[:] = request["argv"]
         _watch_job_process(conn)
@@ -203,7 +205,30 @@ def _run_child(request: dict, fds: list[int], conn: socket.socket) -> None:
                 stream.flush()
             except (OSError, ValueError):
                 pass
+        try:   # the status from the child itself: it reaches the job process even if the server is gone
+            conn.sendall(_STATUS.pack(code))
+        except OSError:
+            pass
         os._exit(code)
+
+
+def _match_thread_pools() -> None:
+    """Give the libraries the server loaded the thread counts the job's environment gives a fresh
+    process: they read OMP_NUM_THREADS & co. when they load (Snakemake sets them to the job's threads),
+    and the server loaded them with its own. numpy's BLAS with two threads instead of one sums in
+    another order (a Mahalanobis score moved by 2e-9 before this)."""
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    if not value.isdigit() or int(value) < 1:
+        return   # unset: the libraries' default, as in the server
+    threads = int(value)
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=threads)   # BLAS (numpy's OpenBLAS, MKL) and OpenMP pools already loaded
+    except ImportError:
+        pass
 
 
 def _finish_like_an_interpreter() -> None:
@@ -218,14 +243,13 @@ def _finish_like_an_interpreter() -> None:
     atexit._run_exitfuncs()
 
 
-def serve(path: str, parent: int, preload_libraries: bool = True) -> None:
+def serve(path: str, parent: int, libraries=PRELOAD) -> None:
     """Accept job requests on the socket at `path` until `parent` (the Snakemake process) ends
     or a signal stops the server; fork one child per job and report its exit status."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)      # first: a job that starts meanwhile waits in the backlog, not in its own imports
     listener.listen(64)
-    if preload_libraries:
-        preload()
+    preload(libraries)
     running: dict[int, socket.socket] = {}
     stopping = []
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -242,18 +266,17 @@ def serve(path: str, parent: int, preload_libraries: bool = True) -> None:
             os.unlink(path)
         except OSError:
             pass
-        deadline = time.monotonic() + 5
-        while running and time.monotonic() < deadline:   # let jobs that were running report
+        while running:   # jobs still running finish and report (each ends with its job process)
             _report_finished(running)
             time.sleep(0.05)
 
 
-def preload() -> None:
-    """Import PRELOAD and piq's metric modules (the way the quality jobs load them, without
-    piq's __init__); a library that fails to import is left to the jobs, as before."""
+def preload(libraries=PRELOAD) -> None:
+    """Import `libraries` and, with all of PRELOAD, piq's metric modules (the way the quality jobs
+    load them, without piq's __init__); a library that fails to import is left to the jobs, as before."""
     import importlib
 
-    for entry in PRELOAD:
+    for entry in libraries:
         module, _, name = entry.partition(":")
         try:
             loaded = importlib.import_module(module)
@@ -261,6 +284,8 @@ def preload() -> None:
                 getattr(loaded, name)
         except Exception:
             pass
+    if tuple(libraries) != PRELOAD:
+        return
     try:
         from fudbench.analysis.quality import _piq
 
@@ -322,8 +347,8 @@ class Server:
     """The server process of one Snakemake invocation: `with Server(): ...` starts it (its
     address in os.environ, inherited by every job) and stops it at the end."""
 
-    def __init__(self, preload_libraries: bool = True):
-        self.preload_libraries = preload_libraries
+    def __init__(self, libraries=PRELOAD):
+        self.libraries = tuple(libraries)
         self.process = None
         self.directory = self.path = None
 
@@ -331,14 +356,17 @@ class Server:
         self.directory = tempfile.mkdtemp(prefix="fud-prefork-")
         self.path = path = os.path.join(self.directory, "jobs.sock")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "fudbench.prefork", path, str(os.getpid()),
-             *([] if self.preload_libraries else ["--no-preload"])],
+            [sys.executable, "-m", "fudbench.prefork", path, str(os.getpid()), ",".join(self.libraries)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        self.previous = os.environ.get(ENV)
         os.environ[ENV] = f"{_locality()}|{_library()}|{path}"
         return self
 
     def __exit__(self, *exc):
-        os.environ.pop(ENV, None)
+        if self.previous is None:
+            os.environ.pop(ENV, None)
+        else:
+            os.environ[ENV] = self.previous
         if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             try:
@@ -357,4 +385,4 @@ if __name__ == "__main__":
     # that the job's `from fudbench.prefork import hand_over` sees
     from fudbench import prefork
 
-    prefork.serve(sys.argv[1], int(sys.argv[2]), preload_libraries="--no-preload" not in sys.argv[3:])
+    prefork.serve(sys.argv[1], int(sys.argv[2]), tuple(filter(None, sys.argv[3].split(","))))
