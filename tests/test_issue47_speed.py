@@ -203,3 +203,21 @@ def test_the_issue47_benches_run(repo):
         torch.set_num_threads(threads)
     assert out["fill"]["cpu_s"] > 0 and out["forward"][0]["batch"] == 2
     assert {r["layout"] for r in rows} == {"contiguous", "channels_last", "channels_last, diffusers upsampling"}
+
+
+def test_the_results_page_embeds_the_png_it_saved_and_renders_only_without_one(tmp_path):
+    """Issue 47: the results page reads back the PNG that save_figure wrote (no third draw of its
+    40-panel figures); a figure saved without a PNG is rendered for the page, as before."""
+    from fudbench.io import save_figure
+    from fudbench.report import results_page as rp
+    from fudbench.report.figures import plt
+
+    fig, ax = plt.subplots(figsize=(2, 1))
+    ax.plot([0, 1], [1, 0])
+    paths = [tmp_path / "fig.pdf", tmp_path / "fig.png"]
+    save_figure(fig, paths)
+    assert rp.page_png(fig, paths) == paths[1].read_bytes()
+    assert rp.page_png(fig, str(paths[1])) == paths[1].read_bytes()
+    rendered = rp.page_png(fig, [tmp_path / "fig.pdf"])
+    assert rendered.startswith(b"\x89PNG") and rendered != paths[1].read_bytes()
+    plt.close(fig)

@@ -97,10 +97,11 @@ def test_an_exception_fails_the_job_with_its_traceback(server, tmp_path):
 
 
 def test_no_server_reachable_means_the_job_runs_in_its_own_process(server, tmp_path):
-    host, slurm, library, path = os.environ[prefork.ENV].split("|", 3)
-    for address in (f"another-host|{slurm}|{library}|{path}", f"{host}|4242|{library}|{path}",
-                    f"{host}|{slurm}|/another/checkout/fudbench|{path}", f"{host}|{slurm}|{library}|/no/socket",
-                    "off"):
+    host, slurm, env, library, path = os.environ[prefork.ENV].split("|", 4)
+    for address in (f"another-host|{slurm}|{env}|{library}|{path}", f"{host}|4242|{env}|{library}|{path}",
+                    f"{host}|{slurm}|/a/conda/env|{library}|{path}",
+                    f"{host}|{slurm}|{env}|/another/checkout/fudbench|{path}",
+                    f"{host}|{slurm}|{env}|{library}|/no/socket", "off"):
         proc = job(tmp_path, "0", env={prefork.ENV: address})
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == 0 and out.startswith("own process"), address

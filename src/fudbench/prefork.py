@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 
-ENV = "FUD_PREFORK"   # the server's address "<host>|<slurm job id>|<its fudbench>|<socket>"; "off" = no server
+ENV = "FUD_PREFORK"   # the server's address "<host>|<slurm job id>|<python env>|<its fudbench>|<socket>"; "off": none
 # What the jobs import, loaded once per Snakemake invocation (about 6 CPU s) instead of by each job
 # (2-3 CPU s for torch alone): module names, or "module:name" for a name a package loads lazily.
 PRELOAD = ("numpy", "torch", "torch.nn.functional", "pandas", "scipy.stats", "PIL.Image", "matplotlib",
@@ -53,9 +53,10 @@ HANDED_OVER_AFTER = 0.0
 
 
 def _locality() -> str:
-    """Where a job runs: the host and the cluster allocation (a job inside another SLURM
-    allocation must stay in it, even on the server's host)."""
-    return f"{socket.gethostname()}|{os.environ.get('SLURM_JOB_ID', '')}"
+    """Where a job runs: the host, the cluster allocation (a job inside another SLURM allocation
+    must stay in it, even on the server's host) and the Python environment (a rule's conda env
+    under --sdm conda is not the server's)."""
+    return f"{socket.gethostname()}|{os.environ.get('SLURM_JOB_ID', '')}|{sys.prefix}"
 
 
 def _library() -> str:
@@ -103,12 +104,12 @@ def process_age() -> float:
 def hand_over(main_globals: dict) -> None:
     """Run this script job in a child of the job server, then exit with its status; return
     (and the job runs here, in this process) when there is no server for it."""
-    address = os.environ.get(ENV, "").split("|", 3)
-    if IN_CHILD or len(address) != 4 or "__real_file__" not in main_globals:
+    address = os.environ.get(ENV, "").split("|", 4)
+    if IN_CHILD or len(address) != 5 or "__real_file__" not in main_globals:
         return
-    host, slurm_job, library, path = address
-    if f"{host}|{slurm_job}" != _locality() or library != _library():
-        return   # another machine or allocation, or a job of another checkout (its own fudbench)
+    *where, library, path = address
+    if "|".join(where) != _locality() or library != _library():
+        return   # another machine, allocation or environment, or a job of another checkout (its own fudbench)
     try:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         conn.connect(path)
@@ -247,8 +248,12 @@ def serve(path: str, parent: int, libraries=PRELOAD) -> None:
     """Accept job requests on the socket at `path` until `parent` (the Snakemake process) ends
     or a signal stops the server; fork one child per job and report its exit status."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)      # first: a job that starts meanwhile waits in the backlog, not in its own imports
-    listener.listen(64)
+    try:
+        listener.bind(path)      # first: a job that starts meanwhile waits in the backlog, not in its own imports
+        listener.listen(64)
+    except OSError as exc:   # e.g. a socket path too long for AF_UNIX (a deep TMPDIR)
+        print(f"fudbench.prefork: no job server ({exc}); every job starts in its own process", file=sys.stderr)
+        return
     preload(libraries)
     running: dict[int, socket.socket] = {}
     stopping = []
@@ -353,7 +358,9 @@ class Server:
         self.directory = self.path = None
 
     def __enter__(self):
-        self.directory = tempfile.mkdtemp(prefix="fud-prefork-")
+        # a Unix socket's path has at most ~107 bytes: a deep TMPDIR falls back to /tmp
+        self.directory = tempfile.mkdtemp(prefix="fud-prefork-",
+                                          dir=None if len(tempfile.gettempdir()) < 60 else "/tmp")
         self.path = path = os.path.join(self.directory, "jobs.sock")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "fudbench.prefork", path, str(os.getpid()), ",".join(self.libraries)],
