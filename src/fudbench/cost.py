@@ -57,6 +57,8 @@ UNET_STEP_S = {"bf16": 2.6e-3, "fp32": 5.7e-3}
 # model's 0.50 GFLOP: 4479 x the 32 px step. A CPU estimate; on a GPU see docs/performance.md.
 GUIDED_DIFFUSION_STEP_S = {k: v * 2.2397e12 / 0.50e9 for k, v in UNET_STEP_S.items()}
 # Python and torch start-up per job: docs/performance.md, the f609455 run: 20.6% of 653 job-seconds over 105 jobs.
+# A job that the local job server runs (fudbench.prefork) starts in about 0.2 s instead; the estimate keeps a
+# job's own start-up (a cluster job's; for a local run an upper bound, ~1 s per job too high).
 START_UP_S = 1.3
 # A noisy-linear fill (ROAD's) costs about 1.5 forwards more than the forward it feeds: ROAD's jobs per fill
 # against insdel's per forward, at 32 px (docs/your_own.md, "What each metric costs": 3.1 vs 1.25 ms) and at
