@@ -5,7 +5,9 @@ images, plus a FLOP-based estimate of FUD's share on a GPU.
     ./fud python bench/meta_budget.py results/meta --configfile config/meta.yaml --images 64 128 256
 
 Measured: every job's `s` (wall) and `cpu_time` columns (benchmarks/**/*.tsv),
-summed per rule. Extrapolated: the rules whose work grows with the evaluated
+summed per rule. A run made with the job server (fudbench.prefork, what
+`./fud run` does since issue 47) has the `cpu_time` of each job's waiting
+process only: measure a run made with FUD_PREFORK=off (a warning says so). Extrapolated: the rules whose work grows with the evaluated
 images (explain, evaluate, srg_reference) scale by images / n_eval; the
 others (training, references, diagnostics, tables) stay as measured. The
 2-core wall time assumes both cores busy throughout (the measured run's ratio
@@ -43,6 +45,10 @@ def benchmark_times(results: Path) -> pd.DataFrame:
     if not rows:
         raise SystemExit(f"{results}/benchmarks: no benchmark files (is this a finished run?)")
     d = pd.DataFrame(rows)
+    if d["cpu_s"].sum() < 0.2 * d["wall_s"].sum():
+        print(f"warning: {results}'s jobs used {d['cpu_s'].sum():.0f} CPU s in {d['wall_s'].sum():.0f} s of wall: "
+              "a run made with the job server counts its waiting processes only (rerun with FUD_PREFORK=off)",
+              file=sys.stderr)
     return d.groupby("rule").agg(jobs=("wall_s", "size"), wall_s=("wall_s", "sum"), cpu_s=("cpu_s", "sum"))
 
 

@@ -38,6 +38,29 @@ JOB = textwrap.dedent("""\
     if mode == "sleep":
         print("sleeping", flush=True)
         time.sleep(60)
+    if mode == "forks":   # a copy of the job that ends through sys.exit must not report for the job
+        pid = os.fork()
+        if pid == 0:
+            sys.exit(0)
+        os.waitpid(pid, 0)
+        time.sleep(0.5)
+        print("parent done")
+        sys.exit(7)
+    if mode == "executor":   # an executor never shut down: Python's exit shuts it down
+        from concurrent.futures import ThreadPoolExecutor
+        pool = ThreadPoolExecutor(2)
+        print(sum(pool.map(abs, [-1, -2])))
+    if mode == "unclosed":   # a file left open: Python's exit flushes and closes it
+        fh = open("unclosed.txt", "w")
+        fh.write("data")
+    if mode == "random":
+        import numpy, torch
+        print(torch.rand(1).item(), numpy.random.rand(), os.environ.get("TMPDIR"), __import__("tempfile").gettempdir())
+    if mode == "ignore-hup":
+        import signal
+        print("sleeping", flush=True)
+        time.sleep(2)
+        print("finished", flush=True)
     if mode == "slow":
         print("sleeping", flush=True)
         time.sleep(2)
@@ -89,6 +112,50 @@ def test_a_job_gets_the_thread_counts_of_its_environment(server, tmp_path):
         assert proc.returncode == 0 and out.startswith("child") and out.split("\n")[1] == f"[{threads}]", out
 
 
+def test_a_job_that_forks_or_leaves_threads_and_files_ends_as_in_its_own_process(server, tmp_path):
+    proc = job(tmp_path, "forks")
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 7 and "parent done" in out
+    proc = job(tmp_path, "executor")
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and out.split("\n")[1] == "3"
+    proc = job(tmp_path, "unclosed")
+    proc.communicate(timeout=60)
+    assert proc.returncode == 0 and (tmp_path / "unclosed.txt").read_text() == "data"
+
+
+def test_a_job_gets_its_own_random_state_and_temporary_folder(tmp_path):
+    """torch and numpy seed their global generators from entropy when they load; each job gets fresh
+    ones, as each fresh process did; tempfile follows the job's TMPDIR (Snakemake sets it per job)."""
+    with prefork.Server(libraries=("numpy", "torch")) as srv:
+        assert wait_for(lambda: os.path.exists(srv.path))
+        draws = set()
+        for i in range(2):
+            folder = tmp_path / f"tmp{i}"
+            folder.mkdir()
+            proc = job(tmp_path, "random", env={"TMPDIR": str(folder)})
+            out, _ = proc.communicate(timeout=60)
+            assert proc.returncode == 0 and out.startswith("child"), out
+            torch_draw, numpy_draw, tmpdir, gettempdir = out.split("\n")[1].split()
+            assert tmpdir == gettempdir == str(folder)
+            draws.add((torch_draw, numpy_draw))
+        assert len(draws) == 2
+
+
+def test_a_signal_the_job_ignores_stays_ignored(server, tmp_path):
+    """As under `nohup ./fud run &`: SIGHUP ignored by the job process is ignored by its child."""
+    import signal as sig
+
+    proc = job(tmp_path, "ignore-hup", preexec_fn=lambda: sig.signal(sig.SIGHUP, sig.SIG_IGN))
+    assert proc.stdout.readline().startswith("child") and proc.stdout.readline().strip() == "sleeping"
+    child = subprocess.run(["pgrep", "-P", str(server.process.pid)], capture_output=True, text=True).stdout.split()
+    proc.send_signal(sig.SIGHUP)
+    for pid in child:
+        os.kill(int(pid), sig.SIGHUP)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "finished" in out
+
+
 def test_an_exception_fails_the_job_with_its_traceback(server, tmp_path):
     proc = job(tmp_path, "raise")
     out, err = proc.communicate(timeout=60)
@@ -97,14 +164,19 @@ def test_an_exception_fails_the_job_with_its_traceback(server, tmp_path):
 
 
 def test_no_server_reachable_means_the_job_runs_in_its_own_process(server, tmp_path):
-    host, slurm, env, library, path = os.environ[prefork.ENV].split("|", 4)
-    for address in (f"another-host|{slurm}|{env}|{library}|{path}", f"{host}|4242|{env}|{library}|{path}",
-                    f"{host}|{slurm}|/a/conda/env|{library}|{path}",
-                    f"{host}|{slurm}|{env}|/another/checkout/fudbench|{path}",
-                    f"{host}|{slurm}|{env}|{library}|/no/socket", "off"):
+    where, library, path = os.environ[prefork.ENV].split("|", 2)
+    host, slurm, cgroup, env = where.split("#")
+    for address in ("#".join(("another-host", slurm, cgroup, env)) + f"|{library}|{path}",
+                    "#".join((host, "4242.0", cgroup, env)) + f"|{library}|{path}",
+                    "#".join((host, slurm, "0::/another.slice", env)) + f"|{library}|{path}",
+                    "#".join((host, slurm, cgroup, "/a/conda/env")) + f"|{library}|{path}",
+                    f"{where}|/another/checkout/fudbench|{path}", f"{where}|{library}|/no/socket", "off"):
         proc = job(tmp_path, "0", env={prefork.ENV: address})
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == 0 and out.startswith("own process"), address
+    proc = job(tmp_path, "0", env={"SLURM_STEP_ID": "7"})   # a SLURM step of its own: stays in it
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and out.startswith("own process")
 
 
 def test_signals_reach_the_job_and_a_killed_job_process_takes_its_job_along(server, tmp_path):
@@ -138,8 +210,12 @@ def test_a_job_reports_its_status_even_if_the_server_is_gone(tmp_path):
 def test_snakemake_gets_a_server_only_where_it_runs_jobs(monkeypatch):
     monkeypatch.delenv(prefork.ENV, raising=False)
     assert prefork.wanted(["--cores", "2", "--configfile", "config/smoke.yaml"])
-    for quiet in (["-n"], ["--dry-run"], ["--report=r.html"], ["--dag"], ["--unlock"], ["--list-rules"]):
+    for quiet in (["-n"], ["-np"], ["--dry-run"], ["--dry"], ["--report=r.html"], ["--dag"], ["--unlock"],
+                  ["--list-rules"], ["--lt"], ["-S"], ["--executor", "slurm"], ["--executor=slurm"],
+                  ["--workflow-profile", "profiles/slurm"], ["--profile", "slurm"]):
         assert not prefork.wanted(["--cores", "2", *quiet]), quiet
+    assert prefork.wanted(["--cores", "2", "--workflow-profile", "profiles/default", "--executor", "local",
+                           "-p", "--report-after-run"])
     monkeypatch.setenv(prefork.ENV, "off")
     assert not prefork.wanted(["--cores", "2"])
 
@@ -169,3 +245,22 @@ def test_the_server_ends_with_its_snakemake(tmp_path):
         snakemake.kill()
         if server_running():
             os.kill(server, signal.SIGKILL)
+
+
+def test_the_server_refuses_to_serve_where_its_libraries_touched_cuda():
+    """diffusers asks torch for its devices when it loads, which marks every forked child a "bad fork"
+    for CUDA: on a machine with a GPU the server leaves diffusers to the jobs, and its probe child stops
+    it from serving if anything else did the same (shown here on a CPU, where the mark is set too)."""
+    code = textwrap.dedent("""\
+        from fudbench import prefork
+        prefork._gpu_machine = lambda: True
+        import torch
+        before = prefork._children_cannot_use_cuda()
+        prefork.preload(prefork.PRELOAD)
+        after_preload = prefork._children_cannot_use_cuda()
+        import diffusers; diffusers.UNet2DModel
+        print(before, after_preload, prefork._children_cannot_use_cuda())
+        """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    assert out.returncode == 0 and out.stdout.split() == ["False", "False", "True"], out.stdout + out.stderr[-2000:]
