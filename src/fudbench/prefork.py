@@ -342,10 +342,12 @@ def _match_thread_pools() -> None:
 
 
 def _fresh_random_state() -> None:
-    """torch and numpy seed their global generators from entropy when they load: a fresh process
-    has its own state, a fork the server's. Python's `random` reseeds itself after a fork."""
+    """torch and numpy seed their global CPU generators from entropy when they load: a fresh process
+    has its own state, a fork the server's. Python's `random` reseeds itself after a fork. Only the CPU
+    generator: torch.seed() would also queue a seed for CUDA's, which a fresh process seeds with its
+    fixed default when CUDA starts."""
     if "torch" in sys.modules:
-        sys.modules["torch"].seed()
+        sys.modules["torch"].default_generator.seed()
     if "numpy" in sys.modules:
         sys.modules["numpy"].random.seed()
 
