@@ -47,10 +47,13 @@ import time
 
 ENV = "FUD_PREFORK"   # the server's address "<where>|<its fudbench>|<socket>" (where: _locality()); "off": none
 # What the jobs import, loaded once per Snakemake invocation (about 6 CPU s) instead of by each job
-# (2-3 CPU s for torch alone): module names, or "module:name" for a name a package loads lazily.
+# (2-3 CPU s for torch alone): module names, "module:name" for a name a package loads lazily, or
+# "module:name()" for a loader to call (piq's metric modules, loaded as the quality jobs load them,
+# without piq's __init__).
 PRELOAD = ("numpy", "torch", "torch.nn.functional", "pandas", "scipy.stats", "PIL.Image", "matplotlib",
            "captum.attr", "skimage.segmentation", "cv2", "threadpoolctl", "snakemake.logging",
-           "snakemake.iocontainers", "diffusers:UNet2DModel", "diffusers:DDIMScheduler")
+           "snakemake.iocontainers", "fudbench.analysis.quality:_piq()", "diffusers:UNet2DModel",
+           "diffusers:DDIMScheduler")
 # diffusers asks torch for its devices when it loads, which on a machine with a GPU poisons CUDA for every
 # forked child ("Cannot re-initialize CUDA in forked subprocess"): there it is left to the jobs.
 TOUCHES_CUDA = ("diffusers:UNet2DModel", "diffusers:DDIMScheduler")
@@ -399,9 +402,8 @@ def _gpu_machine() -> bool:
 
 
 def preload(libraries=PRELOAD) -> None:
-    """Import `libraries` (less TOUCHES_CUDA on a machine with a GPU) and, with all of PRELOAD, piq's
-    metric modules (the way the quality jobs load them, without piq's __init__); a library that fails to
-    import is left to the jobs, as before."""
+    """Import `libraries` (less TOUCHES_CUDA on a machine with a GPU); a library that fails to import
+    is left to the jobs, as before."""
     import importlib
 
     skip = set(TOUCHES_CUDA) if _gpu_machine() else set()
@@ -412,17 +414,11 @@ def preload(libraries=PRELOAD) -> None:
         try:
             loaded = importlib.import_module(module)
             if name:
-                getattr(loaded, name)
+                loaded = getattr(loaded, name.removesuffix("()"))
+            if name.endswith("()"):
+                loaded()
         except Exception:
             pass
-    if tuple(libraries) != PRELOAD:
-        return
-    try:
-        from fudbench.analysis.quality import _piq
-
-        _piq()
-    except Exception:
-        pass
 
 
 def _children_cannot_use_cuda() -> bool:
