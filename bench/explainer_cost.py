@@ -99,7 +99,9 @@ def measure_explainer(model, name: str, settings: dict, x, target, masks, device
     """Forward and backward passes per image and seconds per image of one
     explainer on a batch (after a one-image warm-up call)."""
     method = build_explainer(name, settings)
-    method.prepare(x)
+    # One image more than the batch as references: EG draws references other than the image itself,
+    # so with --images 1 the batch alone would leave it none (the cost does not depend on which).
+    method.prepare(torch.cat([x, 1 - x[:1]]))
     kwargs = {"masks": masks} if method.uses_masks else {}
     method.explain(model, x[:1], target[:1], seeds=[0], **{k: v[:1] for k, v in kwargs.items()})  # warm-up
     counter = PassCounter(model)

@@ -116,6 +116,40 @@ def test_a_reused_torch_leaves_its_stack_out_of_the_install(tmp_path, monkeypatc
     assert "4 lock entries have no wheel" in capsys.readouterr().err
 
 
+def test_a_reused_torch_is_a_view_of_its_stack_even_from_a_virtual_environment(source, tmp_path):
+    """The node's interpreter is itself a virtual environment here (as on this project's GPU machine,
+    whose torch lives in /opt/torch/.venv): --system-site-packages would not have seen its torch. The new
+    environment sees torch's stack and, with FUD_NODE_PACKAGES=1, the lock entries without a wheel,
+    and no other package of the node (pytest here, a transformers there)."""
+    import torch
+
+    assert sys.prefix != sys.base_prefix, "this test's node must be a virtual environment"
+    src, _ = source
+    torch_needs = ("filelock", "typing-extensions", "sympy", "mpmath", "networkx", "jinja2", "markupsafe",
+                   "fsspec", "setuptools", "numpy")
+    lines = [line for line in (REPO / "requirements.lock").read_text().splitlines()
+             if line.split("==")[0] in torch_needs]
+    lock = tmp_path / "node.lock"
+    lock.write_text("\n".join(["fudofflinea==0.1", f"torch=={torch.__version__.split('+')[0]}", *lines]) + "\n")
+    env = dict(FUD_LOCK=lock, FUD_CACHE=tmp_path / "cache", FUD_PYTHON=sys.executable, FUD_REUSE_TORCH="1",
+               UV_CACHE_DIR=tmp_path / "uv")
+    refused = run(["bash", "tools/install_env.sh", "--offline", src], **env)
+    assert refused.returncode != 0 and f"{len(lines)} lock entries have no wheel" in refused.stderr
+    assert "FUD_NODE_PACKAGES=1" in refused.stderr
+    res = run(["bash", "tools/install_env.sh", "--offline", src], FUD_NODE_PACKAGES="1", **env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    venv = Path(res.stdout.strip().splitlines()[-1])
+    assert venv.name.endswith("-nodepkgs-nodetorch")
+    assert "[install] from the node" in res.stderr and f"torch {torch.__version__}" in res.stderr
+    probe = ("import importlib.util as u, fudofflinea, numpy, torch; print(fudofflinea.VALUE, torch.__file__, "
+             "torch.ones(2).sum().item(), u.find_spec('pytest') is None)")
+    out = subprocess.run([venv / "bin" / "python", "-c", probe], capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    value, torch_file, total, no_pytest = out.stdout.split()
+    assert value == "41" and total == "2.0" and no_pytest == "True"
+    assert Path(torch_file).parent.parent == venv / "node-packages"
+
+
 def _pypi_reachable() -> bool:
     try:
         socket.create_connection(("pypi.org", 443), timeout=3).close()

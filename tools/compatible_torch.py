@@ -8,9 +8,21 @@ under the base interpreter before the environment exists.
                                                 torch's own stack when it is reused), after checking
                                                 that the wheelhouse has a wheel for each; exit 1 naming
                                                 the missing ones otherwise
+    python tools/compatible_torch.py --view DIR make DIR a folder of links to what the new environment
+                                                takes from the node: torch's stack (and, with
+                                                FUD_NODE_PACKAGES=1, the lock entries the wheelhouse
+                                                lacks); the environment adds DIR after its own packages
 
 Environment: LOCK (the lock file), WHEELHOUSE, REUSE ("yes" or empty, --filter);
-FUD_REUSE_TORCH (auto | 1 | 0) and FUD_MIN_TORCH (default 2.4), the decision.
+FUD_REUSE_TORCH (auto | 1 | 0) and FUD_MIN_TORCH (default 2.4), the decision;
+FUD_NODE_PACKAGES=1: lock entries without a wheel are taken from the node at its versions (each named)
+instead of stopping the install (a node that already holds most of the lock, e.g. a GPU container).
+
+Why a view and not --system-site-packages: that option shows the *base* interpreter's folder, which
+misses a torch installed in a virtual environment (a cluster's venv module, a container's
+/opt/.../.venv: seen on this project's GPU machine), and it would show every other package of the
+node too; one of those (transformers, imported by diffusers when present) demanded another
+huggingface-hub than the lock's and broke the run. The view holds torch's stack and nothing else.
 
 Why reuse: a cluster's torch is built for its driver (often a module or a
 container), and the lock's CUDA wheels are ~5 GB to carry over. Why the
@@ -26,7 +38,7 @@ import sys
 from pathlib import Path
 
 # What torch brings from the lock (torch's own stack): not installed when the node's torch is reused.
-TORCH_STACK = re.compile(r"^(torch|torchvision|triton|nvidia-.*)$")
+TORCH_STACK = re.compile(r"^(torch|torchvision|triton|nvidia-.*|cuda-.*)$")
 
 
 def canonical(name: str) -> str:
@@ -81,16 +93,76 @@ def wheels(wheelhouse: Path) -> set[tuple[str, str]]:
     return out
 
 
+def in_torch_stack(name: str) -> bool:
+    return bool(TORCH_STACK.match(canonical(name).replace("_", "-")))
+
+
+def node_distributions() -> dict:
+    """canonical name -> the node interpreter's installed distribution (the first on sys.path, the one
+    an import finds)."""
+    from importlib import metadata
+
+    out = {}
+    for dist in metadata.distributions():
+        name = dist.metadata["Name"]
+        if name and canonical(name) not in out:
+            out[canonical(name)] = dist
+    return out
+
+
+def from_node(lock: Path, house: Path, reuse: bool) -> tuple[list, dict]:
+    """(lock entries to install from the wheelhouse, {canonical name: node distribution} to take from
+    the node instead): torch's stack when reused; with FUD_NODE_PACKAGES=1 also the entries without a
+    wheel that the node has."""
+    have, node = wheels(house), node_distributions()
+    take_missing = os.environ.get("FUD_NODE_PACKAGES", "") == "1"
+    install, taken = [], {}
+    for n, v in lock_entries(lock):
+        c = canonical(n)
+        if reuse and in_torch_stack(n):
+            if c in node:
+                taken[c] = node[c]
+        elif (c, v) not in have and take_missing and c in node:
+            taken[c] = node[c]
+        else:
+            install.append((n, v))
+    if reuse:  # torch's stack as the node has it, also parts the lock does not name (other CUDA packages)
+        taken.update({c: d for c, d in node.items() if in_torch_stack(c)})
+    return install, taken
+
+
+def make_view(view: Path, taken: dict) -> None:
+    """Links in `view` to each taken distribution's top-level files and folders (packages, modules,
+    .dist-info, .pth files); a namespace folder shared by several (nvidia/) is linked once."""
+    view.mkdir(parents=True, exist_ok=True)
+    for dist in taken.values():
+        root = Path(dist.locate_file(""))
+        for rel in dist.files or []:
+            top = Path(rel).parts[0] if Path(rel).parts else ""
+            if top in ("", "..", "__pycache__") or (view / top).is_symlink():
+                continue
+            if (root / top).exists():
+                (view / top).symlink_to(root / top)
+
+
 def main(argv) -> int:
     lock = Path(os.environ["LOCK"])
+    if "--view" in argv:
+        view = Path(argv[argv.index("--view") + 1])
+        _, taken = from_node(lock, Path(os.environ["WHEELHOUSE"]), bool(os.environ.get("REUSE")))
+        make_view(view, taken)
+        locked = dict((canonical(n), v) for n, v in lock_entries(lock))
+        shown = [f"{d.metadata['Name']} {d.version}" + (f" (lock {locked[c]})" if locked.get(c, d.version) != d.version
+                                                       else "") for c, d in sorted(taken.items())]
+        print(f"[install] from the node ({view}): {', '.join(shown) or 'nothing'}", file=sys.stderr)
+        return 0
     if "--filter" not in argv:
         ok, why = reuse_decision(lock)
         print(f"[install] {why}", file=sys.stderr)
         return 0 if ok else 1
     reuse = bool(os.environ.get("REUSE"))
-    wanted = [(n, v) for n, v in lock_entries(lock)
-              if not (reuse and TORCH_STACK.match(canonical(n).replace("_", "-")))]
     house = Path(os.environ["WHEELHOUSE"])
+    wanted, _ = from_node(lock, house, reuse)
     have = wheels(house)
     missing = [f"{n}=={v}" for n, v in wanted if (canonical(n), v) not in have]
     if missing:
@@ -101,7 +173,8 @@ def main(argv) -> int:
         print(f"[install] {len(missing)} lock entr{'y has' if len(missing) == 1 else 'ies have'} no wheel in "
               f"{house}:\n  {lines}\nBuild the wheelhouse for this node's Python and platform "
               f"(tools/wheelhouse.sh --python X.Y --platform TAG), or add the wheels (pip wheel NAME==VERSION "
-              f"-w {house} on a machine like this one).", file=sys.stderr)
+              f"-w {house} on a machine like this one), or take them from this node's own packages at its "
+              f"versions (FUD_NODE_PACKAGES=1).", file=sys.stderr)
         return 1
     print("\n".join(f"{n}=={v}" for n, v in wanted))
     return 0

@@ -11,6 +11,8 @@
 #   FUD_REUSE_TORCH  offline only: auto (default) reuses a torch + torchvision the base interpreter
 #               already imports when torch is at least FUD_MIN_TORCH (default 2.4) and of the lock's major
 #               version; 1 insists, 0 installs the lock's torch from the wheelhouse
+#   FUD_NODE_PACKAGES  offline only: 1 takes the lock entries the wheelhouse lacks from the base
+#               interpreter at its versions (each named) instead of stopping; a separate environment
 #   FUD_LOCK    the pinned requirements (default: requirements.lock; tests use a small subset)
 # Idempotent: a finished environment carries a .complete marker listing the
 # finished steps; a half-built one (killed install) is removed and rebuilt, and
@@ -49,14 +51,16 @@ if [ -n "$wheelhouse" ]; then
   [ -d "$wheelhouse" ] || { echo "[install] wheelhouse $wheelhouse is not a directory (FUD_WHEELHOUSE / --offline)" >&2; exit 2; }
   wheelhouse="$(cd "$wheelhouse" && pwd)"
   # Reuse the node's torch (a cluster's module, built for its driver) where it is compatible: the
-  # environment then sees the base interpreter's packages and installs the rest of the lock.
+  # environment then takes torch's stack from the node and installs the rest of the lock.
   # Decided once, when the environment is built (importing torch takes seconds).
-  if [ -f "$venv-systorch/.complete" ]; then
+  # FUD_NODE_PACKAGES=1 (lock entries without a wheel taken from the node) makes another environment
+  [ "${FUD_NODE_PACKAGES:-}" != 1 ] || venv="$venv-nodepkgs"
+  if [ -f "$venv-nodetorch/.complete" ]; then
     reuse_torch=yes
   elif [ ! -f "$venv/.complete" ]; then
     reuse_torch=$(LOCK="$lock" "$py" "$repo/tools/compatible_torch.py" >&2 && echo yes || true)
   fi
-  [ -z "$reuse_torch" ] || venv="$venv-systorch"
+  [ -z "$reuse_torch" ] || venv="$venv-nodetorch"
 fi
 
 exec 9>"$cache/.install.lock"
@@ -87,10 +91,15 @@ if [ ! -f "$marker" ]; then
     trap 'rm -rf "$reqs_dir"' EXIT
     reqs="$reqs_dir/requirements.txt"
     LOCK="$lock" WHEELHOUSE="$wheelhouse" REUSE="$reuse_torch" "$py" "$repo/tools/compatible_torch.py" --filter > "$reqs"
-    if [ -n "$reuse_torch" ]; then
-      "$py" -m venv --system-site-packages "$venv"
-    else
-      "$py" -m venv "$venv"
+    "$py" -m venv "$venv"
+    if [ -n "$reuse_torch" ] || [ "${FUD_NODE_PACKAGES:-}" = 1 ]; then
+      # What comes from the node (its torch stack; with FUD_NODE_PACKAGES=1 the entries without a wheel)
+      # is a folder of links, added after the environment's own packages (compatible_torch.py says why
+      # not --system-site-packages).
+      LOCK="$lock" WHEELHOUSE="$wheelhouse" REUSE="$reuse_torch" "$py" "$repo/tools/compatible_torch.py" \
+        --view "$venv/node-packages"
+      echo "import site; site.addsitedir('$venv/node-packages')" \
+        > "$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_fud_node_packages.pth"
     fi
   else
     "$py" -m venv "$venv"
