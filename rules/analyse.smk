@@ -132,6 +132,9 @@ rule ood_reference:
         reference={**OOD_REFERENCE, "images": OOD_REFERENCE_SOURCE},
         job=job_params(),
     threads: 1
+    # every evaluate job of the model waits for it, FUD's (the longest) too: without a priority it
+    # ran after the other model's short jobs and held one of FUD's two jobs back by a minute
+    priority: 20
     resources:
         gpu=GPU,
         mem_mb=6000,

@@ -76,6 +76,7 @@ rule srg_reference:
         shard_size=config["data"]["shard_size"],
         job=job_params(),
     threads: 1
+    priority: 20  # a second's job that its model's SRG evaluate jobs wait for (as ood_reference)
     resources:
         gpu=GPU,
         mem_mb=6000,
