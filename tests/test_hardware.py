@@ -2,6 +2,7 @@
 here, so the test says the same on every CPU), explicit choices kept, bad
 combinations named; the run's provenance."""
 import json
+import sys
 
 import pytest
 import torch
@@ -167,6 +168,18 @@ def test_run_info_names_machine_versions_threads_and_precision(cpu):
     json.dumps(info)  # written as JSON
     text = hardware.describe_machine("cpu", {"amp_dtype": "auto"})
     assert text.startswith("# machine: CPU") and "FUD U-Net precision: fp32" in text
+
+
+def test_run_info_names_the_packages_that_are_not_the_locks(tmp_path):
+    import numpy
+
+    if "-node" not in sys.prefix:   # not an environment made with a node's packages (README, offline)
+        assert hardware.run_info("cpu")["packages_off_lock"] == ""   # this environment is the lock
+    lock = tmp_path / "lock.txt"
+    lock.write_text(f"numpy=={numpy.__version__}\n    # via x\nnumpy-fud-absent==1.0\nsix==0.0.1\n")
+    off = hardware.packages_off_lock(str(lock)).split("; ")
+    assert off[0] == "numpy-fud-absent missing (lock 1.0)" and off[1].startswith("six ") and len(off) == 2
+    assert hardware.packages_off_lock(str(tmp_path / "none.txt")) == "unknown"
 
 
 def test_cpu_info_reads_the_model_and_relevant_flags():

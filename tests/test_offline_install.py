@@ -23,8 +23,10 @@ NO_INDEX = {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "UV_INDEX_URL": "http:
 
 
 def run(cmd, **env):
+    # none of the caller's FUD_* settings (on a node the tests run with FUD_NODE_PACKAGES=1 & co.)
+    own = {k: v for k, v in os.environ.items() if not k.startswith("FUD_")}
     return subprocess.run([str(c) for c in cmd], cwd=REPO, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, **NO_INDEX, **env})
+                          env={**own, **NO_INDEX, **{k: str(v) for k, v in env.items()}})
 
 
 @pytest.fixture
@@ -50,6 +52,22 @@ def test_wheelhouse_takes_each_entry_and_lists_those_without_a_wheel(source, tmp
     assert "1 of 2 lock entries have no wheel" in res.stderr
     assert '"missing": 1' in (wh / "wheelhouse.json").read_text()
     assert (wh / "requirements.lock").read_text() == lock.read_text()
+
+
+def test_wheelhouse_skips_what_the_node_has(source, tmp_path):
+    """--except: lock entries the node already holds (names compared as pip does) are not fetched;
+    --no-uv: uv is not tried."""
+    src, lock = source
+    node = tmp_path / "node.txt"
+    node.write_text("# the node's packages\nFudOfflineB\n")
+    res = run(["bash", "tools/wheelhouse.sh", "--python", "%d.%d" % sys.version_info[:2], "--requirements", lock,
+               "--find-links", src, "--out", tmp_path / "wh", "--except", node, "--no-uv"], FUD_PYTHON=sys.executable)
+    assert res.returncode == 0, res.stderr[-3000:]
+    wh = tmp_path / "wh"
+    assert [p.name for p in wh.glob("*.whl")] == ["fudofflinea-0.1-py3-none-any.whl"]
+    assert (wh / "missing.txt").read_text() == "" and "no uv wheel" not in res.stderr
+    assert "1 lock entries skipped" in res.stderr and '"skipped": 1' in (wh / "wheelhouse.json").read_text()
+    assert '"entries": 1' in (wh / "wheelhouse.json").read_text()
 
 
 def test_offline_install_uses_no_index_and_a_private_cache(source, tmp_path):
@@ -139,7 +157,7 @@ def test_a_reused_torch_is_a_view_of_its_stack_even_from_a_virtual_environment(s
     res = run(["bash", "tools/install_env.sh", "--offline", src], FUD_NODE_PACKAGES="1", **env)
     assert res.returncode == 0, res.stderr[-3000:]
     venv = Path(res.stdout.strip().splitlines()[-1])
-    assert venv.name.endswith("-nodepkgs-nodetorch")
+    assert "-nodepkgs-nodetorch-" in venv.name
     assert "[install] from the node" in res.stderr and f"torch {torch.__version__}" in res.stderr
     probe = ("import importlib.util as u, fudofflinea, numpy, torch; print(fudofflinea.VALUE, torch.__file__, "
              "torch.ones(2).sum().item(), u.find_spec('pytest') is None)")
@@ -148,6 +166,46 @@ def test_a_reused_torch_is_a_view_of_its_stack_even_from_a_virtual_environment(s
     value, torch_file, total, no_pytest = out.stdout.split()
     assert value == "41" and total == "2.0" and no_pytest == "True"
     assert Path(torch_file).parent.parent == venv / "node-packages"
+
+
+def test_node_packages_never_bring_a_torch_the_reuse_decision_refused(tmp_path, monkeypatch):
+    """FUD_NODE_PACKAGES=1 takes lock entries without a wheel from the node, but not torch's stack:
+    with the node's torch refused (FUD_REUSE_TORCH=0, too old), the lock's torch must come from the
+    wheelhouse, not be mixed from the node."""
+    import torch
+
+    lock = tmp_path / "lock.txt"
+    lock.write_text(f"torch=={torch.__version__.split('+')[0]}\nnumpy==0.0.1\n")
+    (tmp_path / "wh").mkdir()
+    monkeypatch.setenv("FUD_NODE_PACKAGES", "1")
+    install, taken, _ = compatible_torch.from_node(lock, tmp_path / "wh", reuse=False)
+    assert [n for n, _ in install] == ["torch"] and list(taken) == ["numpy"]
+    install, taken, _ = compatible_torch.from_node(lock, tmp_path / "wh", reuse=True)
+    assert install == [] and "torch" in taken and "numpy" in taken
+
+
+def test_the_view_shows_a_shared_namespace_folder_only_in_part(tmp_path, monkeypatch):
+    """Two node distributions share the folder fudns/ (a namespace, as google/): taking one links its
+    own part of the folder, not the folder with the other's."""
+    from importlib.metadata import PathDistribution
+
+    site = tmp_path / "site"
+    for name, sub in (("fudtaken", "taken"), ("fudother", "other")):
+        (site / "fudns" / sub).mkdir(parents=True)
+        (site / "fudns" / sub / "__init__.py").write_text("")
+        info = site / f"{name}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+        (info / "RECORD").write_text(f"fudns/{sub}/__init__.py,,\n{name}-1.0.dist-info/METADATA,,\n"
+                                     f"{name}-1.0.dist-info/RECORD,,\n../../bin/{name},,\n")
+    dists = {c: PathDistribution(site / f"{c}-1.0.dist-info") for c in ("fudtaken", "fudother")}
+    monkeypatch.setattr(compatible_torch, "node_distributions", lambda: dists)
+    view = tmp_path / "view"
+    assert compatible_torch.make_view(view, {"fudtaken": dists["fudtaken"]}) == []
+    assert (view / "fudns").is_dir() and not (view / "fudns").is_symlink()
+    assert (view / "fudns" / "taken").is_symlink() and not (view / "fudns" / "other").exists()
+    assert (view / "fudtaken-1.0.dist-info").is_symlink() and not (view / "fudother-1.0.dist-info").exists()
+    assert not (view / ".." / "bin").exists()
 
 
 def _pypi_reachable() -> bool:

@@ -8,10 +8,13 @@ under the base interpreter before the environment exists.
                                                 torch's own stack when it is reused), after checking
                                                 that the wheelhouse has a wheel for each; exit 1 naming
                                                 the missing ones otherwise
-    python tools/compatible_torch.py --view DIR make DIR a folder of links to what the new environment
-                                                takes from the node: torch's stack (and, with
-                                                FUD_NODE_PACKAGES=1, the lock entries the wheelhouse
-                                                lacks); the environment adds DIR after its own packages
+    python tools/compatible_torch.py --view DIR [--pth FILE]
+                                                make DIR a folder of links to what the new environment
+                                                takes from the node: torch's stack (every torch,
+                                                torchvision, triton, nvidia-* and cuda-* package of the
+                                                node) and, with FUD_NODE_PACKAGES=1, the lock entries the
+                                                wheelhouse lacks; FILE: the .pth file that adds DIR after
+                                                the environment's own packages
 
 Environment: LOCK (the lock file), WHEELHOUSE, REUSE ("yes" or empty, --filter);
 FUD_REUSE_TORCH (auto | 1 | 0) and FUD_MIN_TORCH (default 2.4), the decision;
@@ -38,7 +41,7 @@ import sys
 from pathlib import Path
 
 # What torch brings from the lock (torch's own stack): not installed when the node's torch is reused.
-TORCH_STACK = re.compile(r"^(torch|torchvision|triton|nvidia-.*|cuda-.*)$")
+TORCH_STACK = re.compile(r"^(torch|torchvision|triton|pytorch-triton|nvidia-.*|cuda-.*)$")
 
 
 def canonical(name: str) -> str:
@@ -110,47 +113,84 @@ def node_distributions() -> dict:
     return out
 
 
-def from_node(lock: Path, house: Path, reuse: bool) -> tuple[list, dict]:
+def from_node(lock: Path, house: Path, reuse: bool) -> tuple[list, dict, list]:
     """(lock entries to install from the wheelhouse, {canonical name: node distribution} to take from
-    the node instead): torch's stack when reused; with FUD_NODE_PACKAGES=1 also the entries without a
-    wheel that the node has."""
+    the node instead, notes for the log): torch's stack when reused; with FUD_NODE_PACKAGES=1 also the
+    entries without a wheel that the node has, never torch's stack (that is the reuse decision's)."""
     have, node = wheels(house), node_distributions()
     take_missing = os.environ.get("FUD_NODE_PACKAGES", "") == "1"
-    install, taken = [], {}
+    install, taken, notes = [], {}, []
     for n, v in lock_entries(lock):
         c = canonical(n)
-        if reuse and in_torch_stack(n):
+        if in_torch_stack(n) and reuse:
             if c in node:
                 taken[c] = node[c]
-        elif (c, v) not in have and take_missing and c in node:
+            else:
+                notes.append(f"the lock's {n} {v} is left out: the node's torch comes without it")
+        elif (c, v) not in have and take_missing and c in node and not in_torch_stack(n):
             taken[c] = node[c]
         else:
             install.append((n, v))
     if reuse:  # torch's stack as the node has it, also parts the lock does not name (other CUDA packages)
         taken.update({c: d for c, d in node.items() if in_torch_stack(c)})
-    return install, taken
+    return install, taken, notes
 
 
-def make_view(view: Path, taken: dict) -> None:
+def _owned_paths(dist) -> list[tuple[str, ...]]:
+    """The distribution's files as path parts relative to its site folder (RECORD), without scripts
+    outside it (`../bin/...`), absolute paths and byte-code caches."""
+    out = []
+    for rel in dist.files or []:
+        parts = Path(rel).parts
+        if parts and not Path(rel).is_absolute() and ".." not in parts and "__pycache__" not in parts:
+            out.append(parts)
+    return out
+
+
+def make_view(view: Path, taken: dict) -> list[str]:
     """Links in `view` to each taken distribution's top-level files and folders (packages, modules,
-    .dist-info, .pth files); a namespace folder shared by several (nvidia/) is linked once."""
+    .dist-info, .pth files). A folder that another distribution of the node shares (a namespace such
+    as google/) is made in the view and holds links to the taken ones' entries alone, so the view shows
+    nothing else of the node. Returns notes for the log (distributions with nothing to link)."""
     view.mkdir(parents=True, exist_ok=True)
-    for dist in taken.values():
+    owners: dict[str, set] = {}
+    for c, dist in node_distributions().items():
+        for parts in _owned_paths(dist):
+            owners.setdefault(parts[0], set()).add(c)
+    notes = []
+    for c, dist in taken.items():
         root = Path(dist.locate_file(""))
-        for rel in dist.files or []:
-            top = Path(rel).parts[0] if Path(rel).parts else ""
-            if top in ("", "..", "__pycache__") or (view / top).is_symlink():
+        paths = _owned_paths(dist)
+        if not paths:
+            notes.append(f"{dist.metadata['Name']}: no file list (RECORD) to link; not taken")
+        for parts in paths:
+            top = parts[0]
+            shared = not owners.get(top, set()) <= set(taken)
+            entry = parts[:2] if shared and len(parts) > 1 else parts[:1]
+            target, link = root.joinpath(*entry), view.joinpath(*entry)
+            if link.is_symlink() or not target.exists():
                 continue
-            if (root / top).exists():
-                (view / top).symlink_to(root / top)
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(target)
+    return notes
+
+
+def pth_line(view: Path) -> str:
+    """The .pth line that adds the view after the environment's own packages (its own .pth files too)."""
+    return f"import site; site.addsitedir({str(view)!r})"
 
 
 def main(argv) -> int:
     lock = Path(os.environ["LOCK"])
     if "--view" in argv:
         view = Path(argv[argv.index("--view") + 1])
-        _, taken = from_node(lock, Path(os.environ["WHEELHOUSE"]), bool(os.environ.get("REUSE")))
-        make_view(view, taken)
+        _, taken, notes = from_node(lock, Path(os.environ["WHEELHOUSE"]), bool(os.environ.get("REUSE")))
+        notes += make_view(view, taken)
+        pth = Path(argv[argv.index("--pth") + 1]) if "--pth" in argv else None
+        if pth is not None:
+            pth.write_text(pth_line(view) + "\n")
+        for note in notes:
+            print(f"[install] note: {note}", file=sys.stderr)
         locked = dict((canonical(n), v) for n, v in lock_entries(lock))
         shown = [f"{d.metadata['Name']} {d.version}" + (f" (lock {locked[c]})" if locked.get(c, d.version) != d.version
                                                        else "") for c, d in sorted(taken.items())]
@@ -162,7 +202,7 @@ def main(argv) -> int:
         return 0 if ok else 1
     reuse = bool(os.environ.get("REUSE"))
     house = Path(os.environ["WHEELHOUSE"])
-    wanted, _ = from_node(lock, house, reuse)
+    wanted, _, _ = from_node(lock, house, reuse)
     have = wheels(house)
     missing = [f"{n}=={v}" for n, v in wanted if (canonical(n), v) not in have]
     if missing:

@@ -53,14 +53,21 @@ if [ -n "$wheelhouse" ]; then
   # Reuse the node's torch (a cluster's module, built for its driver) where it is compatible: the
   # environment then takes torch's stack from the node and installs the rest of the lock.
   # Decided once, when the environment is built (importing torch takes seconds).
-  # FUD_NODE_PACKAGES=1 (lock entries without a wheel taken from the node) makes another environment
-  [ "${FUD_NODE_PACKAGES:-}" != 1 ] || venv="$venv-nodepkgs"
-  if [ -f "$venv-nodetorch/.complete" ]; then
+  # What the environment takes from the node depends on the node: its interpreter is part of the name
+  # (another FUD_PYTHON, another environment); FUD_NODE_PACKAGES=1 (lock entries without a wheel taken
+  # from the node) makes another one. A node whose packages change in place (an upgraded container)
+  # needs its environment removed: README, "Running where there is no internet".
+  node="$("$py" -c 'import sys; print(sys.executable, sys.prefix, sys.version)' | sha256sum | cut -c1-8)"
+  own_torch="$venv"   # the environment without the node's torch
+  reused="$venv"      # with it
+  if [ "${FUD_NODE_PACKAGES:-}" = 1 ]; then own_torch="$venv-nodepkgs-$node"; reused="$venv-nodepkgs"; fi
+  reused="$reused-nodetorch-$node"
+  if [ "${FUD_REUSE_TORCH:-auto}" != 0 ] && [ -f "$reused/.complete" ]; then
     reuse_torch=yes
-  elif [ ! -f "$venv/.complete" ]; then
+  elif [ ! -f "$own_torch/.complete" ]; then
     reuse_torch=$(LOCK="$lock" "$py" "$repo/tools/compatible_torch.py" >&2 && echo yes || true)
   fi
-  [ -z "$reuse_torch" ] || venv="$venv-nodetorch"
+  if [ -n "$reuse_torch" ]; then venv="$reused"; else venv="$own_torch"; fi
 fi
 
 exec 9>"$cache/.install.lock"
@@ -97,9 +104,8 @@ if [ ! -f "$marker" ]; then
       # is a folder of links, added after the environment's own packages (compatible_torch.py says why
       # not --system-site-packages).
       LOCK="$lock" WHEELHOUSE="$wheelhouse" REUSE="$reuse_torch" "$py" "$repo/tools/compatible_torch.py" \
-        --view "$venv/node-packages"
-      echo "import site; site.addsitedir('$venv/node-packages')" \
-        > "$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_fud_node_packages.pth"
+        --view "$venv/node-packages" \
+        --pth "$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_fud_node_packages.pth"
     fi
   else
     "$py" -m venv "$venv"
@@ -116,9 +122,11 @@ if [ ! -f "$marker" ]; then
     ${isolate[@]+"${isolate[@]}"} "$venv/bin/python" -m pip install --no-deps --disable-pip-version-check \
       ${offline[@]+--isolated "${offline[@]}"} -r "$reqs" >&2
   fi
-  # Fail now, not in the middle of a workflow, if torchvision's ops do not load.
+  # Fail now, not in the middle of a workflow, if torchvision's ops (or a reused torch) do not load.
   if grep -q '^torchvision==' "$lock"; then
     "$venv/bin/python" -c "import torch, torchvision, torchvision.ops; torchvision.ops.nms(torch.zeros(1,4), torch.zeros(1), 0.5)" >&2
+  elif [ -n "$reuse_torch" ]; then
+    "$venv/bin/python" -c "import torch; torch.ones(1)" >&2
   fi
   echo "packages" > "$marker"
   echo "[install] packages installed in $((SECONDS - start)) s" >&2

@@ -14,6 +14,10 @@
 #   --requirements F   default: requirements.lock (pinned name==version lines, no dependencies resolved
 #                      again: the lock is the full resolution)
 #   --find-links DIR   take wheels from DIR instead of the package index (e.g. another wheelhouse)
+#   --except FILE      skip the lock entries named in FILE (one package name per line, any version): those
+#                      the node already has, installed there with FUD_NODE_PACKAGES=1 (a GPU container
+#                      that holds most of the lock; docs/performance.md, "First try on a GPU")
+#   --no-uv            do not fetch uv (the node installs with pip; uv's wheel is ~20 MB)
 #
 # Only wheels (--only-binary=:all:): nothing is built for the node. Each lock entry is fetched on its
 # own, so one without a wheel for that Python / platform does not stop the rest; those are listed in
@@ -28,6 +32,8 @@ platform="manylinux_2_28_x86_64"
 lock="$repo/requirements.lock"
 out=""
 links=""
+except_file=""
+no_uv=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --python) pyver="$2"; shift 2 ;;
@@ -35,7 +41,9 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --requirements) lock="$2"; shift 2 ;;
     --find-links) links="$2"; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --except) except_file="$2"; shift 2 ;;
+    --no-uv) no_uv=1; shift ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "wheelhouse.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -72,10 +80,29 @@ pip=("$py" -m pip)
 
 entries=$(grep -E '^[A-Za-z0-9_.-]+==' "$lock" | sed 's/[[:space:]].*//')
 [ -n "$entries" ] || { echo "wheelhouse.sh: no name==version lines in $lock" >&2; exit 2; }
+skipped=0
+if [ -n "$except_file" ]; then
+  [ -f "$except_file" ] || { echo "wheelhouse.sh: --except $except_file is not a file" >&2; exit 2; }
+  # names compared as pip does: case-insensitive, '-', '_' and '.' alike
+  canon() { tr 'A-Z_.' 'a-z--'; }
+  skip=$(canon < "$except_file" | sed 's/[[:space:]]//g; /^$/d; /^#/d')
+  kept=""
+  for req in $entries; do
+    if printf '%s\n' "$skip" | grep -qxF "$(printf '%s' "${req%%==*}" | canon)"; then
+      skipped=$((skipped + 1))
+    else
+      kept="$kept $req"
+    fi
+  done
+  entries="$kept"
+  echo "[wheelhouse] $skipped lock entries skipped (named in $except_file: the node has them)" >&2
+fi
 : > "$out/missing.txt"
 n=0; missing=0
-for req in $entries uv; do
-  n=$((n + 1))
+tools=uv
+[ -z "$no_uv" ] || tools=""
+for req in $entries $tools; do
+  [ "$req" = uv ] || n=$((n + 1))
   if ! err=$("${pip[@]}" download --disable-pip-version-check --quiet --no-deps --only-binary=:all: \
         --python-version "$pyver" --implementation cp "${platform_args[@]}" "${index_args[@]}" \
         --dest "$out" "$req" 2>&1); then
@@ -92,8 +119,8 @@ done
 cp "$lock" "$out/requirements.lock"
 lock_sha=$(sha256sum "$lock" | cut -c1-64)
 cat > "$out/wheelhouse.json" <<JSON
-{"python": "$pyver", "platforms": "${platforms[*]}", "lock_sha256": "$lock_sha", "entries": $((n - 1)),
- "missing": $missing, "date_utc": "$(date -u +%Y-%m-%dT%H:%MZ)"}
+{"python": "$pyver", "platforms": "${platforms[*]}", "lock_sha256": "$lock_sha", "entries": $n,
+ "missing": $missing, "skipped": $skipped, "date_utc": "$(date -u +%Y-%m-%dT%H:%MZ)"}
 JSON
-echo "[wheelhouse] $out: $(ls "$out"/*.whl 2>/dev/null | wc -l) wheels for Python $pyver on $platform; $missing of $((n - 1)) lock entries have no wheel (missing.txt)" >&2
+echo "[wheelhouse] $out: $(ls "$out"/*.whl 2>/dev/null | wc -l) wheels for Python $pyver on $platform; $missing of $n lock entries have no wheel (missing.txt)" >&2
 echo "$out"

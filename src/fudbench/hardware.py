@@ -190,6 +190,31 @@ def _gpu_name(device) -> str:
     return torch.cuda.get_device_name(device)
 
 
+def packages_off_lock(lock: Optional[str] = None) -> str:
+    """The installed packages whose version is not the lock's ("name version (lock X)", "; "-joined;
+    "" when every entry matches): a node's reused torch or packages (FUD_NODE_PACKAGES=1), a hand-made
+    environment. "unknown" where the lock is not there (an installed copy of fudbench)."""
+    import re
+    from importlib import metadata
+    from pathlib import Path
+
+    path = Path(lock or os.environ.get("FUD_LOCK") or Path(__file__).resolve().parents[2] / "requirements.lock")
+    if not path.is_file():
+        return "unknown"
+    off = []
+    for line in path.read_text().splitlines():
+        m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;#]+)", line)
+        if not m:
+            continue
+        try:
+            have = metadata.version(m.group(1))
+        except metadata.PackageNotFoundError:
+            have = "missing"
+        if have.split("+")[0] != m.group(2).split("+")[0]:
+            off.append(f"{m.group(1)} {have} (lock {m.group(2)})")
+    return "; ".join(off)
+
+
 def run_info(device="cpu", fud_settings: Optional[dict] = None) -> dict:
     """Provenance of a run or a benchmark: machine, versions, threads and,
     given FUD's settings, the precision its U-Net resolves to on `device`."""
@@ -211,6 +236,7 @@ def run_info(device="cpu", fud_settings: Optional[dict] = None) -> dict:
         "cuda": torch.version.cuda or "",
         "python": platform.python_version(),
         "platform": platform.platform(),
+        "packages_off_lock": packages_off_lock(),
     }
     if fud_settings is not None:
         p = resolve_precision(fud_settings.get("amp_dtype", "auto"), fud_settings.get("channels_last", "auto"),

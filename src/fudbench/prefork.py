@@ -491,14 +491,23 @@ def _report_finished(running: dict) -> None:
 
 # --------------------------------------------------------------------------- Snakemake's side
 
-# glibc's malloc in the server, hence in every job forked from it (read once, when a process starts;
-# the user's own settings win). By default a freed buffer of a few MiB goes back to the kernel and the
-# next one is faulted in again page by page: a FUD fill's 25 MiB activations cost ~1M minor page
-# faults per 64-sample fill. Keeping freed memory in the heap: the fill 6.20 -> 5.68 s, faults
-# 1.07M -> 0.27M (bench/fud_profile.py, 1 thread; docs/performance.md). A job's peak memory is
-# unchanged; it is returned at the job's end instead of as it goes. Other C libraries ignore these.
-MALLOC_TUNING = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(4 << 30),
+# glibc's malloc in the server, hence in every job forked from it (read once, when a process starts).
+# By default a freed buffer of a few MiB goes back to the kernel and the next one is faulted in again
+# page by page: a FUD fill's activations cost ~1M minor page faults per 64-sample fill. Keeping freed
+# memory in the heap (up to 512 MiB of it: 4 GiB gained nothing more): the fill 6.4 -> 5.9 s, faults
+# 0.9-1.0M -> 0.25M, peak resident memory 1.18 -> 1.27 GB (bench/fud_profile.py, 1 thread;
+# docs/performance.md, "Third round"). A job keeps its high-water mark until it ends. The user's own
+# settings win: any MALLOC_* variable or glibc.malloc tunable leaves all of these out. Other C
+# libraries ignore them.
+MALLOC_TUNING = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(512 << 20),
                  "MALLOC_TOP_PAD_": str(256 << 20)}
+
+
+def malloc_tuning(environ) -> dict:
+    """MALLOC_TUNING unless the environment already tunes glibc's malloc itself."""
+    if any(k.startswith("MALLOC_") for k in environ) or "glibc.malloc." in environ.get("GLIBC_TUNABLES", ""):
+        return {}
+    return dict(MALLOC_TUNING)
 
 
 class Server:
@@ -517,7 +526,8 @@ class Server:
         self.path = path = os.path.join(self.directory, "jobs.sock")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "fudbench.prefork", path, str(os.getpid()), ",".join(self.libraries)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env={**MALLOC_TUNING, **os.environ})
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            env={**os.environ, **malloc_tuning(os.environ)})
         self.previous = os.environ.get(ENV)
         os.environ[ENV] = f"{_locality()}|{_library()}|{path}"
         return self
