@@ -153,6 +153,33 @@ def test_idsds_matching_attribution_correlates_perfectly(output):
     assert flat["degenerate"].all() and (flat["correlation"] == 0).all()
 
 
+def test_idsds_reuses_its_responses_across_attributions():
+    """Later explainers of a shard (same model, imputer, images, ids, targets, seed key) reuse the deletions'
+    responses: records bit for bit those of a fresh protocol, no forward pass of the model."""
+    import pandas as pd
+
+    x, noise = _data(2)
+    calls = []
+
+    class Counting(OneCellModel):
+        def forward(self, x):
+            calls.append(len(x))
+            return super().forward(x)
+
+    model, imputer, y, key = Counting(), ZeroImputer(), torch.zeros(2, dtype=torch.long), ("t", "idsds")
+    shared = IDSDS(grid=4, keep_samples=True)
+    shared.run(model, x, y, noise, imputer, [0, 1], key)
+    n_calls = len(calls)
+    again = shared.run(model, x, y, x, imputer, [0, 1], key)
+    assert len(calls) == n_calls
+    fresh = IDSDS(grid=4, keep_samples=True).run(model, x, y, x, imputer, [0, 1], key)
+    cols = [c for c in fresh.records.columns if c != "seconds"]
+    pd.testing.assert_frame_equal(again.records[cols], fresh.records[cols])
+    np.testing.assert_array_equal(again.samples, fresh.samples)
+    shared.run(model, x, y, x, imputer, [0, 1], ("other", "key"))  # another seed key: computed again
+    assert len(calls) > n_calls
+
+
 def test_spearman_is_rank_based_with_average_ranks_for_ties():
     from fudbench.protocols.idsds import average_ranks
 

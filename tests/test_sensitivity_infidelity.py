@@ -1,6 +1,7 @@
 """Sensitivity-N and Infidelity: cases with known answers, captum agreement,
 batching and seeding."""
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -214,6 +215,46 @@ def test_infidelity_batched_chunked_per_image_and_seeding(tiny_cnn):
     assert (rec.curve == "infidelity").all() and (rec.step == 0).all() and list(rec.image) == ids
     assert np.isfinite(rec[["infidelity"] + NUMERIC + ["seconds"]].to_numpy(float)).all()
     assert full.samples.shape == (3, 1, 3, 8, 8) and full.samples.dtype == np.float16
+
+
+class CountingModel(torch.nn.Module):
+    """The wrapped model, counting the inputs it classifies."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner, self.rows = inner, 0
+
+    def forward(self, x):
+        self.rows += x.shape[0]
+        return self.inner(x)
+
+
+def test_infidelity_reuses_its_model_responses_across_attributions(tiny_cnn):
+    """Later explainers of a shard (same model, images, ids, targets, seed key) replay the responses:
+    their scores are bit for bit those of a fresh protocol, without a forward pass of the model."""
+    x, attr = _data(3)
+    _, attr2 = _data(3, seed=1)
+    y = torch.tensor([1, 0, 2])
+    ids, key = [20, 21, 22], ("a",)
+    model = CountingModel(tiny_cnn)
+    shared = Infidelity(n_perturb=10, batch_size=8, keep_samples=True)  # 1 image per group, captum chunks 8 + 2
+    first = shared.run(model, x, y, attr, None, ids, key)
+    rows = model.rows
+    assert rows == 3 * (10 + 2 + 1)  # perturbed inputs, clean input per captum chunk, the kept sample
+    second = shared.run(model, x, y, attr2, None, ids, key)
+    assert model.rows == rows  # replayed
+    fresh = Infidelity(n_perturb=10, batch_size=8, keep_samples=True).run(model, x, y, attr2, None, ids, key)
+    cols = [c for c in fresh.records.columns if c != "seconds"]
+    pd.testing.assert_frame_equal(second.records[cols], fresh.records[cols])
+    np.testing.assert_array_equal(second.samples, fresh.samples)
+    assert not np.allclose(second.records["infidelity"], first.records["infidelity"])
+    np.testing.assert_array_equal(second.records["seconds"], first.records["seconds"])
+    # anything else that changes the responses makes it compute them again
+    for args in [(model, x.clone(), y, ids, key), (model, x, y, ids, ("b",)), (model, x, y.flip(0), ids, key),
+                 (model, x, y, [7, 8, 9], key)]:
+        before = model.rows
+        shared.run(args[0], args[1], args[2], attr, None, args[3], args[4])
+        assert model.rows > before, args[2:]
 
 
 def test_infidelity_perturbations_match_their_definitions():

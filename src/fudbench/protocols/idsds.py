@@ -22,10 +22,17 @@ Records: curve `idsds`, one row per (image, cell) with step = cell index
 output_drop, the image's correlation and degenerate flag, and confidence /
 prediction / energy / l2 of the single-deletion sample (its intermediate
 sample). Samples: (N, grid^2, C, H, W) float16 if keep_samples.
+
+Shared work: the deletions, the model's responses and the output drops do not
+depend on the attribution. As in Sensitivity-N, one evaluate job runs every
+explainer of a shard through the same protocol object, which keeps them for
+the last (model, imputer, images, ids, targets, seed key) and only recomputes
+the cells' attribution mass and the correlations (issue 47).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Optional
 
 import numpy as np
 import torch
@@ -66,6 +73,8 @@ class IDSDS(Protocol):
     batch_size: int = 64
     keep_samples: bool = False
 
+    _memo: Optional[tuple] = field(default=None, init=False, repr=False, compare=False)
+
     def __post_init__(self):
         if self.output not in OUTPUTS:
             raise ValueError(f"IDSDS output must be one of {OUTPUTS}, got {self.output!r}")
@@ -82,6 +91,28 @@ class IDSDS(Protocol):
         a = a.sum(1) if a.dim() == 4 else a
         a = torch.nan_to_num(a, nan=0.0, posinf=0.0, neginf=0.0)
         mass = np.array([[float(a[i][cell].sum()) for cell in cells] for i in range(n)])
+        # Same model, imputer and image tensor objects, same ids, targets and seed key: the kept responses.
+        same = (shard.model, shard.imputer, shard.x, (tuple(shard.ids), tuple(shard.y.tolist()), shard.seed_key))
+        memo = self._memo
+        if memo is not None and all(k is o for k, o in zip(memo[0][:3], same[:3])) and memo[0][3] == same[3]:
+            points, drop = memo[1]
+        else:
+            points, drop = self._responses(shard, cells)
+            self._memo = (same, (points, drop))
+        corr = np.empty(n); degenerate = np.zeros(n, bool)
+        for i in range(n):
+            corr[i], degenerate[i] = spearman(mass[i], drop[i])
+        frac = np.array([(cell[0].stop - cell[0].start) * (cell[1].stop - cell[1].start) / (h * w)
+                         for cell in cells])
+        records = points.frame(self.curve, shard, kept=1 - frac, removed=frac, cell_attribution=mass,
+                               output_drop=drop, correlation=corr[:, None], degenerate=degenerate[:, None])
+        return CurveResult(records, None if points.samples is None else points.samples.copy())
+
+    def _responses(self, shard: Shard, cells) -> tuple[Points, np.ndarray]:
+        """Everything that does not depend on the attribution: per (image, cell) the single-deletion
+        sample's response and the output drop f(x) - f(x without the cell)."""
+        n, c, h, w = shard.x.shape
+        m = len(cells)
         clean = self.per_image(shard, lambda xb, yb: self._f(shard.model(xb), yb))
         points = Points.empty(shard.x, m, self.keep_samples)
         drop = np.empty((n, m))
@@ -99,11 +130,4 @@ class IDSDS(Protocol):
             drop[i, j] = clean[i] - f
 
         self.fill_items(shard, [Item(i, j) for i in range(n) for j in range(m)], masks, scored)
-        corr = np.empty(n); degenerate = np.zeros(n, bool)
-        for i in range(n):
-            corr[i], degenerate[i] = spearman(mass[i], drop[i])
-        frac = np.array([(cell[0].stop - cell[0].start) * (cell[1].stop - cell[1].start) / (h * w)
-                         for cell in cells])
-        records = points.frame(self.curve, shard, kept=1 - frac, removed=frac, cell_attribution=mass,
-                               output_drop=drop, correlation=corr[:, None], degenerate=degenerate[:, None])
-        return CurveResult(records, points.samples)
+        return points, drop
