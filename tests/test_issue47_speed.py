@@ -221,3 +221,36 @@ def test_the_results_page_embeds_the_png_it_saved_and_renders_only_without_one(t
     rendered = rp.page_png(fig, [tmp_path / "fig.pdf"])
     assert rendered.startswith(b"\x89PNG") and rendered != paths[1].read_bytes()
     plt.close(fig)
+
+
+def test_fud_profile_dir_leaves_each_jobs_profile_and_the_bench_reads_it(repo, tmp_path):
+    """FUD_PROFILE_DIR: a job (setup_job) writes <rule>_<wildcards>.prof at its exit; without the
+    variable nothing is profiled; bench/job_profiles.py lists the jobs, longest first."""
+    import importlib.util
+    import os
+    import subprocess
+    import sys
+
+    folder = tmp_path / "prof"
+    job = ("import sys, types; sys.path.insert(0, {src!r}); from fudbench.jobs import setup_job\n"
+           "smk = types.SimpleNamespace(threads=1, log=[], rule={rule!r}, wildcards={wildcards!r})\n"
+           "setup_job(smk)\n"
+           "def busy(n):\n    return sum(i * i for i in range(n))\n"
+           "busy({n})\n")
+    env = {**os.environ, "FUD_PROFILE_DIR": str(folder)}
+    for rule, wildcards, n in [("evaluate", {"model": "cnn", "evaluator": "fud", "shard": "0"}, 300_000),
+                               ("table", {}, 1000)]:
+        subprocess.run([sys.executable, "-c", job.format(src=str(repo / "src"), rule=rule, wildcards=wildcards,
+                                                         n=n)], env=env, check=True)
+    env.pop("FUD_PROFILE_DIR")
+    subprocess.run([sys.executable, "-c", job.format(src=str(repo / "src"), rule="quiet", wildcards={}, n=10)],
+                   env=env, check=True)
+    assert sorted(p.name for p in folder.iterdir()) == ["evaluate_cnn_fud_0.prof", "table.prof"]
+
+    spec = importlib.util.spec_from_file_location("job_profiles", repo / "bench" / "job_profiles.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rows = bench.main([str(folder), "--top", "2", "--csv", str(tmp_path / "jobs.csv")])
+    assert [r["job"] for r in rows] == ["evaluate_cnn_fud_0", "table"]
+    assert any("busy" in label or "genexpr" in label for label, _ in rows[0]["leaders"])
+    assert (tmp_path / "jobs.csv").read_text().startswith("job,seconds,share,leaders")

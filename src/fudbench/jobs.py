@@ -14,7 +14,9 @@ def setup_job(smk, name: str | None = None) -> logging.Logger:
 
     torch is configured only if the job already imported it: jobs that make
     tables and figures never pay its multi-second import.
+    FUD_PROFILE_DIR=<folder>: the job's Python profile goes there (profile_job).
     """
+    profile_job(smk)
     threads = str(max(1, int(smk.threads)))
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = threads
@@ -29,6 +31,41 @@ def setup_job(smk, name: str | None = None) -> logging.Logger:
     _log_timing(log, smk.log[0] if smk.log else None)
     log_uncaught_exceptions(smk.log[0] if smk.log else None, log.name)
     return log
+
+
+PROFILE_ENV = "FUD_PROFILE_DIR"
+
+
+def profile_job(smk) -> str | None:
+    """With FUD_PROFILE_DIR=<folder> set (e.g. `FUD_PROFILE_DIR=/tmp/prof ./fud run`): profile the
+    job with cProfile from here to its exit and write <folder>/<rule>[_<wildcard values>].prof
+    (read with `python -m pstats FILE`, or bench/job_profiles.py for a table of every job). Where the
+    time of a run goes, per rule and per Python function, without editing a script (issue 47).
+    Returns the file it will write, None without the variable."""
+    folder = os.environ.get(PROFILE_ENV)
+    if not folder:
+        return None
+    import cProfile
+    import re
+
+    values = [str(v) for v in dict(getattr(smk, "wildcards", None) or {}).values()]
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", "_".join([str(smk.rule), *values]))
+    path = os.path.join(folder, f"{name}.prof")
+    profiler = cProfile.Profile()
+
+    def dump():
+        profiler.disable()
+        os.makedirs(folder, exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        profiler.dump_stats(tmp)
+        os.replace(tmp, path)
+
+    try:
+        profiler.enable()
+    except ValueError:  # another profiler is active in this process (e.g. the caller's own)
+        return None
+    atexit.register(dump)
+    return path
 
 
 def optional_input(smk, key: str) -> str | None:
