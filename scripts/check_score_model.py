@@ -30,7 +30,7 @@ samples = unconditional_samples(unet, schedule, p.gates["n_samples"], size, p.ga
                                 channels_last=bool(p.precision["channels_last"]))
 if size != real.shape[-1]:
     samples = resize_images(samples, real.shape[-1]).clamp(0, 1)  # antialiasing can overshoot [0, 1]
-classifiers = {m: load_classifier(path, device, evaluation=True) for m, path in zip(p.models, snakemake.input.classifiers)}
+classifiers = {m: load_classifier(path, device) for m, path in zip(p.models, snakemake.input.classifiers)}
 report = score_model_report(samples, real, classifiers, class_names)
 report["sample_steps"] = p.gates["sample_steps"]
 report["sampled_at"] = size

@@ -31,7 +31,7 @@ def scores(model, name, detector, x):
 
 frames = []
 for model, path, reference in zip(p.models, snakemake.input.classifiers, snakemake.input.references):
-    classifier, detector = load_classifier(path, device, evaluation=True), FeatureDetector.load(reference)
+    classifier, detector = load_classifier(path, device), FeatureDetector.load(reference)
     clean, sanity = scores(classifier, model, detector, images), scores(classifier, model, detector, sanity_images)
     frames.append(pd.DataFrame({"model": model, "image": ids, **clean,
                                 **{f"sanity_{k}": v for k, v in sanity.items()}}))

@@ -24,7 +24,7 @@ p, inp, model_name = snakemake.params, snakemake.input, snakemake.wildcards.mode
 diag, fud, evaluation = p.diagnostics, p.fud, p.evaluation
 device = resolve_device(p.job["device"])
 
-model = load_classifier(inp.model, device, evaluation=True)
+model = load_classifier(inp.model, device)
 data = load_eval_shard(inp.images, 0, p.shard_size)
 attr = load_npz(inp.attributions, made_by="explain")
 n = diag["n_images"]

@@ -39,7 +39,7 @@ p, inp = snakemake.params, snakemake.input
 timing = p.timing
 steps_list = [int(s) for s in timing["steps"]]
 device = resolve_device(p.job["device"])
-model = load_classifier(inp.model, device, evaluation=True)
+model = load_classifier(inp.model, device)
 assets = {"score_model": inp.score_model}
 
 

@@ -17,7 +17,7 @@ log = setup_job(snakemake)
 p, model_name = snakemake.params, snakemake.wildcards.model
 ref = p.reference
 device = resolve_device(p.job["device"])
-model = load_classifier(snakemake.input.model, device, evaluation=True)
+model = load_classifier(snakemake.input.model, device)
 images, layer = None, ""
 try:
     layer = last_linear(model, model_name)[0] or "(the model itself)"

@@ -233,7 +233,8 @@ def test_fud_profile_dir_leaves_each_jobs_profile_and_the_bench_reads_it(repo, t
 
     folder = tmp_path / "prof"
     job = ("import sys, types; sys.path.insert(0, {src!r}); from fudbench.jobs import setup_job\n"
-           "smk = types.SimpleNamespace(threads=1, log=[], rule={rule!r}, wildcards={wildcards!r})\n"
+           "smk = types.SimpleNamespace(threads=1, log=[], rule={rule!r}, wildcards={wildcards!r},\n"
+           "                            config={{'run_name': 'synthetic'}})\n"
            "setup_job(smk)\n"
            "def busy(n):\n    return sum(i * i for i in range(n))\n"
            "busy({n})\n")
@@ -245,12 +246,12 @@ def test_fud_profile_dir_leaves_each_jobs_profile_and_the_bench_reads_it(repo, t
     env.pop("FUD_PROFILE_DIR")
     subprocess.run([sys.executable, "-c", job.format(src=str(repo / "src"), rule="quiet", wildcards={}, n=10)],
                    env=env, check=True)
-    assert sorted(p.name for p in folder.iterdir()) == ["evaluate_cnn_fud_0.prof", "table.prof"]
+    assert sorted(p.name for p in folder.iterdir()) == ["synthetic.evaluate_cnn_fud_0.prof", "synthetic.table.prof"]
 
     spec = importlib.util.spec_from_file_location("job_profiles", repo / "bench" / "job_profiles.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     rows = bench.main([str(folder), "--top", "2", "--csv", str(tmp_path / "jobs.csv")])
-    assert [r["job"] for r in rows] == ["evaluate_cnn_fud_0", "table"]
+    assert [r["job"] for r in rows] == ["synthetic.evaluate_cnn_fud_0", "synthetic.table"]
     assert any("busy" in label or "genexpr" in label for label, _ in rows[0]["leaders"])
     assert (tmp_path / "jobs.csv").read_text().startswith("job,seconds,share,leaders")

@@ -276,3 +276,35 @@ def test_infidelity_perturbations_match_their_definitions():
     assert torch.equal(Infidelity(n_perturb=5).perturbations(x, 1), Infidelity(n_perturb=5).perturbations(x, 1))
     with pytest.raises(ValueError):
         Infidelity(perturbation="nope")
+
+
+def test_infidelity_memo_survives_an_out_of_memory_back_off(tiny_cnn):
+    """A forward that runs out of memory part-way through the first explainer's group: the batch is cut
+    again (fudbench.batching), the part-filled responses are not kept, and the next explainer replays
+    the groups as cut then; its scores equal a fresh protocol's with those groups."""
+    x, attr = _data(3)
+    _, attr2 = _data(3, seed=1)
+    y = torch.tensor([1, 0, 2])
+    ids, key = [20, 21, 22], ("a",)
+
+    class FailsOnce(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner, self.calls, self.failed = inner, 0, False
+
+        def forward(self, inp):
+            self.calls += 1
+            if self.calls == 2 and not self.failed:  # the second call of the first group (2 images)
+                self.failed = True
+                raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+            return self.inner(inp)
+
+    model = FailsOnce(tiny_cnn)
+    shared = Infidelity(n_perturb=10, batch_size=20)  # 2 images per group until the back-off, then 1
+    shared.run(model, x, y, attr, None, ids, key)
+    assert model.failed and shared.batch_state.size == 1
+    calls = model.calls
+    second = shared.run(model, x, y, attr2, None, ids, key)
+    assert model.calls == calls  # replayed, group by group as cut after the back-off
+    fresh = Infidelity(n_perturb=10, batch_size=10).run(tiny_cnn, x, y, attr2, None, ids, key)
+    np.testing.assert_array_equal(second.records["infidelity"], fresh.records["infidelity"])

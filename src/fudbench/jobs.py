@@ -38,18 +38,24 @@ PROFILE_ENV = "FUD_PROFILE_DIR"
 
 def profile_job(smk) -> str | None:
     """With FUD_PROFILE_DIR=<folder> set (e.g. `FUD_PROFILE_DIR=/tmp/prof ./fud run`): profile the
-    job with cProfile from here to its exit and write <folder>/<rule>[_<wildcard values>].prof
-    (read with `python -m pstats FILE`, or bench/job_profiles.py for a table of every job). Where the
-    time of a run goes, per rule and per Python function, without editing a script (issue 47).
-    Returns the file it will write, None without the variable."""
+    job with cProfile from here (its setup_job, after the imports) to its exit and write
+    <folder>/<run>.<rule>[_<wildcard values>].prof (read with `python -m pstats FILE`, or
+    bench/job_profiles.py for a table of every job). Where the time of a run's script jobs goes, per
+    rule and per Python function, without editing a script (issue 47). Returns the file it will
+    write; None without the variable, or when another profiler is active in the process."""
     folder = os.environ.get(PROFILE_ENV)
     if not folder:
         return None
     import cProfile
     import re
 
+    if sys.getprofile() is not None:  # someone profiles this process already: leave it to them
+        return None
     values = [str(v) for v in dict(getattr(smk, "wildcards", None) or {}).values()]
+    run = (getattr(smk, "config", None) or {}).get("run_name") if isinstance(getattr(smk, "config", None), dict) \
+        else None
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", "_".join([str(smk.rule), *values]))
+    name = f"{run}.{name}" if run else name
     path = os.path.join(folder, f"{name}.prof")
     profiler = cProfile.Profile()
 
@@ -60,11 +66,8 @@ def profile_job(smk) -> str | None:
         profiler.dump_stats(tmp)
         os.replace(tmp, path)
 
-    try:
-        profiler.enable()
-    except ValueError:  # another profiler is active in this process (e.g. the caller's own)
-        return None
     atexit.register(dump)
+    profiler.enable()
     return path
 
 

@@ -154,7 +154,7 @@ class ShardEvaluation:
         from fudbench.models.classifiers import load_classifier
 
         self.shard = shard
-        self.model = load_classifier(model_path, device, evaluation=True)
+        self.model = load_classifier(model_path, device)
         if ood_reference is not None:
             attach_ood_reference(self.model, ood_reference, str(model_path))
         self.data = load_eval_shard(images_path, shard, shard_size)
@@ -314,7 +314,7 @@ def srg_reference_shard(model_path, images_path, shard: int, shard_size: int, se
     from fudbench.evaluators.srg import srg_curves
     from fudbench.models.classifiers import load_classifier
 
-    model = load_classifier(model_path, device, evaluation=True)
+    model = load_classifier(model_path, device)
     data = load_eval_shard(images_path, shard, shard_size)
     x = torch.from_numpy(data["images"]).to(device)
     y = _targets(model, x, data["labels"], target_mode, what=f"the classifier {model_path}", ids=data["ids"])

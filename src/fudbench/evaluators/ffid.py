@@ -74,7 +74,7 @@ def build(settings: dict, evaluation: dict, assets: dict, device):
     if not path:
         raise ValueError("the ffid evaluator needs assets['surrogate'], the path of the fine-tuned surrogate "
                          "checkpoint (rule train_surrogate: results/<run>/models/<model>_surrogate.pt)")
-    surrogate = load_classifier(path, device, evaluation=True)
+    surrogate = load_classifier(path, device)
     common = {"sparsities": settings["sparsities"], "batch_size": settings["batch_size"],
               "reduction": evaluation["reduction"]}
     stochastic = {"alpha": settings["alpha"], "n_samples": settings["n_samples"]}

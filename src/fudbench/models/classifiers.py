@@ -152,9 +152,8 @@ def save_classifier(path, model: Classifier, cfg: dict, n_classes: int, image_si
     })
 
 
-def load_classifier(path, device="cpu", evaluation: bool = False) -> Classifier:
-    """Load a frozen classifier (eval mode, no parameter gradients). evaluation=True: as the evaluation
-    side runs it (fudbench.models.inference.for_evaluation: on a CPU, BatchNorms folded, channels_last)."""
+def load_classifier(path, device="cpu") -> Classifier:
+    """Load a frozen classifier (eval mode, no parameter gradients)."""
     from fudbench.models.checkpoints import load_checkpoint
 
     ckpt = load_checkpoint(path, kind="classifier")
@@ -170,12 +169,7 @@ def load_classifier(path, device="cpu", evaluation: bool = False) -> Classifier:
         model = build_classifier(ckpt["cfg"], ckpt["n_classes"], ckpt["image_size"], ckpt["mean"], ckpt["std"])
         model.load_state_dict(ckpt["state_dict"])
     model.eval().requires_grad_(False)
-    model = model.to(device)
-    if evaluation:
-        from fudbench.models.inference import for_evaluation
-
-        for_evaluation(model, device)
-    return model
+    return model.to(device)
 
 
 def pretrained_classifier(cfg: dict, name: str = "classifier", image_size: int = 224):

@@ -27,7 +27,8 @@ Shared work: the deletions, the model's responses and the output drops do not
 depend on the attribution. As in Sensitivity-N, one evaluate job runs every
 explainer of a shard through the same protocol object, which keeps them for
 the last (model, imputer, images, ids, targets, seed key) and only recomputes
-the cells' attribution mass and the correlations (issue 47).
+the cells' attribution mass and the correlations (issue 47); the records'
+seconds are those of the explainer that computed the responses.
 """
 from __future__ import annotations
 

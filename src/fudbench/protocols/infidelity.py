@@ -49,7 +49,8 @@ object, which keeps them for the last (model, images, ids, targets, seed key)
 and hands captum the same tensors again: only the attribution terms are
 recomputed, so the scores are bit for bit those of a fresh run, at 1/13 of
 the classifier's work in the default profile (issue 47). The records'
-seconds stay those of the run that computed the responses.
+seconds are those of the explainer that computed the responses (the cost of
+the protocol on its own, not the marginal cost of one more explainer).
 """
 from __future__ import annotations
 
@@ -152,14 +153,14 @@ class Infidelity(Protocol):
             if shared is None or shared.stop != images.stop:  # first explainer, or other batch cuts
                 shared = groups[images.start] = _GroupResponses(images.stop)
             t0 = time.perf_counter()
-            if shared.pert is None:
-                shared.pert = torch.stack([self.perturbations(x[i], shard.seed(shard.ids[i]))
-                                           for i in images]).to(x.device)
-            score[sl] = self._infidelity(shard.model, xb, attr[sl], y[sl], shared.pert, shared.outputs)
+            if shared.pert is None:  # kept on the CPU: a GPU holds one group's at a time, as before
+                shared.pert = torch.stack([self.perturbations(x[i], shard.seed(shard.ids[i])) for i in images])
+            pert = shared.pert.to(x.device)
+            score[sl] = self._infidelity(shard.model, xb, attr[sl], y[sl], pert, shared)
             if shared.seconds is None:
                 shared.seconds = (time.perf_counter() - t0) / (len(xb) * self.n_perturb)
             points.seconds[sl, 0] = shared.seconds
-            first = xb - shared.pert[:, 0]
+            first = xb - pert[:, 0]
             if shared.first_logits is None:
                 with torch.no_grad():
                     shared.first_logits = shard.model(first).float()
@@ -181,12 +182,13 @@ class Infidelity(Protocol):
         return self._memo[1]
 
     def _infidelity(self, model, xb: torch.Tensor, attr: torch.Tensor, target: torch.Tensor,
-                    pert: torch.Tensor, outputs: list) -> np.ndarray:
+                    pert: torch.Tensor, shared: "_GroupResponses") -> np.ndarray:
         """captum's normalised infidelity of a group of images, with their drawn
         perturbations pert (b, n_perturb, C, H, W) served in captum's order.
-        outputs: the model's outputs for captum's forward calls, in call order;
-        filled by the first call for these images and perturbations, replayed by
-        the later ones (captum's calls depend on the inputs and perturbations only)."""
+        shared.outputs: the model's outputs for captum's forward calls, in call
+        order; filled by the first call for these images and perturbations (then
+        marked complete), replayed by the later ones (captum's calls depend on the
+        inputs and perturbations only)."""
         from captum.metrics import infidelity
 
         b, p, c, h, w = pert.shape
@@ -200,15 +202,21 @@ class Infidelity(Protocol):
             offset[0] += k
             return chunk, inputs - chunk
 
+        outputs = shared.outputs
+
         def forward(inputs):
             i = calls[0]
             calls[0] += 1
-            if i == len(outputs):
+            if not shared.complete:
                 outputs.append(model(inputs).float())
-            elif outputs[i].shape[0] != inputs.shape[0]:
-                raise RuntimeError(f"captum's forward call {i} got {inputs.shape[0]} inputs, the kept response "
-                                   f"has {outputs[i].shape[0]}: its calls changed between explainers")
+            elif i >= len(outputs) or outputs[i].shape[0] != inputs.shape[0]:
+                raise RuntimeError(f"captum's forward call {i} ({inputs.shape[0]} inputs) does not match the "
+                                   f"responses kept from the first explainer ({len(outputs)} calls): its calls "
+                                   f"changed between explainers")
             return outputs[i]
+
+        if not shared.complete:
+            outputs.clear()  # what a call that ran out of memory part-way left
 
         values = infidelity(forward, perturb_func, xb, attr, target=target,
                             n_perturb_samples=p, max_examples_per_batch=min(self.batch_size, b * p), normalize=True)
@@ -218,6 +226,7 @@ class Infidelity(Protocol):
             raise RuntimeError(f"captum asked for {offset[0]} perturbations, expected {p}")
         if calls[0] != len(outputs):
             raise RuntimeError(f"captum made {calls[0]} forward calls, {len(outputs)} were kept")
+        shared.complete = True
         return values.float().cpu().numpy()
 
 
@@ -226,7 +235,8 @@ class _GroupResponses:
     """The attribution-free work of one group of images (Infidelity's "Shared work")."""
 
     stop: int                                   # the group is images [start, stop)
-    pert: Optional[torch.Tensor] = None         # (b, n_perturb, C, H, W)
+    pert: Optional[torch.Tensor] = None         # (b, n_perturb, C, H, W), on the CPU
     outputs: list = field(default_factory=list)  # captum's forward outputs, in call order
+    complete: bool = False                      # outputs hold every call of a finished captum run
     seconds: Optional[float] = None             # perturbation + captum time per perturbed input
     first_logits: Optional[torch.Tensor] = None  # the model's logits for x - I_0
