@@ -52,8 +52,8 @@ def profile_job(smk) -> str | None:
     if sys.getprofile() is not None:  # someone profiles this process already: leave it to them
         return None
     values = [str(v) for v in dict(getattr(smk, "wildcards", None) or {}).values()]
-    run = (getattr(smk, "config", None) or {}).get("run_name") if isinstance(getattr(smk, "config", None), dict) \
-        else None
+    config = getattr(smk, "config", None)
+    run = config.get("run_name") if isinstance(config, dict) else None
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", "_".join([str(smk.rule), *values]))
     name = f"{run}.{name}" if run else name
     path = os.path.join(folder, f"{name}.prof")

@@ -274,6 +274,8 @@ class Protocol(ABC):
     # The working batch size: fitted to the GPU at the first batch, shrunk on
     # out-of-memory and kept for later runs.
     batch_state: Optional[AdaptiveBatchSize] = field(default=None, init=False, repr=False, compare=False)
+    # (what it was computed for, the result) of attribution_free
+    _attribution_free: Optional[tuple] = field(default=None, init=False, repr=False, compare=False)
 
     needs_attribution: ClassVar[bool] = True
     # reads the images' ground-truth object masks (shard.masks): Evaluator.run hands them only to these
@@ -297,6 +299,18 @@ class Protocol(ABC):
     @abstractmethod
     def evaluate(self, shard: Shard, attribution: Optional[torch.Tensor]) -> CurveResult:
         """The records (and kept samples) of one shard."""
+
+    def attribution_free(self, shard: Shard, compute: Callable[[Shard], object]):
+        """compute(shard): a protocol's work that does not depend on the attribution (fills, model
+        responses), kept for the next call with the same model, imputer and image tensor (the same
+        objects) and the same ids, targets and seed key. An evaluate job runs every explainer of a
+        shard through one protocol object: with paired noise (a seed key without the explainer) the
+        later explainers reuse it and only recompute their attribution terms (issue 47)."""
+        same = (shard.model, shard.imputer, shard.x, (tuple(shard.ids), tuple(shard.y.tolist()), shard.seed_key))
+        kept = self._attribution_free
+        if kept is None or any(a is not b for a, b in zip(kept[0][:3], same[:3])) or kept[0][3] != same[3]:
+            kept = self._attribution_free = (same, compute(shard))
+        return kept[1]
 
     @property
     def batch_cap(self) -> int:

@@ -32,8 +32,7 @@ seconds are those of the explainer that computed the responses.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Optional
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -74,8 +73,6 @@ class IDSDS(Protocol):
     batch_size: int = 64
     keep_samples: bool = False
 
-    _memo: Optional[tuple] = field(default=None, init=False, repr=False, compare=False)
-
     def __post_init__(self):
         if self.output not in OUTPUTS:
             raise ValueError(f"IDSDS output must be one of {OUTPUTS}, got {self.output!r}")
@@ -92,14 +89,7 @@ class IDSDS(Protocol):
         a = a.sum(1) if a.dim() == 4 else a
         a = torch.nan_to_num(a, nan=0.0, posinf=0.0, neginf=0.0)
         mass = np.array([[float(a[i][cell].sum()) for cell in cells] for i in range(n)])
-        # Same model, imputer and image tensor objects, same ids, targets and seed key: the kept responses.
-        same = (shard.model, shard.imputer, shard.x, (tuple(shard.ids), tuple(shard.y.tolist()), shard.seed_key))
-        memo = self._memo
-        if memo is not None and all(k is o for k, o in zip(memo[0][:3], same[:3])) and memo[0][3] == same[3]:
-            points, drop = memo[1]
-        else:
-            points, drop = self._responses(shard, cells)
-            self._memo = (same, (points, drop))
+        points, drop = self.attribution_free(shard, lambda s: self._responses(s, cells))
         corr = np.empty(n); degenerate = np.zeros(n, bool)
         for i in range(n):
             corr[i], degenerate[i] = spearman(mass[i], drop[i])

@@ -45,8 +45,8 @@ Shared work: the perturbations and every model response captum asks for
 (f(x - I) and f(x)) depend on the images and the seed key, not on the
 attribution. With paired noise (a seed key without the explainer) one
 evaluate job runs every explainer of a shard through the same protocol
-object, which keeps them for the last (model, images, ids, targets, seed key)
-and hands captum the same tensors again: only the attribution terms are
+object, which keeps them (Protocol.attribution_free) and hands captum the
+same tensors again: only the attribution terms are
 recomputed, so the scores are bit for bit those of a fresh run, at 1/13 of
 the classifier's work in the default profile (issue 47). The records'
 seconds are those of the explainer that computed the responses (the cost of
@@ -97,9 +97,6 @@ class Infidelity(Protocol):
     batch_size: int = 256
     keep_samples: bool = False
 
-    # (key, {first image of a group: _GroupResponses}): see "Shared work" above
-    _memo: Optional[tuple] = field(default=None, init=False, repr=False, compare=False)
-
     def __post_init__(self):
         if self.perturbation not in PERTURBATIONS:
             raise ValueError(f"unknown perturbation {self.perturbation!r}; "
@@ -144,7 +141,7 @@ class Infidelity(Protocol):
         attr = attribution_like_input(attribution, c).to(x.device)
         score = np.empty(n)
         points = Points.empty(x, 1, self.keep_samples)
-        groups = self._shared_responses(shard)
+        groups = self.attribution_free(shard, lambda s: {})  # {first image of a group: _GroupResponses}
 
         def group(images: range):
             sl = slice(images.start, images.stop)
@@ -170,16 +167,6 @@ class Infidelity(Protocol):
         removed = self.removed_fraction(c)
         records = points.frame(self.curve, shard, kept=1 - removed, removed=removed, infidelity=score[:, None])
         return CurveResult(records, points.samples)
-
-    def _shared_responses(self, shard: Shard) -> dict:
-        """The groups' attribution-free work of this shard: kept from the last call when the model, the
-        image tensor (same objects), the ids, the targets and the seed key are the same."""
-        same = (shard.model, shard.x, (tuple(shard.ids), tuple(shard.y.tolist()), shard.seed_key))
-        memo = self._memo
-        if memo is not None and memo[0][0] is same[0] and memo[0][1] is same[1] and memo[0][2] == same[2]:
-            return memo[1]
-        self._memo = (same, {})
-        return self._memo[1]
 
     def _infidelity(self, model, xb: torch.Tensor, attr: torch.Tensor, target: torch.Tensor,
                     pert: torch.Tensor, shared: "_GroupResponses") -> np.ndarray:

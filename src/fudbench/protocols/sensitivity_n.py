@@ -42,8 +42,8 @@ subset of the step. Samples: (N, steps, C, H, W) float16 of the first subset.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -99,20 +99,11 @@ class SensitivityN(Protocol):
     batch_size: int = 256
     keep_samples: bool = False
 
-    _memo: Optional[tuple] = field(default=None, init=False, repr=False, compare=False)
-
     def evaluate(self, shard: Shard, attribution: torch.Tensor) -> CurveResult:
         n, c, h, w = shard.x.shape
         steps = len(self.fractions)
         a_pix = signed_pixel_attribution(attribution)
-        # Same model, imputer and image tensor objects, same ids, targets and seed key.
-        same = (shard.model, shard.imputer, shard.x, (tuple(shard.ids), tuple(shard.y.tolist()), shard.seed_key))
-        memo = self._memo
-        if memo is not None and all(a is b for a, b in zip(memo[0][:3], same[:3])) and memo[0][3] == same[3]:
-            points, drop = memo[1]
-        else:
-            points, drop = self._responses(shard)
-            self._memo = (same, (points, drop))
+        points, drop = self.attribution_free(shard, self._responses)
 
         attr_sum = np.empty((n, steps, self.n_subsets))
         for i in range(n):
