@@ -157,6 +157,44 @@ def test_table2_per_run_pooling_is_balanced():
     assert s_all[["ci_low", "ci_high"]].isna().all().all()  # n_boot = 0: no interval
 
 
+def test_table2_unchanged_samples_tie_exactly_with_their_clean_images():
+    """A step that leaves the image unchanged (l2 = 0) is the clean image: whatever the classifier gave
+    it in its batch (here clean +- 1e-6, as oneDNN's batch-size-dependent kernels did for the ViT), it
+    scores as an exact tie; a changed sample (l2 > 0) keeps its own score, however close."""
+    rng = np.random.default_rng(3)
+    n = 40
+    clean = pd.DataFrame({"model": "vit", "image": np.arange(n), "energy": rng.normal(0, 1, n),
+                          "mahalanobis": rng.normal(5, 1, n)})
+    rows = []
+    for step, kept in enumerate((1.0, 0.5)):
+        shift = 0.0 if kept == 1.0 else 1.0
+        rows.append(pd.DataFrame({"model": "vit", "explainer": "ig", "curve": "irof", "image": np.arange(n),
+                                  "step": step, "kept": kept, "l2": 0.0 if kept == 1.0 else 0.3,
+                                  "energy": clean["energy"] + shift, "mahalanobis": clean["mahalanobis"] + shift}))
+    exact = pd.concat(rows, ignore_index=True)
+    noisy = exact.copy()
+    jitter = np.where(np.arange(len(noisy)) % 2, 1e-6, -1e-6)
+    unchanged = noisy["l2"] == 0
+    for det in ("energy", "mahalanobis"):
+        noisy.loc[unchanged, det] += jitter[unchanged.to_numpy()]
+    for pooling in ("all", "run"):
+        want, _ = table2_ood(exact, clean, {"irof": "IROF"}, ["vit"], n_boot=50, seed=2, pooling=pooling)
+        got, _ = table2_ood(noisy, clean, {"irof": "IROF"}, ["vit"], n_boot=50, seed=2, pooling=pooling)
+        pd.testing.assert_frame_equal(got, want)
+        without_l2, _ = table2_ood(noisy.drop(columns="l2"), clean, {"irof": "IROF"}, ["vit"], n_boot=50,
+                                   seed=2, pooling=pooling)
+        assert not without_l2["value"].equals(want["value"])  # the jitter alone breaks the ties
+    # the unchanged run alone: all ties, AUROC 0.5 for every detector
+    only, _ = table2_ood(noisy[unchanged], clean, {"irof": "IROF"}, ["vit"], n_boot=0, seed=2, pooling="run")
+    assert (only[only.metric == "AUROC"]["value"] == 0.5).all()
+    # a changed sample keeps its own score even 1e-6 from its clean image
+    near = exact[~unchanged].copy()
+    near["energy"] = clean["energy"].to_numpy() + 1e-6
+    s, _ = table2_ood(near, clean, {"irof": "IROF"}, ["vit"], n_boot=0, seed=2)
+    auroc = s[(s.detector == "energy") & (s.metric == "AUROC")]["value"].iloc[0]
+    assert auroc == pytest.approx(0.5 + 1 / (2 * n))  # each image's own pair ordered, not tied (0.5)
+
+
 # ------------------------------------------------------------- Table 3, Fig. 2
 
 
