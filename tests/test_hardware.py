@@ -182,6 +182,28 @@ def test_run_info_names_the_packages_that_are_not_the_locks(tmp_path):
     assert hardware.packages_off_lock(str(tmp_path / "none.txt")) == "unknown"
 
 
+def test_lock_entries_read_pins_only_and_the_cli_prints_them(tmp_path):
+    """One reader of requirements.lock for fudbench.hardware, tools/compatible_torch.py and
+    tools/wheelhouse.sh: pins at the start of a line, without markers, hashes or comments."""
+    import subprocess
+
+    from fudbench.lockfile import lock_entries
+
+    lock = tmp_path / "lock.txt"
+    lock.write_text("# comment==1\nA_b.c==1.2.3+cpu ; sys_platform == 'linux'\n    # via x==2\n"
+                    "torch==2.1 \\\n    --hash=sha256:00\n-e ./pkg\nplain\nx==4#note\n")
+    assert lock_entries(lock) == [("A_b.c", "1.2.3+cpu"), ("torch", "2.1"), ("x", "4")]
+    printed = subprocess.run([sys.executable, str(hardware_src() / "fudbench" / "lockfile.py"), str(lock)],
+                             capture_output=True, text=True, check=True).stdout.split()
+    assert printed == ["A_b.c==1.2.3+cpu", "torch==2.1", "x==4"]
+
+
+def hardware_src():
+    from pathlib import Path
+
+    return Path(hardware.__file__).resolve().parents[1]
+
+
 def test_cpu_info_reads_the_model_and_relevant_flags():
     info = hardware.cpu_info()
     assert info["model"] and set(info["flags"]) <= set(hardware.RELEVANT_CPU_FLAGS)

@@ -40,21 +40,15 @@ import re
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from fudbench.lockfile import lock_entries  # noqa: E402  (standard library only, like this tool)
+
 # What torch brings from the lock (torch's own stack): not installed when the node's torch is reused.
 TORCH_STACK = re.compile(r"^(torch|torchvision|triton|pytorch-triton|nvidia-.*|cuda-.*)$")
 
 
 def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "_", name).lower()
-
-
-def lock_entries(lock: Path) -> list[tuple[str, str]]:
-    out = []
-    for line in lock.read_text().splitlines():
-        m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;#]+)", line)
-        if m:
-            out.append((m.group(1), m.group(2)))
-    return out
 
 
 def _version(text: str) -> tuple[int, ...]:

@@ -78,7 +78,7 @@ index_args=()
 pip=("$py" -m pip)
 "${pip[@]}" --version >/dev/null 2>&1 || { echo "wheelhouse.sh: $py has no pip" >&2; exit 2; }
 
-entries=$(grep -E '^[A-Za-z0-9_.-]+==' "$lock" | sed 's/[[:space:]].*//')
+entries=$("$py" "$repo/src/fudbench/lockfile.py" "$lock")  # the lock's name==version lines, as fudbench reads them
 [ -n "$entries" ] || { echo "wheelhouse.sh: no name==version lines in $lock" >&2; exit 2; }
 skipped=0
 if [ -n "$except_file" ]; then

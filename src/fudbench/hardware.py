@@ -194,24 +194,22 @@ def packages_off_lock(lock: Optional[str] = None) -> str:
     """The installed packages whose version is not the lock's ("name version (lock X)", "; "-joined;
     "" when every entry matches): a node's reused torch or packages (FUD_NODE_PACKAGES=1), a hand-made
     environment. "unknown" where the lock is not there (an installed copy of fudbench)."""
-    import re
     from importlib import metadata
     from pathlib import Path
+
+    from fudbench.lockfile import lock_entries
 
     path = Path(lock or os.environ.get("FUD_LOCK") or Path(__file__).resolve().parents[2] / "requirements.lock")
     if not path.is_file():
         return "unknown"
     off = []
-    for line in path.read_text().splitlines():
-        m = re.match(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;#]+)", line)
-        if not m:
-            continue
+    for name, pinned in lock_entries(path):
         try:
-            have = metadata.version(m.group(1))
+            have = metadata.version(name)
         except metadata.PackageNotFoundError:
             have = "missing"
-        if have.split("+")[0] != m.group(2).split("+")[0]:
-            off.append(f"{m.group(1)} {have} (lock {m.group(2)})")
+        if have.split("+")[0] != pinned.split("+")[0]:
+            off.append(f"{name} {have} (lock {pinned})")
     return "; ".join(off)
 
 
