@@ -76,6 +76,14 @@ JOB = textwrap.dedent("""\
         for _ in range(5):
             buffers()
         print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+    if mode == "profile":   # FUD_PROFILE_DIR in the job's environment (fudbench.jobs.profile_job, from setup_job)
+        import types
+        from fudbench.jobs import profile_job
+        print(profile_job(types.SimpleNamespace(rule="evaluate", wildcards={{"model": "cnn"}},
+                                                config={{"run_name": "synthetic"}})))
+        def busy_in_the_job(n):
+            return sum(i * i for i in range(n))
+        busy_in_the_job(200_000)
     if mode == "slow":
         print("sleeping", flush=True)
         time.sleep(2)
@@ -116,6 +124,20 @@ def test_a_handed_over_job_runs_as_in_its_own_process(server, tmp_path):
     assert out.split()[0] == "child" and str(tmp_path) in out and "set by the job's environment" in out
     assert "['3']" in out and "to stderr" in err
     assert (tmp_path / "atexit.txt").read_text() == "ran"
+
+
+def test_a_handed_over_job_leaves_its_profile(server, tmp_path):
+    """FUD_PROFILE_DIR works in a job the server runs: the profile is written by an atexit handler,
+    which the server's child runs at the job's end as a process of its own would."""
+    import pstats
+
+    folder = tmp_path / "prof"
+    proc = job(tmp_path, "profile", env={"FUD_PROFILE_DIR": str(folder)})
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and out.startswith("child"), (out, err)
+    path = folder / "synthetic.evaluate_cnn.prof"
+    assert out.split("\n")[1] == str(path) and path.is_file()
+    assert any(name == "busy_in_the_job" for _, _, name in pstats.Stats(str(path)).stats)
 
 
 def test_a_job_gets_the_thread_counts_of_its_environment(server, tmp_path):
