@@ -157,42 +157,60 @@ def test_table2_per_run_pooling_is_balanced():
     assert s_all[["ci_low", "ci_high"]].isna().all().all()  # n_boot = 0: no interval
 
 
-def test_table2_unchanged_samples_tie_exactly_with_their_clean_images():
+def test_table2_unchanged_samples_tie_exactly_with_their_clean_images(caplog):
     """A step that leaves the image unchanged (l2 = 0) is the clean image: whatever the classifier gave
     it in its batch (here clean +- 1e-6, as oneDNN's batch-size-dependent kernels did for the ViT), it
-    scores as an exact tie; a changed sample (l2 > 0) keeps its own score, however close."""
+    scores as an exact tie, per model and detector; a changed sample (l2 > 0) keeps its own score,
+    however close. n_unchanged counts them; an unchanged sample that removed pixels is logged."""
     rng = np.random.default_rng(3)
-    n = 40
-    clean = pd.DataFrame({"model": "vit", "image": np.arange(n), "energy": rng.normal(0, 1, n),
-                          "mahalanobis": rng.normal(5, 1, n)})
+    n, dets = 40, ("energy", "mahalanobis", "knn")
+    clean = pd.concat([pd.DataFrame({"model": m, "image": np.arange(n),
+                                     **{d: rng.normal(5 * k, 1, n) for k, d in enumerate(dets)}})
+                       for m in ("cnn", "vit")], ignore_index=True)
     rows = []
-    for step, kept in enumerate((1.0, 0.5)):
-        shift = 0.0 if kept == 1.0 else 1.0
-        rows.append(pd.DataFrame({"model": "vit", "explainer": "ig", "curve": "irof", "image": np.arange(n),
-                                  "step": step, "kept": kept, "l2": 0.0 if kept == 1.0 else 0.3,
-                                  "energy": clean["energy"] + shift, "mahalanobis": clean["mahalanobis"] + shift}))
+    for m, g in clean.groupby("model"):
+        for step, kept in enumerate((1.0, 0.5)):
+            shift = 0.0 if kept == 1.0 else 1.0
+            rows.append(pd.DataFrame({"model": m, "explainer": "ig", "curve": "irof", "image": np.arange(n),
+                                      "step": step, "kept": kept, "l2": 0.0 if kept == 1.0 else 0.3,
+                                      **{d: g[d].to_numpy() + shift for d in dets}}))
     exact = pd.concat(rows, ignore_index=True)
-    noisy = exact.copy()
-    jitter = np.where(np.arange(len(noisy)) % 2, 1e-6, -1e-6)
-    unchanged = noisy["l2"] == 0
-    for det in ("energy", "mahalanobis"):
-        noisy.loc[unchanged, det] += jitter[unchanged.to_numpy()]
+    unchanged = exact["l2"] == 0
+
+    def jittered(signs):
+        out = exact.copy()
+        for d in dets:
+            out.loc[unchanged, d] += 1e-6 * signs[unchanged.to_numpy()]
+        return out
+
+    def table(records, **kw):
+        return table2_ood(records, clean, {"irof": "IROF"}, ["cnn", "vit"], seed=2, **kw)[0]
+
+    alternating = jittered(np.where(np.arange(len(exact)) % 2, 1.0, -1.0))
+    upward = jittered(np.ones(len(exact)))
     for pooling in ("all", "run"):
-        want, _ = table2_ood(exact, clean, {"irof": "IROF"}, ["vit"], n_boot=50, seed=2, pooling=pooling)
-        got, _ = table2_ood(noisy, clean, {"irof": "IROF"}, ["vit"], n_boot=50, seed=2, pooling=pooling)
-        pd.testing.assert_frame_equal(got, want)
-        without_l2, _ = table2_ood(noisy.drop(columns="l2"), clean, {"irof": "IROF"}, ["vit"], n_boot=50,
-                                   seed=2, pooling=pooling)
-        assert not without_l2["value"].equals(want["value"])  # the jitter alone breaks the ties
-    # the unchanged run alone: all ties, AUROC 0.5 for every detector
-    only, _ = table2_ood(noisy[unchanged], clean, {"irof": "IROF"}, ["vit"], n_boot=0, seed=2, pooling="run")
-    assert (only[only.metric == "AUROC"]["value"] == 0.5).all()
+        want = table(exact, n_boot=50, pooling=pooling)
+        assert (want["n_unchanged"] == n).all() and (want["n_ood"] == 2 * n).all()
+        for noisy in (alternating, upward):
+            pd.testing.assert_frame_equal(table(noisy, n_boot=50, pooling=pooling), want)
+            without_l2 = table(noisy.drop(columns="l2"), n_boot=50, pooling=pooling)
+            assert not without_l2["value"].equals(want["value"])  # the jitter alone breaks the ties
+    # the unchanged run alone: all ties, for every model and detector (with upward jitter and no fix,
+    # every image's own pair would be ordered: AUROC 0.5 + 1 / (2n))
+    only = table(upward[unchanged], n_boot=0, pooling="run")
+    assert (only[only.metric == "AUROC"]["value"] == 0.5).all() and len(only) == 2 * 3 * 4
     # a changed sample keeps its own score even 1e-6 from its clean image
     near = exact[~unchanged].copy()
-    near["energy"] = clean["energy"].to_numpy() + 1e-6
-    s, _ = table2_ood(near, clean, {"irof": "IROF"}, ["vit"], n_boot=0, seed=2)
-    auroc = s[(s.detector == "energy") & (s.metric == "AUROC")]["value"].iloc[0]
-    assert auroc == pytest.approx(0.5 + 1 / (2 * n))  # each image's own pair ordered, not tied (0.5)
+    for d in dets:
+        near[d] = clean[d].to_numpy() + 1e-6
+    s = table(near, n_boot=0)
+    assert np.allclose(s[s.metric == "AUROC"]["value"], 0.5 + 1 / (2 * n)) and (s["n_unchanged"] == 0).all()
+    # unchanged although it removed pixels: a tie too, and said in the log
+    odd = exact.copy()
+    odd.loc[~unchanged, "l2"] = 0.0
+    with caplog.at_level("WARNING"):
+        table(odd, n_boot=0)
+    assert "removed pixels but are bitwise their clean images (curves irof)" in caplog.text
 
 
 # ------------------------------------------------------------- Table 3, Fig. 2

@@ -9,6 +9,7 @@ Bootstrap seeds come from derive_seed(seed, "bootstrap", <table>, ...).
 """
 from __future__ import annotations
 
+import logging
 import warnings
 from collections.abc import Mapping
 
@@ -30,6 +31,7 @@ from fudbench.seeding import derive_seed  # noqa: E402
 OOD_METRICS = {"auroc": "AUROC", "fpr95": "FPR95", "aupr_in": "AUPR-In", "aupr_out": "AUPR-Out"}
 OOD_CLOSER_TO_DATA = {"AUROC": "down", "FPR95": "up", "AUPR-In": "down", "AUPR-Out": "down"}
 _ARROW = {"up": r"$\uparrow$", "down": r"$\downarrow$"}
+log = logging.getLogger(__name__)
 
 
 # ----------------------------------------------------------------- bootstrap
@@ -183,18 +185,27 @@ DETECTOR_CAPTION = (" Detectors (larger score = more OOD for each): Energy, $-\\
 
 
 def unchanged_samples_are_clean(rows: pd.DataFrame, cleans: Mapping[str, pd.Series]) -> pd.DataFrame:
-    """rows (one model's samples) with every sample that its step left unchanged (L2 distance to
-    its original exactly 0: deletion's first point, insertion's last, ...) given its clean image's
-    scores (cleans: {detector: clean scores by image id}). Such a sample IS its clean image, an
-    exact tie with it, but the classifier scores it in another batch than the clean-score job, and
-    oneDNN picks its kernels by batch size: the trained ViT moved these energies by up to 1e-6,
-    which broke the ties by rounding noise (one whole run of pooling="run" went to AUROC 0 or 1
-    instead of 0.5). Rows without an `l2` column are left as they are."""
+    """rows (one model's samples) with every sample that its step left unchanged (`l2`, the float32
+    L2 distance of the tensor the classifier saw to its original, exactly 0: IROF's k = 0 point,
+    deletion's first, insertion's last, SRG's n = 0, the clean rows of RMA and Quantus) given its
+    clean image's scores (cleans: {detector: clean scores by image id}). Such a sample IS its clean
+    image, an exact tie with it, but the classifier scores it in another batch than the clean-score
+    job, and oneDNN picks its kernels by batch size: the trained ViT moved these energies by up to
+    1e-6 (Mahalanobis and k-NN by ~1e-6 relative), so rounding noise broke the ties (each of IROF's
+    unchanged runs of pooling="run" read AUROC 0.484 or 0.516 instead of 0.5). Rows without an `l2`
+    column are left as they are. A row that removed pixels (kept < 1) yet is unchanged (a fill that
+    reproduces the removed pixels) is logged, as it ties too."""
     if "l2" not in rows.columns or not len(rows):
         return rows
     same = rows["l2"].to_numpy(float) == 0.0
     if not same.any():
         return rows
+    if "kept" in rows.columns:
+        odd = same & (rows["kept"].to_numpy(float) < 1.0)
+        if odd.any():
+            log.warning("%d samples removed pixels but are bitwise their clean images (curves %s): "
+                        "scored as ties with them", int(odd.sum()),
+                        ", ".join(sorted(map(str, rows.loc[odd, "curve"].unique()))) if "curve" in rows else "?")
     rows = rows.copy()
     images = rows.loc[same, "image"].to_numpy()
     for det, clean in cleans.items():
@@ -254,7 +265,8 @@ def table2_ood(records: pd.DataFrame, clean_energy, evaluators: Mapping[str, str
     to ID and all its rows to OOD. Seed derive_seed(seed, "bootstrap", "table2",
     model, label): every detector of a (model, label) uses the same image draws.
     Summary columns: evaluator, [detector,] model, metric, value, ci_low,
-    ci_high, n_images, n_id, n_ood, n_runs, n_nonfinite.
+    ci_high, n_images, n_id, n_ood, n_runs, n_nonfinite, n_unchanged (of the
+    n_ood samples, how many are bitwise their clean images: IROF's k = 0 point).
 
     pooling="all" (default) pools every sample into one OOD set, which is ~99x
     the ID set for 11 explainers x 9 steps, so AUPR-In (ID = positive) is small
@@ -278,12 +290,12 @@ def table2_ood(records: pd.DataFrame, clean_energy, evaluators: Mapping[str, str
     d = d.assign(evaluator=d["curve"].map(evaluators))
     rows = []
 
-    def add_rows(label, detector, model, point, boot, n_images, n_id, n_ood, n_runs, n_bad):
+    def add_rows(label, detector, model, point, boot, n_images, n_id, n_ood, n_runs, n_bad, n_unchanged=0):
         for key, name in OOD_METRICS.items():
             lo, hi = percentile_interval(boot[key], ci) if n_boot else (float("nan"),) * 2
             rows.append({"evaluator": label, "detector": detector, "model": model, "metric": name,
                          "value": point[key], "ci_low": lo, "ci_high": hi, "n_images": n_images, "n_id": n_id,
-                         "n_ood": n_ood, "n_runs": n_runs, "n_nonfinite": n_bad})
+                         "n_ood": n_ood, "n_runs": n_runs, "n_nonfinite": n_bad, "n_unchanged": n_unchanged})
 
     for model in models:
         cleans = {}
@@ -323,7 +335,8 @@ def table2_ood(records: pd.DataFrame, clean_energy, evaluators: Mapping[str, str
                     if fin.any():
                         outs.append((e_out[fin], img_out[fin]))
                 point, boot = _ood_cell(e_in, img_in, outs if len(e_in) else [], counts)
-                add_rows(label, det, model, point, boot, len(ids), len(e_in), n_ood, len(outs), n_bad)
+                add_rows(label, det, model, point, boot, len(ids), len(e_in), n_ood, len(outs), n_bad,
+                         int((g["l2"].to_numpy(float) == 0.0).sum()) if "l2" in g.columns else 0)
         if sanity_by:
             counts = _resample_counts(len(ids), n_boot, derive_seed(seed, "bootstrap", "table2", model,
                                                                     sanity_label))
@@ -339,7 +352,7 @@ def table2_ood(records: pd.DataFrame, clean_energy, evaluators: Mapping[str, str
                 add_rows(sanity_label, det, model, point, boot, len(ids), int(fin_in.sum()), int(fin.sum()),
                          len(outs), int((~fin_in).sum() + (~fin).sum()))
     columns_out = ["evaluator", "detector", "model", "metric", "value", "ci_low", "ci_high", "n_images", "n_id",
-                   "n_ood", "n_runs", "n_nonfinite"]
+                   "n_ood", "n_runs", "n_nonfinite", "n_unchanged"]
     summary = pd.DataFrame(rows, columns=columns_out)
     if not by_detector:
         summary = summary.drop(columns="detector")
