@@ -211,6 +211,11 @@ def test_table2_unchanged_samples_tie_exactly_with_their_clean_images(caplog):
     with caplog.at_level("WARNING"):
         table(odd, n_boot=0)
     assert "removed pixels but are bitwise their clean images (curves irof)" in caplog.text
+    # a detector without scores (NaN: no OOD reference) gets no cell from the unchanged samples
+    missing = exact.assign(knn=np.nan)
+    s = table(missing, n_boot=0)
+    knn = s[s.detector == "knn"]
+    assert knn["value"].isna().all() and (knn["n_ood"] == 0).all() and (knn["n_nonfinite"] == 2 * n).all()
 
 
 # ------------------------------------------------------------- Table 3, Fig. 2

@@ -207,10 +207,10 @@ def unchanged_samples_are_clean(rows: pd.DataFrame, cleans: Mapping[str, pd.Seri
                         "scored as ties with them", int(odd.sum()),
                         ", ".join(sorted(map(str, rows.loc[odd, "curve"].unique()))) if "curve" in rows else "?")
     rows = rows.copy()
-    images = rows.loc[same, "image"].to_numpy()
     for det, clean in cleans.items():
-        if det in rows.columns:
-            rows.loc[same, det] = clean.reindex(images).to_numpy(float)
+        if det in rows.columns:  # a sample's missing score (NaN: no OOD reference) stays missing
+            scored = same & np.isfinite(rows[det].to_numpy(float))
+            rows.loc[scored, det] = clean.reindex(rows.loc[scored, "image"].to_numpy()).to_numpy(float)
     return rows
 
 
@@ -321,6 +321,7 @@ def table2_ood(records: pd.DataFrame, clean_energy, evaluators: Mapping[str, str
             keys = [c for c in RUN_KEYS if c in g.columns] if pooling == "run" else []
             groups = [h for _, h in g.groupby(keys, sort=True)] if keys else [g]
             counts = _resample_counts(len(ids), n_boot, derive_seed(seed, "bootstrap", "table2", model, label))
+            n_unchanged = int((g["l2"].to_numpy(float) == 0.0).sum()) if "l2" in g.columns else 0
             for det in detectors:
                 e_in, img_in = cleans[det].to_numpy(float), np.arange(len(ids))
                 fin_in = np.isfinite(e_in)
@@ -335,8 +336,7 @@ def table2_ood(records: pd.DataFrame, clean_energy, evaluators: Mapping[str, str
                     if fin.any():
                         outs.append((e_out[fin], img_out[fin]))
                 point, boot = _ood_cell(e_in, img_in, outs if len(e_in) else [], counts)
-                add_rows(label, det, model, point, boot, len(ids), len(e_in), n_ood, len(outs), n_bad,
-                         int((g["l2"].to_numpy(float) == 0.0).sum()) if "l2" in g.columns else 0)
+                add_rows(label, det, model, point, boot, len(ids), len(e_in), n_ood, len(outs), n_bad, n_unchanged)
         if sanity_by:
             counts = _resample_counts(len(ids), n_boot, derive_seed(seed, "bootstrap", "table2", model,
                                                                     sanity_label))
