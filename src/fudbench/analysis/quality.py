@@ -29,8 +29,11 @@ adapted only where piq would fail, deterministically (s = min(H, W)):
   pair, although a job's originals are a handful of images and some samples
   repeat (a curve's first and last steps do not depend on the map). So it is
   computed once per distinct image (SaliencyMemo, keyed by the image's
-  bytes): piq's SDSP is computed image by image (bit for bit the same in any
-  batch), so VSI is unchanged to the last bit (tests/test_issue47_speed.py).
+  bytes), one image per call of piq's SDSP, so an image's map has the same
+  bits whatever batch it came in, on every CPU. VSI is bit for bit piq's VSI
+  with SDSP called per image; piq's batched SDSP differs from it in the last
+  float32 bits on an Intel Xeon (MKL's FFT by batch size), equal on AMD
+  (tests/test_issue47_speed.py).
 
 So at 32x32: SSIM, FSIM, GMSD, HaarPSI, VSI, PSNR are plain piq; MS-SSIM uses
 2 scales with weights (0.1356, 0.8644). At 16x16: MS-SSIM is 1 scale.
@@ -112,8 +115,9 @@ class SaliencyMemo:
 
     Called in place of `piq.vsi.sdsp` (VSI looks it up at call time) with a
     batch of images: rows already seen (same bytes, dtype, shape and settings)
-    come from the memo, the others are computed in one call of piq's sdsp and
-    kept, least recently used first out beyond max_bytes. Only CPU tensors are
+    come from the memo, the others are computed by piq's sdsp one image per
+    call, so a map is the same bits whatever batch asked for it, on every CPU,
+    and kept, least recently used first out beyond max_bytes. Only CPU tensors are
     memoised (hashing a GPU tensor would copy it); other devices call through.
     """
 
@@ -149,12 +153,12 @@ class SaliencyMemo:
                 self.maps.move_to_end(k)
             elif k not in todo:
                 todo[k] = i
-        if todo:
-            fresh = sdsp(x[list(todo.values())], **kwargs)
-            self.computed += len(todo)
-            for k, row in zip(todo, fresh):
-                found[k] = row
-                self._put(k, row.clone())
+        for k, i in todo.items():
+            # a batch of one: a map must not depend on which images shared its call (MKL's FFT on Intel
+            # CPUs gives the last bits by batch size), or a memo hit would differ from a fresh map
+            found[k] = sdsp(x[i:i + 1], **kwargs)[0]
+            self.computed += 1
+            self._put(k, found[k].clone())
         return torch.stack([found[k] for k in keys])
 
     def _put(self, key, value) -> None:
