@@ -12,16 +12,16 @@ REPO = Path(workflow.basedir)
 # Parse-time imports of the library; script jobs get it via scripts/_fudbench_path.py.
 sys.path.insert(0, str(REPO / "src"))
 
-from fudbench.config import validate_config
-from fudbench.configfiles import command_line_config, typed_overrides, with_default
-from fudbench.preflight import check_free_space, check_results_path, check_results_writable
+from fudbench.config.validate import validate_config
+from fudbench.config.files import command_line_config, typed_overrides, with_default
+from fudbench.workflow.preflight import check_free_space, check_results_path, check_results_writable
 
 # `config` holds the --configfile files merged in order (later keys win, mappings
 # merge) and --config. Files that lack a top-level key the schema requires are an
 # overlay of config/config.yaml; a complete config is used as it is (the default's
 # explainers and evaluators merged into config/meta.yaml would change that run).
 # Snakemake's own merge cannot restore an entry an earlier file nulled (`ig: null`, then `ig: {}`
-# stays null), so the files are merged again here (fudbench.configfiles.command_line_config).
+# stays null), so the files are merged again here (fudbench.config.files.command_line_config).
 _settings = getattr(workflow, "config_settings", None)
 # --config's values are re-read as YAML means them (typed_overrides: Snakemake leaves nested ones strings).
 _given = (command_line_config(_settings.configfiles or [], typed_overrides(_settings.config))
@@ -64,13 +64,13 @@ onstart:
     check_free_space(RESULTS, config)  # FUD_MIN_FREE_MB=N overrides the estimate (0: off)
     # every real invocation's commit and command line (results/<run>/invocations.jsonl; run_info.json
     # is written by the first only)
-    from fudbench.hardware import cpu_info as _cpu_info
-    from fudbench.invocations import record_invocation
+    from fudbench.core.hardware import cpu_info as _cpu_info
+    from fudbench.workflow.invocations import record_invocation
 
     record_invocation(RESULTS, REPO, machine={"cpu": _cpu_info()["model"]})
     # Paper profile: missing or wrong ImageNet / weights / checkpoint, each named
-    # with its fetch command (fudbench.assets); checksums cached by size + mtime.
-    from fudbench.assets import check_assets
+    # with its fetch command (fudbench.assets.check); checksums cached by size + mtime.
+    from fudbench.assets.check import check_assets
 
     for note in check_assets(config, REPO, cache_file=f"{RESULTS}/logs/asset_digests.json"):
         print(f"note: {note}", file=sys.stderr)
@@ -79,10 +79,10 @@ onstart:
 # Intermediates a job found corrupt and deleted (results/<run>/.damaged) are
 # requested too, so that Snakemake remakes them and reruns their readers (it
 # does not remake a missing intermediate while the tables above it exist):
-# fudbench.damage explains the choice. Intermediates deleted by hand are found the same
-# way, by a presence check of what finished jobs read (fudbench.damage.remake_missing;
+# fudbench.core.damage explains the choice. Intermediates deleted by hand are found the same
+# way, by a presence check of what finished jobs read (fudbench.core.damage.remake_missing;
 # the main process only: jobs parse the Snakefile too, and need no targets).
-from fudbench.damage import remake_damaged, remake_missing
+from fudbench.core.damage import remake_damaged, remake_missing
 
 
 rule all:

@@ -95,7 +95,7 @@ def compare(root_a: Path, root_b: Path, tables: bool) -> int:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    from fudbench.cli import user_file
+    from fudbench.config.cli import user_file
 
     ap.add_argument("a", type=user_file)
     ap.add_argument("b", type=user_file)
@@ -104,7 +104,7 @@ def main(argv=None) -> int:
     for root in (args.a, args.b):
         if not (root / "records").is_dir():
             ap.error(f"{root} has no records/ folder: give a run's results directory, e.g. results/smoke")
-    from fudbench.hardware import describe_results
+    from fudbench.core.hardware import describe_results
 
     print(describe_results(args.a), describe_results(args.b), sep="\n")
     return compare(args.a, args.b, args.tables)

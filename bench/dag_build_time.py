@@ -66,7 +66,7 @@ def main(argv=None) -> list[dict]:
     ap.add_argument("--csv", default=None, help="also write the rows here")
     args = ap.parse_args(argv)
     rows = []
-    from fudbench.hardware import describe_machine
+    from fudbench.core.hardware import describe_machine
 
     print(describe_machine())
     print(f"{'config':8s} {'jobs':>6s} {'cpu_s':>7s} {'wall_s':>7s}  (median of {args.repeats})", flush=True)

@@ -48,7 +48,7 @@ class PassCounter(torch.nn.Module):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    from fudbench.cli import positive_int, script_config, user_file
+    from fudbench.config.cli import positive_int, script_config, user_file
 
     ap.add_argument("--config", nargs="+", default=None,
                     help="config files, merged in order as ./fud run merges them (default: config/config.yaml)")
@@ -73,7 +73,7 @@ def main():
                   for name, c in cfg["models"]["classifiers"].items()}
     explainers = {k: v for k, v in cfg["explainers"].items() if args.methods is None or k in args.methods}
     if args.data:
-        from fudbench.io import load_npz
+        from fudbench.core.io import load_npz
 
         data = load_npz(args.data)
         x = torch.from_numpy(data["images"][:args.images]).float().div(255).to(device)
@@ -81,7 +81,7 @@ def main():
     else:
         x = torch.rand(args.images, 3, size, size, generator=torch.Generator().manual_seed(0)).to(device)
         masks = (torch.rand(args.images, size, size) > 0.5).to(torch.uint8)
-    from fudbench.hardware import describe_machine
+    from fudbench.core.hardware import describe_machine
 
     print(describe_machine(device))
     print(f"device={device} ({torch.cuda.get_device_name(device) if device.type == 'cuda' else 'CPU'}), "

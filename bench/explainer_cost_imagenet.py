@@ -62,7 +62,7 @@ def imagenet_settings(name: str, settings: dict, batch_cap: int, tiny: bool) -> 
 
 def main(argv=None) -> list[dict]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    from fudbench.cli import positive_int, script_config, user_file
+    from fudbench.config.cli import positive_int, script_config, user_file
 
     ap.add_argument("--config", nargs="+", default=None,
                     help="config files, merged in order as ./fud run merges them (default: config/config.yaml)")
@@ -87,7 +87,7 @@ def main(argv=None) -> list[dict]:
     g = torch.Generator().manual_seed(0)
     x = torch.rand(args.images, 3, size, size, generator=g).to(device)
     masks = (torch.rand(args.images, size, size, generator=g) > 0.5).to(torch.uint8)
-    from fudbench.hardware import describe_machine
+    from fudbench.core.hardware import describe_machine
 
     print(describe_machine(device))
     print(f"device={device} ({name}), peak bf16={peak or 'n/a'} TFLOP/s, threads={torch.get_num_threads()}, "

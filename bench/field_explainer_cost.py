@@ -3,7 +3,7 @@ workflow's classifiers (the default config's CNN and ViT, random weights).
 
     ./fud python bench/field_explainer_cost.py [--size 32] [--images 8] [--device cpu]
 
-Prints the machine (fudbench.hardware.describe_machine) and one row per model x
+Prints the machine (fudbench.core.hardware.describe_machine) and one row per model x
 method; a method a model cannot run (LRP on the ViT) is reported as refused.
 Timed after a one-image warm-up call; the batch is explained in one call.
 """
@@ -19,7 +19,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from fudbench.explainers import build_explainer  # noqa: E402
-from fudbench.hardware import describe_machine  # noqa: E402
+from fudbench.core.hardware import describe_machine  # noqa: E402
 from fudbench.models.classifiers import build_classifier  # noqa: E402
 
 METHODS = {
@@ -54,7 +54,7 @@ def seconds_per_image(model, settings, x, target) -> float | str:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    from fudbench.cli import positive_int, script_config
+    from fudbench.config.cli import positive_int, script_config
 
     ap.add_argument("--config", nargs="+", default=None,
                     help="config files, merged in order as ./fud run merges them (default: config/config.yaml)")

@@ -33,12 +33,12 @@ sys.path.insert(0, str(REPO.parent / "src"))
 from fud_steps import _inputs, shard0_inputs, summarise  # noqa: E402
 
 from fudbench.analysis.curves import normalised_auc  # noqa: E402
-from fudbench.io import write_csv  # noqa: E402
+from fudbench.core.io import write_csv  # noqa: E402
 
 
 def main(argv=None) -> pd.DataFrame:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    from fudbench.cli import positive_int, script_config, user_file
+    from fudbench.config.cli import positive_int, script_config, user_file
 
     ap.add_argument("--config", nargs="+", default=None,
                     help="the run's config files, merged in order as ./fud run merges them (default: "
@@ -51,8 +51,8 @@ def main(argv=None) -> pd.DataFrame:
     ap.add_argument("--csv", type=user_file, default=None)
     args = ap.parse_args(argv)
     from fudbench.evaluators import build_evaluator
-    from fudbench.io import load_npz
-    from fudbench.pipeline import paired_seed_key
+    from fudbench.core.io import load_npz
+    from fudbench.workflow.pipeline import paired_seed_key
 
     cfg, run_results = script_config(args.config)
     args.results = args.results or run_results
@@ -91,7 +91,7 @@ def main(argv=None) -> pd.DataFrame:
     write_csv(dest, table, index=False)
     with pd.option_context("display.width", 250, "display.max_columns", 30, "display.precision", 4):
         print(table.to_string(index=False))
-    from fudbench.hardware import describe_machine
+    from fudbench.core.hardware import describe_machine
 
     print(describe_machine(device, configured))
     print(f"configured: amp_dtype={configured.get('amp_dtype')}, channels_last={configured.get('channels_last')}, "

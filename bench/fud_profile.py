@@ -44,7 +44,7 @@ def cpu_seconds() -> float:
 
 def build(dtype: str, layout: str, steps: int, compile_: bool, model: str):
     """The default profile's FUD sampler on the shipped assets, and its classifier."""
-    from fudbench.config import load_yaml
+    from fudbench.config.validate import load_yaml
     from fudbench.imputers.diffusion import fud_sampler
     from fudbench.models.classifiers import load_classifier
     from fudbench.models.score import load_score_model
@@ -149,7 +149,7 @@ def main(argv=None) -> dict:
     args = ap.parse_args(argv)
     import torch
 
-    from fudbench.hardware import describe_machine
+    from fudbench.core.hardware import describe_machine
 
     torch.set_num_threads(args.threads)
     print(describe_machine("cpu", {"amp_dtype": "auto", "channels_last": "auto"}))

@@ -39,17 +39,17 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 from fudbench.analysis.curves import normalised_auc  # noqa: E402
-from fudbench.analysis.energy import energies, ood_metrics  # noqa: E402
+from fudbench.models.energy import energies, ood_metrics  # noqa: E402
 from fudbench.analysis.kendall import removal_tau  # noqa: E402
 from fudbench.analysis.quality import quality_metrics  # noqa: E402
-from fudbench.io import load_npz, write_csv  # noqa: E402
+from fudbench.core.io import load_npz, write_csv  # noqa: E402
 
 COMPARED = ("auroc", "PSNR", "SSIM", "tau", "fud", "seconds")
 
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    from fudbench.cli import positive_int, user_file
+    from fudbench.config.cli import positive_int, user_file
 
     ap.add_argument("--config", nargs="+", default=None,
                     help="the run's config files, merged in order as ./fud run merges them (default: "
@@ -130,17 +130,17 @@ def main(argv=None) -> pd.DataFrame:
         torch.set_num_threads(args.threads)
     from fudbench.evaluators import build_evaluator
     from fudbench.models.classifiers import load_classifier
-    from fudbench.pipeline import paired_seed_key
+    from fudbench.workflow.pipeline import paired_seed_key
     from fudbench.protocols import TopKCurve
 
-    from fudbench.cli import script_config
+    from fudbench.config.cli import script_config
 
     cfg, run_results = script_config(args.config)
     args.results = args.results or run_results
     inp = _inputs(args, cfg)
     paths, device = inp["paths"], torch.device(args.device)
     fud_settings = cfg["evaluators"]["fud"]
-    from fudbench.hardware import describe_machine
+    from fudbench.core.hardware import describe_machine
 
     print(describe_machine(device, fud_settings), flush=True)
     ratios = sorted(args.ratios or cfg["evaluation"]["ratios"])

@@ -21,7 +21,7 @@ classifier forward plus the backward to the input. Achieved TFLOP/s = that
 times samples per second; the peak is the device's dense bf16 tensor-core
 peak from PEAK_BF16_TFLOPS (matched on torch.cuda.get_device_name; n/a on a CPU).
 `auto` batch size = the largest batch that fits the free GPU memory
-(fudbench.batching.fit_batch_size with a measured per-sample peak).
+(fudbench.core.batching.fit_batch_size with a measured per-sample peak).
 The first call of each batch size (2 steps: compilation where compile is on,
 cuDNN autotuning, allocations) is not timed; its seconds are the `warmup_s`
 column. The CSV is rewritten after every row, so a run stopped by a time
@@ -41,7 +41,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from fudbench.batching import fit_batch_size, free_cached_memory, is_out_of_memory  # noqa: E402
+from fudbench.core.batching import fit_batch_size, free_cached_memory, is_out_of_memory  # noqa: E402
 from fudbench.imputers.base import ImputeContext  # noqa: E402
 from fudbench.imputers.diffusion import DiffusionImputer, fud_sampler  # noqa: E402
 from fudbench.models.guided_diffusion import ADM256, ADMConfig, build_adm_unet, diffusers_config, schedule  # noqa: E402
@@ -83,7 +83,7 @@ def write_rows(csv, rows: list[dict]) -> None:
     if csv:
         import pandas as pd
 
-        from fudbench.io import write_csv
+        from fudbench.core.io import write_csv
 
         write_csv(csv, pd.DataFrame(rows), index=False)
 
@@ -233,7 +233,7 @@ def main(argv=None) -> list[dict]:
         "compile": args.compile})
     precision = base.runtime.precision
     name, peak = peak_tflops(device)
-    from fudbench.hardware import describe_machine
+    from fudbench.core.hardware import describe_machine
 
     print(describe_machine(device))
     print(f"device={device} ({name}), peak bf16={peak or 'n/a'} TFLOP/s, dtype={args.dtype}, "

@@ -12,7 +12,7 @@ stopped, reported as timed out, and the rest still run):
     explainer_cost       bench/explainer_cost_imagenet.py: the paper's eleven explainers, ResNet-50 and
                          ViT-B/16 at 224 px, 1 image
     paper_standin        the paper profile's real DAG through `./fud run` on stand-in assets
-                         (fudbench.stand_ins: 16 JPEGs in an ImageNet layout, ResNet-50 / ViT-B/16 and
+                         (fudbench.assets.stand_ins: 16 JPEGs in an ImageNet layout, ResNet-50 / ViT-B/16 and
                          ADM-256 in guided-diffusion's layout, random weights; 4 explainers, FUD at 10
                          steps); checks that the run finished and that Table 10 names the device
     fud_precision        bench/fud_precision.py on the stand-in run: FUD in fp32 vs the default precision
@@ -93,7 +93,7 @@ def environment(device: str) -> dict:
 
     import torch
 
-    from fudbench.hardware import cpu_info, resolve_precision
+    from fudbench.core.hardware import cpu_info, resolve_precision
 
     info = {"date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
             "commit": _git("rev-parse", "--short", "HEAD"), "uncommitted_changes": bool(_git("status", "--porcelain")),
@@ -171,8 +171,8 @@ def paper_standin(work: Path, device: str, tiny: bool, cores: int) -> int:
     """Stand-in assets, then the paper profile's DAG through ./fud run; checks its outputs."""
     import yaml
 
-    from fudbench.configfiles import resolve_config
-    from fudbench.stand_ins import write_paper_standin
+    from fudbench.config.files import resolve_config
+    from fudbench.assets.stand_ins import write_paper_standin
 
     t0 = time.perf_counter()
     overlay = write_paper_standin(work / "assets", tiny=tiny, device=device)
@@ -221,7 +221,7 @@ def _md_table(frame, columns) -> str:
 def write_summary(out: Path, env: dict, rows: list[dict]) -> None:
     import pandas as pd
 
-    from fudbench.io import write_csv, write_text
+    from fudbench.core.io import write_csv, write_text
 
     summary = pd.DataFrame(rows)
     for key in ("gpu", "driver", "torch", "cuda", "commit"):
@@ -270,7 +270,7 @@ def write_summary(out: Path, env: dict, rows: list[dict]) -> None:
 
 
 def main(argv=None) -> int:
-    from fudbench.cli import positive_float, positive_int, user_file
+    from fudbench.config.cli import positive_float, positive_int, user_file
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     # paths are the caller's (./fud runs this in the directory it was run in; user_file also holds when

@@ -1,5 +1,5 @@
 """Where a run's time goes, per job and per Python function: a table of the cProfile files that
-`FUD_PROFILE_DIR=<folder> ./fud run` leaves (fudbench.jobs.profile_job), longest job first.
+`FUD_PROFILE_DIR=<folder> ./fud run` leaves (fudbench.workflow.jobs.profile_job), longest job first.
 
     FUD_PROFILE_DIR=/tmp/prof ./fud run --cores 2
     ./fud python bench/job_profiles.py /tmp/prof [--top 3] [--csv jobs.csv]

@@ -5,7 +5,7 @@ images, plus a FLOP-based estimate of FUD's share on a GPU.
     ./fud python bench/meta_budget.py results/meta --configfile config/meta.yaml --images 64 128 256
 
 Measured: every job's `s` (wall) and `cpu_time` columns (benchmarks/**/*.tsv),
-summed per rule. A run made with the job server (fudbench.prefork, what
+summed per rule. A run made with the job server (fudbench.workflow.prefork, what
 `./fud run` does since issue 47) has the `cpu_time` of each job's waiting
 process only: measure a run made with FUD_PREFORK=off (a warning says so). Extrapolated: the rules whose work grows with the evaluated
 images (explain, evaluate, srg_reference) scale by images / n_eval; the
@@ -84,7 +84,7 @@ def fud_forwards_per_image(config: dict) -> int:
 def main(argv=None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    from fudbench.cli import script_config, user_file
+    from fudbench.config.cli import script_config, user_file
 
     ap.add_argument("results", type=user_file, help="a finished run's results/<run_name>")
     ap.add_argument("--configfile", nargs="+", required=True,
@@ -95,7 +95,7 @@ def main(argv=None) -> int:
     config = script_config(args.configfile)[0]
     n_eval = int(config["data"]["n_eval"])
     times = benchmark_times(args.results)
-    from fudbench.hardware import describe_results
+    from fudbench.core.hardware import describe_results
 
     print(describe_results(args.results))
     print(times.round(1).to_string())

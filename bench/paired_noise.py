@@ -3,7 +3,7 @@
     ./fud python bench/paired_noise.py results/synthetic [--evaluators fud sensn road] [--boot 1000]
 
 The default run evaluates every explainer of an image under the same noise
-(seed key without the explainer, fudbench.pipeline.paired_seed_key). This
+(seed key without the explainer, fudbench.workflow.pipeline.paired_seed_key). This
 re-evaluates the degraded explainers of a finished run with the seed key the
 workflow used before, which added the explainer's name (unpaired: each
 explainer its own noise), and compares, per model x family x metric, the
@@ -30,7 +30,7 @@ def unpaired_scores(results: Path, config: dict, evaluators, models, explainers)
 
     from fudbench.analysis.curves import derived_scores, per_image_scores
     from fudbench.data.shards import n_shards
-    from fudbench.pipeline import ShardEvaluation, paired_seed_key
+    from fudbench.workflow.pipeline import ShardEvaluation, paired_seed_key
 
     assets = {"score_model": str(results / "models/score_model.pt")}
     data = config["data"]
@@ -55,11 +55,11 @@ def unpaired_scores(results: Path, config: dict, evaluators, models, explainers)
 
 def main(argv=None) -> int:
 
-    from fudbench.analysis.meta import degraded_explainers, ground_truth_correlations
+    from fudbench.meta.families import degraded_explainers, ground_truth_correlations
     from fudbench.evaluators import configured_curves
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    from fudbench.cli import positive_int, script_config, user_file
+    from fudbench.config.cli import positive_int, script_config, user_file
 
     ap.add_argument("results", type=user_file, help="a finished run's results directory, e.g. results/synthetic")
     ap.add_argument("--config", nargs="+", default=None,
@@ -71,7 +71,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     config = script_config(args.config)[0]
     args.config = " ".join(args.config or ["config/config.yaml"])
-    from fudbench.hardware import describe_machine
+    from fudbench.core.hardware import describe_machine
 
     print(describe_machine("cpu", config["evaluators"].get("fud")))
     degraded = degraded_explainers(config["explainers"])

@@ -28,7 +28,7 @@ import json, resource, sys
 sys.path.insert(0, sys.argv[1])
 import torch
 torch.set_num_threads(1)
-from fudbench.pipeline import sample_quality
+from fudbench.workflow.pipeline import sample_quality
 args = json.loads(sys.argv[2])
 samples = {tuple(k.split("|")): v for k, v in args["samples"].items()}
 q = sample_quality(args["images"], samples, args["shard"], args["shard_size"], args["metrics"],
@@ -71,11 +71,11 @@ def main(argv=None) -> list[dict]:
     import pandas as pd
 
     try:
-        from fudbench.cli import user_file  # paths as typed, where ./fud was called
+        from fudbench.config.cli import user_file  # paths as typed, where ./fud was called
     except ImportError:
         user_file = Path
-    from fudbench.configfiles import resolve_config
-    from fudbench.hardware import describe_machine
+    from fudbench.config.files import resolve_config
+    from fudbench.core.hardware import describe_machine
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", type=user_file)

@@ -34,11 +34,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
 from fudbench.analysis.curves import per_image_scores  # noqa: E402
-from fudbench.config import load_config  # noqa: E402
+from fudbench.config.validate import load_config  # noqa: E402
 from fudbench.data.synthetic import make_benchmark  # noqa: E402
 from fudbench.evaluators import build_evaluator, configured_curves  # noqa: E402
 from fudbench.explainers import build_explainer  # noqa: E402
-from fudbench.hardware import describe_machine  # noqa: E402
+from fudbench.core.hardware import describe_machine  # noqa: E402
 from fudbench.models.classifiers import load_classifier  # noqa: E402
 
 QUANTUS = {

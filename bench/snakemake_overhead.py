@@ -1,11 +1,11 @@
-"""CPU of Snakemake's own process, with and without fudbench.snakemake_main's
+"""CPU of Snakemake's own process, with and without fudbench.workflow.snakemake_main's
 scheduler fix (docs/performance.md, "Snakemake's own CPU").
 
     ./fud python bench/snakemake_overhead.py --jobs 300 --cores 2
 
 Runs a throwaway workflow of N jobs that each sleep (so the jobs themselves
 cost next to no CPU) twice, once as `python -m snakemake` and once as
-`python -m fudbench.snakemake_main`, and prints for each the wall time and
+`python -m fudbench.workflow.snakemake_main`, and prints for each the wall time and
 the user + system CPU of Snakemake and its children (the jobs' shells), with
 the machine's CPU model and flags.
 """
@@ -51,7 +51,7 @@ def run(module: str, jobs: int, cores: int, sleep: float) -> dict:
 
 
 def main(argv=None) -> int:
-    from fudbench.hardware import describe_machine
+    from fudbench.core.hardware import describe_machine
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--jobs", type=int, default=300)
@@ -60,7 +60,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     print(describe_machine())
     print(f"{args.jobs} jobs of `sleep {args.sleep}`, --cores {args.cores}")
-    for module in ("snakemake", "fudbench.snakemake_main"):
+    for module in ("snakemake", "fudbench.workflow.snakemake_main"):
         r = run(module, args.jobs, args.cores, args.sleep)
         print(f"{module:24s} wall {r['wall']:6.1f} s   CPU user {r['user']:6.2f} s + sys {r['sys']:5.2f} s")
     return 0

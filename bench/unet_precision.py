@@ -32,7 +32,7 @@ def main(argv=None) -> list[dict]:
     args = ap.parse_args(argv)
     import torch
 
-    from fudbench.hardware import describe_machine, resolve_precision
+    from fudbench.core.hardware import describe_machine, resolve_precision
     from fudbench.imputers.diffusion.runtime import ScoreModelRuntime
     from fudbench.imputers.diffusion.settings import RuntimeSettings
     from fudbench.models.score import load_score_model

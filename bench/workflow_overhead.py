@@ -3,7 +3,7 @@
     ./fud python bench/workflow_overhead.py [results/synthetic] [--wrapper] [--csv out.csv]
 
 Reads a finished (or running) run's folder:
-- each job's log: the two `fudbench-timing` lines that fudbench.jobs.setup_job
+- each job's log: the two `fudbench-timing` lines that fudbench.workflow.jobs.setup_job
   writes, `startup` (process start to the first line of work: interpreter,
   Snakemake's script preamble, imports) and `work` (first line of work to
   exit, with the heavy libraries loaded by then: torch, diffusers, piq ...);
@@ -96,7 +96,7 @@ def wrapper_cost(n_jobs: int = 8) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         (tmp / "job.py").write_text(
-            "import sys\nsys.path.insert(0, %r)\nfrom fudbench.jobs import setup_job\nsetup_job(snakemake)\n"
+            "import sys\nsys.path.insert(0, %r)\nfrom fudbench.workflow.jobs import setup_job\nsetup_job(snakemake)\n"
             "open(snakemake.output[0], 'w').close()\n" % str(Path(__file__).resolve().parents[1] / "src"))
         (tmp / "Snakefile").write_text(
             f"rule all:\n    input: expand('out/{{i}}.txt', i=range({n_jobs}))\n\n"
@@ -107,14 +107,14 @@ def wrapper_cost(n_jobs: int = 8) -> float:
         total = time.perf_counter() - t0
         startups = [j["startup"] for j in job_timings(tmp)]
     print(f"Snakemake script wrapper: {n_jobs} trivial jobs in {total:.1f} s (incl. Snakemake's own start); "
-          f"median start-up per job {statistics.median(startups):.2f} s (interpreter + preamble + fudbench.jobs)")
+          f"median start-up per job {statistics.median(startups):.2f} s (interpreter + preamble + fudbench.workflow.jobs)")
     return statistics.median(startups)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-    from fudbench.cli import user_file
+    from fudbench.config.cli import user_file
 
     ap.add_argument("results", nargs="?", default=None, type=user_file,
                     help="the run's results/<run_name> (default: the repository's results/synthetic)")
@@ -127,7 +127,7 @@ def main(argv=None):
     args.results = args.results or Path(__file__).resolve().parents[1] / "results" / "synthetic"
 
     jobs = job_timings(args.results)
-    from fudbench.hardware import describe_results
+    from fudbench.core.hardware import describe_results
 
     print(describe_results(args.results))
     if not jobs:

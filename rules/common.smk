@@ -1,14 +1,14 @@
 # Shared constants, wildcard constraints, resource helpers and targets.
-from fudbench.analysis.meta import agreement_metrics
-from fudbench.config import fud_diagnostics_on, score_model_users
+from fudbench.meta.families import agreement_metrics
+from fudbench.config.validate import fud_diagnostics_on, score_model_users
 from fudbench.data.shards import n_shards
 from fudbench.evaluators import entries_of, entry_curves, method_of, spec_of, use_plugins
-from fudbench.fingerprint import score_model_training_inputs
-from fudbench.plugins import absolute, entry_sources, is_import_path
+from fudbench.core.fingerprint import score_model_training_inputs
+from fudbench.core.plugins import absolute, entry_sources, is_import_path
 from fudbench.report.captions import applies as report_applies, caption as report_caption
 from fudbench.report.captions import ood_tex_caption, qualitative_curves, quality_tex_caption
 from fudbench.report.paper_tables import appendix_caption, tables_of
-from fudbench.seeding import seed_groups
+from fudbench.core.seeding import seed_groups
 
 RESULTS = f"results/{config['run_name']}"
 # Plug-in evaluators (EvaluatorSpecs by import path, relative files from the repository): their curves join
@@ -32,7 +32,7 @@ ENV_REPORT = "../envs/report.yaml"
 POOLED_EXPLAINERS = config["analysis"].get("pooled_explainers") or EXPLAINERS
 # FUD diagnostics (rules/diagnostics.smk: Figs. 3, 5, 6, Tables 5 and 10) run when
 # the config has the evaluator `fud`, analysis.diagnostics and analysis.timing;
-# without `fud` they are left out of the DAG (fudbench.config.fud_diagnostics_on).
+# without `fud` they are left out of the DAG (fudbench.config.validate.fud_diagnostics_on).
 DIAG = config["analysis"].get("diagnostics", {"explainer": None})
 TIMING = config["analysis"].get("timing", {"model": None, "steps": []})
 FUD_ON = fud_diagnostics_on(config)
@@ -77,7 +77,7 @@ def evaluator_settings(name):
 
 def plugin_inputs(settings):
     """The source files of an entry's plug-ins (its method, its imputers'), with the
-    local modules they import (fudbench.plugins.plugin_sources: static, cached),
+    local modules they import (fudbench.core.plugins.plugin_sources: static, cached),
     inputs of its jobs: editing any of them reruns exactly these jobs."""
     return {f"plugin{i}": s for i, s in enumerate(entry_sources(settings, REPO))}
 
@@ -100,7 +100,7 @@ def entry_assets(evaluator):
 
 # The score model's own rules (train, verify or convert, check, samples figure) exist only
 # when an evaluator reads it (FUD, its variants, diffusion fills): a run without them
-# needs no models.score_model and no diffusion checkpoint (fudbench.config.score_model_users).
+# needs no models.score_model and no diffusion checkpoint (fudbench.config.validate.score_model_users).
 SCORE_MODEL_USED = bool(score_model_users(config, REPO))
 
 

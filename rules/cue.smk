@@ -1,4 +1,4 @@
-# The planted-cue ground truth (data.synthetic.cue; fudbench.analysis.cue,
+# The planted-cue ground truth (data.synthetic.cue; fudbench.meta.cue,
 # docs/meta_evaluation.md, "Planted cue"): the intervention check that licenses
 # it (with the dose-response), each map's coverage of the cue, each metric's
 # agreement with that coverage, and the endpoint cells (FUD symmetric / bottom

@@ -6,7 +6,7 @@
 # (`present`): a dry-run builds the DAG without them, and a real run stops before
 # any job in the Snakefile's onstart asset check, which names what is missing.
 # Your own folder was checked when the config was (fudbench.data.folder).
-from fudbench.assets import present, resolved_imagenet
+from fudbench.assets.check import present, resolved_imagenet
 from fudbench.data.folder import evaluated_files, mask_file, resolved_folder
 
 

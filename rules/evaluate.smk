@@ -5,7 +5,7 @@
 # a temp file deleted after use would make every later rerun of quality or
 # gallery rerun the evaluate jobs). A new or changed explainer reruns these
 # jobs, but only its own work: unchanged explainers are copied from the work
-# cache (fudbench.work_cache), keyed by the content of every input and setting.
+# cache (fudbench.workflow.work_cache), keyed by the content of every input and setting.
 
 
 # Scheduling priority of the evaluate jobs by the method of their evaluator
@@ -37,7 +37,7 @@ rule evaluate:
         explainers=EXPLAINERS,
         shard_size=config["data"]["shard_size"],
         kept_images=samples_kept_per_shard(),
-        seed_group=lambda w: SEED_GROUPS[w.model],   # explain / evaluate noise: fudbench.seeding
+        seed_group=lambda w: SEED_GROUPS[w.model],   # explain / evaluate noise: fudbench.core.seeding
         cache=lambda w: f"{RESULTS}/cache/evaluate/{w.model}/{w.evaluator}/shard{w.shard}",
         job=job_params(),
     threads: 1

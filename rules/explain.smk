@@ -11,7 +11,7 @@ rule explain:
     params:
         explainer=lambda w: explainer_settings(w.explainer),
         target=config["target"],
-        seed_group=lambda w: SEED_GROUPS[w.model],   # explain / evaluate noise: fudbench.seeding
+        seed_group=lambda w: SEED_GROUPS[w.model],   # explain / evaluate noise: fudbench.core.seeding
         shard_size=config["data"]["shard_size"],
         job=job_params(),
     threads: 1

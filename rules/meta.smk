@@ -1,9 +1,9 @@
 # Meta-evaluation: how well each metric recovers the known ranking of the
 # families of known order (`method: degrade` and `method: randomise_model`
-# entries of config["explainers"]; fudbench.analysis.meta), how much the
+# entries of config["explainers"]; fudbench.meta.families), how much the
 # metrics agree, and the report card that gathers both with the anchors' ranks,
 # the power target, the seed spread and the cost.
-from fudbench.analysis.meta import anchor_explainers, degraded_explainers
+from fudbench.meta.families import anchor_explainers, degraded_explainers
 
 DEGRADED = degraded_explainers(config["explainers"])
 # metrics in the meta-evaluation (curve or table names); None = every scored curve
@@ -55,7 +55,7 @@ rule plot_agreement:
 
 # The metric report card: every configured evaluator's curves (FUD variants
 # included) against every ground-truth family, the anchors' ranks, agreement
-# and cost (fudbench.analysis.report_card).
+# and cost (fudbench.meta.report_card).
 rule report_card:
     input:
         per_image=rules.aggregate_records.output.per_image,
@@ -94,7 +94,7 @@ rule plot_report_card:
         "../scripts/plot_report_card.py"
 
 
-# The headline claims, each decided by a paired bootstrap over images (fudbench.analysis.claims).
+# The headline claims, each decided by a paired bootstrap over images (fudbench.meta.claims).
 rule claims:
     input:
         per_image=rules.aggregate_records.output.per_image,
@@ -115,7 +115,7 @@ rule claims:
         "../scripts/claims.py"
 
 
-# The family gate (fudbench.analysis.gate): a family's order counts on a model
+# The family gate (fudbench.meta.gate): a family's order counts on a model
 # only where its best member beats `random` on the ground-truth masks (mass
 # inside), a truth no evaluation under test computes, and the members are in
 # the family's order on that truth. Needs the masks of the
@@ -150,9 +150,9 @@ if GATED:
             "../scripts/family_gate.py"
 
 
-# The pre-registered endpoint (fudbench.analysis.endpoint; docs/meta_evaluation.md):
+# The pre-registered endpoint (fudbench.meta.endpoint; docs/meta_evaluation.md):
 # FUD symmetric and FUD bottom vs paper FUD on the gated scatter-matched families.
-from fudbench.analysis.endpoint import scatter_matched
+from fudbench.meta.endpoint import scatter_matched
 
 ENDPOINT = GATED and bool(config["evaluators"].get("fud", {}) or {}) \
     and bool((config["evaluators"].get("fud") or {}).get("symmetric")) \

@@ -4,8 +4,8 @@
 # classifiers and guided-diffusion U-Net are pretrained: their files are
 # checksum-verified and written in the same checkpoint format, as is your own
 # classifier (arch: import), built by its factory.
-from fudbench.assets import classifier_weights, present, resolve_path, resolved_classifier
-from fudbench.fingerprint import classifier_training_inputs, surrogate_training_inputs
+from fudbench.assets.check import classifier_weights, present, resolve_path, resolved_classifier
+from fudbench.core.fingerprint import classifier_training_inputs, surrogate_training_inputs
 from fudbench.models.imported import factory_sources, is_imported
 from fudbench.models.torchvision_models import is_torchvision
 

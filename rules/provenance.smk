@@ -3,7 +3,7 @@
 # precision FUD's U-Net resolves to there (amp_dtype / channels_last: auto).
 # Written once per run; the params name the parse-time machine, so a run
 # continued on a machine with another CPU writes it anew.
-from fudbench.hardware import cpu_info, onednn_isa_cap
+from fudbench.core.hardware import cpu_info, onednn_isa_cap
 
 FUD_ENTRY = next(iter(entries_of(config["evaluators"], "fud")), None)
 

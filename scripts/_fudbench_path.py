@@ -13,19 +13,19 @@ _SRC = str(Path(__file__).resolve().parents[1] / "src")
 if _SRC not in sys.path:
     sys.path.insert(0, _SRC)
 
-# With a job server (./fud run starts one: fudbench.prefork), the job runs in a
+# With a job server (./fud run starts one: fudbench.workflow.prefork), the job runs in a
 # child of it that has torch & co. imported already; this process only waits and
 # exits with the child's status. Without one, the job goes on here.
-from fudbench.prefork import hand_over  # noqa: E402
+from fudbench.workflow.prefork import hand_over  # noqa: E402
 
 hand_over(vars(sys.modules["__main__"]))
 
 # An exception before the job's setup_job (an import, reading params) also
-# leaves its traceback in the job's log file (fudbench.jobs; setup_job installs
+# leaves its traceback in the job's log file (fudbench.workflow.jobs; setup_job installs
 # the same hook again once the log is opened).
 _job = getattr(sys.modules.get("__main__"), "snakemake", None)
 if getattr(_job, "log", None):
-    from fudbench.jobs import log_uncaught_exceptions
+    from fudbench.workflow.jobs import log_uncaught_exceptions
 
     log_uncaught_exceptions(_job.log[0], getattr(_job, "rule", "job"))
 

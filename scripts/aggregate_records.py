@@ -3,11 +3,11 @@ import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.pat
 import pandas as pd
 
 from fudbench.analysis.curves import derived_scores, per_image_scores
-from fudbench.io import read_every, read_parquet, write_parquet
-from fudbench.jobs import setup_job
+from fudbench.core.io import read_every, read_parquet, write_parquet
+from fudbench.workflow.jobs import setup_job
 
 log = setup_job(snakemake)
-# every corrupt records file is deleted and noted in this run (fudbench.damage), not one per run
+# every corrupt records file is deleted and noted in this run (fudbench.core.damage), not one per run
 records = pd.concat(read_every(snakemake.input, lambda p: read_parquet(p, made_by="evaluate")), ignore_index=True)
 per_image = per_image_scores(records)
 # scores combining several curves of an image (MRG/LRG/SRG, ROAD accuracy)

@@ -9,12 +9,12 @@ import json
 import numpy as np
 
 from fudbench.data.splits import load_split
-from fudbench.device import resolve_device
+from fudbench.core.device import resolve_device
 from fudbench.imputers.resolution import resize_images
-from fudbench.io import write_json, write_npz
-from fudbench.jobs import setup_job
+from fudbench.core.io import write_json, write_npz
+from fudbench.workflow.jobs import setup_job
 from fudbench.models.classifiers import load_classifier
-from fudbench.models.quality import score_model_report, unconditional_samples
+from fudbench.imputers.diffusion.quality import score_model_report, unconditional_samples
 from fudbench.models.score import load_score_model
 
 log = setup_job(snakemake)

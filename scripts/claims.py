@@ -1,14 +1,14 @@
-"""The claims of the meta-evaluation (fudbench.analysis.claims), derived from
+"""The claims of the meta-evaluation (fudbench.meta.claims), derived from
 the run's curves and config, each decided with Holm's adjustment within the
 claim; the family gate (tables/family_gate.csv) where the rule gives it as
 the optional input `gate`."""
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 
-from fudbench.analysis.claims import decide_claims
+from fudbench.meta.claims import decide_claims
 from fudbench.analysis.curves import configured_curve_scores
-from fudbench.io import write_csv, write_text
-from fudbench.jobs import optional_input, setup_job
+from fudbench.core.io import write_csv, write_text
+from fudbench.workflow.jobs import optional_input, setup_job
 from fudbench.report.meta import claims_table
 
 log = setup_job(snakemake)

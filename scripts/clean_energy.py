@@ -6,11 +6,11 @@ import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.pat
 import pandas as pd
 import torch
 
-from fudbench.analysis.energy import energies_and_features
+from fudbench.models.energy import energies_and_features
 from fudbench.analysis.feature_ood import FeatureDetector, nan_scores, zero_pixels
-from fudbench.device import resolve_device
-from fudbench.io import load_npz, write_parquet
-from fudbench.jobs import setup_job
+from fudbench.core.device import resolve_device
+from fudbench.core.io import load_npz, write_parquet
+from fudbench.workflow.jobs import setup_job
 from fudbench.models.classifiers import load_classifier
 
 log = setup_job(snakemake)

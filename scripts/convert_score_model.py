@@ -1,7 +1,7 @@
 """guided-diffusion's 256x256_diffusion_uncond.pt -> UNet2DModel weights + pointer checkpoint."""
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
-from fudbench.io import write_json
-from fudbench.jobs import setup_job
+from fudbench.core.io import write_json
+from fudbench.workflow.jobs import setup_job
 from fudbench.models.guided_diffusion import ADM256, ADMConfig, convert_checkpoint, schedule, verify_checkpoint
 from fudbench.models.score import save_score_model_pointer
 
@@ -12,7 +12,7 @@ if not gd.get("sha256"):
     log.warning("no sha256 in config: %s has sha256 %s; record it in "
                 "models.score_model.guided_diffusion.sha256", gd["checkpoint"], digest)
 order = gd.get("attention_order", "legacy")
-# a reduced architecture only for stand-in checkpoints (fudbench.stand_ins); the released model otherwise
+# a reduced architecture only for stand-in checkpoints (fudbench.assets.stand_ins); the released model otherwise
 adm = ADMConfig.from_dict({**ADM256.to_dict(), **gd["architecture"]}) if gd.get("architecture") else ADM256
 if adm != ADM256:
     log.warning("converting a stand-in checkpoint of a reduced ADM (%s), not the released 256x256 model",

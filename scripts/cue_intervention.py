@@ -1,4 +1,4 @@
-"""Planted cue, intervention check (fudbench.analysis.cue): each classifier on the test
+"""Planted cue, intervention check (fudbench.meta.cue): each classifier on the test
 split clean, with the cue removed, the object removed and the cue recoloured, each
 counterfactual rendered from the generator's own draws; and the dose-response (a share
 of the cue's pixels removed, tables/cue_dose)."""
@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from fudbench.analysis.cue import (CueCheck, dose_response, dose_table, failed_checks, intervention_check,
-                                   intervention_table)
+from fudbench.meta.cue import CueCheck, dose_response, failed_checks, intervention_check
+from fudbench.report.cue import dose_table, intervention_table
 from fudbench.data.synthetic import CUE_REMOVAL_ORDERS, SyntheticSpec, cue_removal_ranks, generate_cue_split
-from fudbench.device import resolve_device
-from fudbench.io import load_npz, write_csv, write_text
-from fudbench.jobs import setup_job
+from fudbench.core.device import resolve_device
+from fudbench.core.io import load_npz, write_csv, write_text
+from fudbench.workflow.jobs import setup_job
 from fudbench.models.classifiers import load_classifier
 
 log = setup_job(snakemake)

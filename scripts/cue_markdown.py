@@ -5,7 +5,7 @@ cells, and the endpoint cells.
 
     ./fud python scripts/cue_markdown.py results/cue/tables [--explainers no_controls]
 
-Not a Snakemake script: run by hand on a run's tables (or docs/results/cue).
+Not a Snakemake script: run by hand on a run's tables (or studies/planted_cue/results).
 """
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """The cue verdicts and endpoint cells from whatever evaluate records a cue run has
-written so far (fudbench.analysis.cue.cue_verdict_frames on them): for a run that has
+written so far (fudbench.meta.cue.cue_verdict_frames on them): for a run that has
 not finished (e.g. FUD's evaluate jobs still running), the other metrics' verdicts are
 already final (each metric's per-image Spearman reads only its own records; the macro
 bootstrap's resamples do not depend on the metric). Not a Snakemake script.
 
-    ./fud python scripts/cue_partial.py results/cue OUT --configfile config/cue.yaml [overlay.yaml ...]
+    ./fud python scripts/cue_partial.py results/cue OUT --configfile studies/planted_cue/cue.yaml [overlay.yaml ...]
 
 Writes OUT/cue_verdict.csv, OUT/cue_spearman_per_image.csv and OUT/cue_endpoint.csv
 (the endpoint is empty until FUD's records exist); needs the run's cue_coverage.parquet.
@@ -18,10 +18,10 @@ from pathlib import Path
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 
-from fudbench.analysis.cue import CueCheck, cue_verdict_frames, endpoint_rows
+from fudbench.meta.cue import CueCheck, cue_verdict_frames, endpoint_rows
 from fudbench.analysis.curves import configured_curve_scores, derived_scores, per_image_scores
-from fudbench.configfiles import resolve_config
-from fudbench.io import read_parquet, write_csv
+from fudbench.config.files import resolve_config
+from fudbench.core.io import read_parquet, write_csv
 
 
 def main() -> None:

@@ -1,13 +1,14 @@
-"""Planted cue, coverage of the cue by every map (fudbench.analysis.cue): per image
+"""Planted cue, coverage of the cue by every map (fudbench.meta.cue): per image
 (analysis/cue_coverage.parquet) and its means per model and explainer (tables/cue_truth)."""
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import re
 
 import pandas as pd
 
-from fudbench.analysis.cue import coverage_frame, coverage_summary, truth_table
-from fudbench.io import load_npz, write_csv, write_parquet, write_text
-from fudbench.jobs import setup_job
+from fudbench.meta.cue import coverage_frame, coverage_summary
+from fudbench.report.cue import truth_table
+from fudbench.core.io import load_npz, write_csv, write_parquet, write_text
+from fudbench.workflow.jobs import setup_job
 
 log = setup_job(snakemake)
 p = snakemake.params

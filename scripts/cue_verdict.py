@@ -1,4 +1,4 @@
-"""Planted cue, metric verdicts (fudbench.analysis.cue): per model, metric, truth and
+"""Planted cue, metric verdicts (fudbench.meta.cue): per model, metric, truth and
 explainer set (with and without ISA), the mean per-image Spearman between the metric's
 scores of the explainers and their cue coverage, beside the macro Spearman; the per-image
 Spearman values (analysis/cue_spearman_per_image.csv) and the endpoint cells (FUD
@@ -6,11 +6,11 @@ symmetric / bottom minus paper FUD, tables/cue_endpoint)."""
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 
-from fudbench.analysis.cue import (CueCheck, cue_verdict_frames, endpoint_rows, endpoint_table, failed_checks,
-                                   verdict_table)
+from fudbench.meta.cue import CueCheck, cue_verdict_frames, endpoint_rows, failed_checks
+from fudbench.report.cue import endpoint_table, verdict_table
 from fudbench.analysis.curves import configured_curve_scores
-from fudbench.io import write_csv, write_text
-from fudbench.jobs import setup_job
+from fudbench.core.io import write_csv, write_text
+from fudbench.workflow.jobs import setup_job
 
 log = setup_job(snakemake)
 p = snakemake.params

@@ -1,12 +1,12 @@
-"""The pre-registered endpoint (fudbench.analysis.endpoint): FUD symmetric and FUD
+"""The pre-registered endpoint (fudbench.meta.endpoint): FUD symmetric and FUD
 bottom against paper FUD on the scatter-matched families that pass the gate."""
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 
 from fudbench.analysis.curves import configured_curve_scores
-from fudbench.analysis.endpoint import endpoint_table
-from fudbench.io import write_csv, write_text
-from fudbench.jobs import setup_job
+from fudbench.meta.endpoint import endpoint_table
+from fudbench.core.io import write_csv, write_text
+from fudbench.workflow.jobs import setup_job
 from fudbench.report.endpoint import endpoint_latex
 
 log = setup_job(snakemake)

@@ -1,10 +1,10 @@
 """One evaluator on one model x shard, for every explainer: per-image records
 and samples per explainer (unchanged explainers come from the work cache)."""
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
-from fudbench.device import resolve_device
-from fudbench.jobs import setup_job
-from fudbench.pipeline import evaluate_explainers
-from fudbench.work_cache import WorkCache
+from fudbench.core.device import resolve_device
+from fudbench.workflow.jobs import setup_job
+from fudbench.workflow.pipeline import evaluate_explainers
+from fudbench.workflow.work_cache import WorkCache
 
 log = setup_job(snakemake)
 p, w = snakemake.params, snakemake.wildcards

@@ -1,10 +1,10 @@
 """Attributions of one explainer for one model on one shard."""
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
-from fudbench.device import resolve_device
-from fudbench.io import write_npz
-from fudbench.jobs import setup_job
-from fudbench.pipeline import explain_shard
-from fudbench.seeding import explain_seed_key
+from fudbench.core.device import resolve_device
+from fudbench.core.io import write_npz
+from fudbench.workflow.jobs import setup_job
+from fudbench.workflow.pipeline import explain_shard
+from fudbench.explainers.seeds import explain_seed_key
 
 log = setup_job(snakemake)
 p, w = snakemake.params, snakemake.wildcards

@@ -1,4 +1,4 @@
-"""The family gate (fudbench.analysis.gate): does each family's best member beat
+"""The family gate (fudbench.meta.gate): does each family's best member beat
 `random` on the independent truth (mass inside the ground-truth mask)? Beside it,
 reported: whether a scatter-only metric recovers the family's order (gate.scatter_check)."""
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
@@ -7,11 +7,11 @@ import re
 import pandas as pd
 import torch
 
-from fudbench.analysis.cue import reduce_map
-from fudbench.analysis.gate import family_gate, keep_top_boundary, scatter_check
+from fudbench.meta.cue import reduce_map
+from fudbench.meta.gate import family_gate, keep_top_boundary, scatter_check
 from fudbench.analysis.localisation import mass_inside
-from fudbench.io import load_npz, write_csv, write_text
-from fudbench.jobs import setup_job
+from fudbench.core.io import load_npz, write_csv, write_text
+from fudbench.workflow.jobs import setup_job
 from fudbench.report.latex import booktabs, escape, fmt_ci
 
 log = setup_job(snakemake)
@@ -40,7 +40,7 @@ write_text(snakemake.output.tex, booktabs(
      "scatter-only order", "gate"], rows_tex,
     caption=f"Family gate on the ground-truth masks (share of the attribution mass inside): the best member "
             f"minus random, paired per image, and the mean per-image Spearman of the members' mass inside with "
-            f"the family's order ({p.ci:.0%} intervals, fudbench.analysis.inference); a family counts on a model "
+            f"the family's order ({p.ci:.0%} intervals, fudbench.meta.inference); a family counts on a model "
             f"only where both lie above 0. Reported, not deciding: the same Spearman for a metric that sees only the "
             f"scatter of the keep-top sets (minus their boundary share): above 0, the members differ in scatter too.",
             label="tab:family_gate"))

@@ -12,12 +12,12 @@ import torch
 
 from fudbench.analysis.fud_diagnostics import diagnostics_frame, keep_masks, sample_seeds, trace_fud
 from fudbench.data.shards import load_eval_shard
-from fudbench.device import resolve_device
+from fudbench.core.device import resolve_device
 from fudbench.evaluators import build_evaluator
-from fudbench.io import load_npz, write_npz, write_parquet
-from fudbench.jobs import setup_job
+from fudbench.core.io import load_npz, write_npz, write_parquet
+from fudbench.workflow.jobs import setup_job
 from fudbench.models.classifiers import load_classifier
-from fudbench.seeding import derive_seed
+from fudbench.core.seeding import derive_seed
 
 log = setup_job(snakemake)
 p, inp, model_name = snakemake.params, snakemake.input, snakemake.wildcards.model

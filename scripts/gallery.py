@@ -2,8 +2,8 @@
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import itertools
 
-from fudbench.io import write_npz
-from fudbench.jobs import setup_job
+from fudbench.core.io import write_npz
+from fudbench.workflow.jobs import setup_job
 from fudbench.report.gallery import build_gallery
 
 setup_job(snakemake)

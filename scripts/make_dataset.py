@@ -1,8 +1,8 @@
 """Generate the synthetic benchmark (splits, evaluated subset, class names)."""
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 from fudbench.data.synthetic import make_benchmark
-from fudbench.io import write_json, write_npz
-from fudbench.jobs import setup_job
+from fudbench.core.io import write_json, write_npz
+from fudbench.workflow.jobs import setup_job
 
 log = setup_job(snakemake)
 p = snakemake.params

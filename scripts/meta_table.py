@@ -3,9 +3,9 @@ import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.pat
 import pandas as pd
 import pyarrow.parquet as pq
 
-from fudbench.analysis.meta import default_step_values, ground_truth_correlations
-from fudbench.io import write_csv, write_text
-from fudbench.jobs import setup_job
+from fudbench.meta.families import default_step_values, ground_truth_correlations
+from fudbench.core.io import write_csv, write_text
+from fudbench.workflow.jobs import setup_job
 from fudbench.report.meta import meta_table
 
 log = setup_job(snakemake)

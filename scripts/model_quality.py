@@ -2,8 +2,8 @@
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import json
 
-from fudbench.io import write_json
-from fudbench.jobs import setup_job
+from fudbench.core.io import write_json
+from fudbench.workflow.jobs import setup_job
 
 setup_job(snakemake)
 p = snakemake.params

@@ -8,8 +8,8 @@ import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.pat
 import torch
 
 from fudbench.analysis.feature_ood import fit_reference, reference_images, save_reference, unavailable_reference
-from fudbench.device import resolve_device
-from fudbench.jobs import setup_job
+from fudbench.core.device import resolve_device
+from fudbench.workflow.jobs import setup_job
 from fudbench.models.classifiers import load_classifier
 from fudbench.models.features import last_linear, penultimate_features
 

@@ -2,9 +2,9 @@
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 
-from fudbench.analysis.meta import metric_agreement
-from fudbench.io import write_csv
-from fudbench.jobs import setup_job
+from fudbench.meta.families import metric_agreement
+from fudbench.core.io import write_csv
+from fudbench.workflow.jobs import setup_job
 from fudbench.report.meta import agreement_heatmap
 
 log = setup_job(snakemake)

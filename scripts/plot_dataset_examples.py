@@ -4,8 +4,8 @@ import json
 
 import numpy as np
 
-from fudbench.io import load_npz, save_figure
-from fudbench.jobs import setup_job
+from fudbench.core.io import load_npz, save_figure
+from fudbench.workflow.jobs import setup_job
 from fudbench.report.figures import class_names, dataset_examples, plt
 
 setup_job(snakemake)

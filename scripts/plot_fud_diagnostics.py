@@ -2,8 +2,8 @@
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 
-from fudbench.io import save_figure
-from fudbench.jobs import setup_job
+from fudbench.core.io import save_figure
+from fudbench.workflow.jobs import setup_job
 from fudbench.report.diagnostics import fig3_auroc_by_step, fig5_l2_by_step, fig6_final_l2, plt
 
 setup_job(snakemake)

@@ -7,8 +7,8 @@ import json
 
 import numpy as np
 
-from fudbench.io import load_npz, save_figure
-from fudbench.jobs import setup_job
+from fudbench.core.io import load_npz, save_figure
+from fudbench.workflow.jobs import setup_job
 from fudbench.report.figures import class_names, fig4_qualitative, plt, qualitative_grid
 from fudbench.report.gallery import check_gallery, gallery_key
 

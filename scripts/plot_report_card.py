@@ -2,7 +2,7 @@
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 
-from fudbench.jobs import setup_job
+from fudbench.workflow.jobs import setup_job
 from fudbench.report.meta import report_card_figure
 
 setup_job(snakemake)

@@ -1,7 +1,7 @@
 """Grid of unconditional samples of the score model."""
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
-from fudbench.io import load_npz, save_figure
-from fudbench.jobs import setup_job
+from fudbench.core.io import load_npz, save_figure
+from fudbench.workflow.jobs import setup_job
 from fudbench.report.figures import image_grid, plt
 
 setup_job(snakemake)

@@ -6,14 +6,14 @@ import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.pat
 import torch
 
 from fudbench.data.splits import load_split
-from fudbench.device import resolve_device
-from fudbench.io import write_json
-from fudbench.jobs import setup_job
+from fudbench.core.device import resolve_device
+from fudbench.core.io import write_json
+from fudbench.workflow.jobs import setup_job
 from fudbench.models.classifiers import output_classes, pretrained_classifier, save_classifier
 from fudbench.models.gate import NonFiniteLogitsError, accuracy_gate, gate_line
 from fudbench.models.torchvision_models import is_torchvision, weights_path
 from fudbench.models.training import accuracy
-from fudbench.plugins import plugin_sources, sources_digest
+from fudbench.core.plugins import plugin_sources, sources_digest
 
 log = setup_job(snakemake)
 p, w = snakemake.params, snakemake.wildcards

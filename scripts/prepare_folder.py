@@ -3,7 +3,7 @@ import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.pat
 
 from fudbench.data.folder import build_eval_set
 from fudbench.data.imagenet import write_eval_set
-from fudbench.jobs import setup_job
+from fudbench.workflow.jobs import setup_job
 
 setup_job(snakemake)
 p = snakemake.params

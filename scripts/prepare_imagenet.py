@@ -2,7 +2,7 @@
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 
 from fudbench.data.imagenet import build_eval_set, write_eval_set
-from fudbench.jobs import setup_job
+from fudbench.workflow.jobs import setup_job
 
 log = setup_job(snakemake)
 p = snakemake.params

@@ -2,9 +2,9 @@
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import itertools
 
-from fudbench.io import write_parquet
-from fudbench.jobs import setup_job
-from fudbench.pipeline import sample_quality
+from fudbench.core.io import write_parquet
+from fudbench.workflow.jobs import setup_job
+from fudbench.workflow.pipeline import sample_quality
 
 log = setup_job(snakemake)
 p, w = snakemake.params, snakemake.wildcards

@@ -1,4 +1,4 @@
-"""The metric report card (fudbench.analysis.report_card): per model and metric,
+"""The metric report card (fudbench.meta.report_card): per model and metric,
 the recovery of each ground-truth family's order with its interval, the
 anchors' ranks against their expected ranks, the scatter reaction per scatter
 pair, the family gate (tables/family_gate.csv, where the rule gives it as the
@@ -6,9 +6,9 @@ optional input `gate`), agreement and cost per image."""
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 
-from fudbench.analysis.report_card import report_card
-from fudbench.io import write_csv, write_text
-from fudbench.jobs import optional_input, setup_job
+from fudbench.meta.report_card import report_card
+from fudbench.core.io import write_csv, write_text
+from fudbench.workflow.jobs import optional_input, setup_job
 from fudbench.report.meta import report_card_table
 
 log = setup_job(snakemake)

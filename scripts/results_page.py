@@ -4,8 +4,8 @@ page (report/front.rst, which the Snakefile gives `snakemake --report` as the pa
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 
-from fudbench.io import save_figure, write_csv, write_text
-from fudbench.jobs import setup_job
+from fudbench.core.io import save_figure, write_csv, write_text
+from fudbench.workflow.jobs import setup_job
 from fudbench.report import results_page as rp
 from fudbench.report.figures import plt
 

@@ -6,10 +6,10 @@ from pathlib import Path
 import pandas as pd
 import torch  # noqa: F401  (setup_job sets the job's threads on it)
 
-from fudbench.device import resolve_device
-from fudbench.hardware import run_info
-from fudbench.io import write_csv, write_json
-from fudbench.jobs import setup_job
+from fudbench.core.device import resolve_device
+from fudbench.core.hardware import run_info
+from fudbench.core.io import write_csv, write_json
+from fudbench.workflow.jobs import setup_job
 
 log = setup_job(snakemake)
 p = snakemake.params

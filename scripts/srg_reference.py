@@ -1,9 +1,9 @@
 """SRG's R-OMS curves of one model x shard, computed once for all explainers."""
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
-from fudbench.device import resolve_device
-from fudbench.io import write_parquet
-from fudbench.jobs import setup_job
-from fudbench.pipeline import srg_reference_shard
+from fudbench.core.device import resolve_device
+from fudbench.core.io import write_parquet
+from fudbench.workflow.jobs import setup_job
+from fudbench.workflow.pipeline import srg_reference_shard
 
 log = setup_job(snakemake)
 p, w = snakemake.params, snakemake.wildcards

@@ -2,8 +2,8 @@
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 
-from fudbench.io import write_csv, write_text
-from fudbench.jobs import setup_job
+from fudbench.core.io import write_csv, write_text
+from fudbench.workflow.jobs import setup_job
 from fudbench.report.diagnostics import table10_timing
 
 setup_job(snakemake)

@@ -5,8 +5,8 @@ import pandas as pd
 import torch
 
 from fudbench.analysis.quality import QUALITY_METRICS, quality_metrics
-from fudbench.io import load_npz, write_csv, write_text
-from fudbench.jobs import setup_job
+from fudbench.core.io import load_npz, write_csv, write_text
+from fudbench.workflow.jobs import setup_job
 from fudbench.report.diagnostics import table5_caption
 from fudbench.report.ood_quality import table3_quality
 

@@ -3,8 +3,8 @@ column shown, AUPR-In included; no second bootstrap."""
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 
-from fudbench.io import write_csv, write_text
-from fudbench.jobs import setup_job
+from fudbench.core.io import write_csv, write_text
+from fudbench.workflow.jobs import setup_job
 from fudbench.report.ood_quality import ood_table_tex
 from fudbench.report.paper_tables import OOD_TABLES
 

@@ -4,8 +4,8 @@ Energy, Mahalanobis and k-NN, with the sanity row (10%-zeroed clean images)
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 
-from fudbench.io import write_csv, write_text
-from fudbench.jobs import setup_job
+from fudbench.core.io import write_csv, write_text
+from fudbench.workflow.jobs import setup_job
 from fudbench.report.ood_quality import table2_ood
 from fudbench.report.paper_tables import OOD_TABLES, intermediate_curves
 

@@ -3,8 +3,8 @@ import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.pat
 import pandas as pd
 
 from fudbench.analysis.quality import QUALITY_METRICS
-from fudbench.io import save_figure, write_csv, write_text
-from fudbench.jobs import setup_job
+from fudbench.core.io import save_figure, write_csv, write_text
+from fudbench.workflow.jobs import setup_job
 from fudbench.report.figures import plt
 from fudbench.report.ood_quality import fig2_radar, table3_quality
 from fudbench.report.paper_tables import QUALITY_TABLES, intermediate_curves

@@ -3,13 +3,13 @@ import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.pat
 import json
 
 from fudbench.data.splits import load_split
-from fudbench.device import resolve_device
+from fudbench.core.device import resolve_device
 from fudbench.models.classifiers import build_classifier, save_classifier
 from fudbench.models.gate import NonFiniteLogitsError, accuracy_gate, gate_line
 from fudbench.models.training import accuracy, train_classifier
-from fudbench.io import write_json
-from fudbench.jobs import setup_job
-from fudbench.seeding import derive_seed, seed_everything
+from fudbench.core.io import write_json
+from fudbench.workflow.jobs import setup_job
+from fudbench.core.seeding import derive_seed, seed_everything
 
 log = setup_job(snakemake)
 p, w = snakemake.params, snakemake.wildcards

@@ -1,13 +1,13 @@
 """Train the diffusion score model (DDPM, epsilon prediction, EMA weights)."""
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 from fudbench.data.splits import load_split
-from fudbench.device import resolve_device
-from fudbench.fingerprint import file_sha256, fingerprint
-from fudbench.io import write_json
-from fudbench.jobs import setup_job
+from fudbench.core.device import resolve_device
+from fudbench.core.fingerprint import file_sha256, fingerprint
+from fudbench.core.io import write_json
+from fudbench.workflow.jobs import setup_job
 from fudbench.models.score import build_unet, ddpm_scheduler, save_score_model, schedule_config
 from fudbench.models.training import train_score_model
-from fudbench.seeding import derive_seed, seed_everything
+from fudbench.core.seeding import derive_seed, seed_everything
 
 log = setup_job(snakemake)
 p = snakemake.params

@@ -1,13 +1,13 @@
 """Fine-tune F-Fidelity's surrogate of one classifier (random removal of up to beta of the pixels)."""
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 from fudbench.data.splits import load_split
-from fudbench.device import resolve_device
-from fudbench.io import write_json
-from fudbench.jobs import setup_job
+from fudbench.core.device import resolve_device
+from fudbench.core.io import write_json
+from fudbench.workflow.jobs import setup_job
 from fudbench.models.checkpoints import load_checkpoint
 from fudbench.models.classifiers import load_classifier, save_classifier
 from fudbench.models.surrogate import finetune_surrogate, surrogate_report
-from fudbench.seeding import derive_seed
+from fudbench.core.seeding import derive_seed
 
 log = setup_job(snakemake)
 p, w = snakemake.params, snakemake.wildcards

@@ -3,8 +3,8 @@ import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.pat
 import shutil
 
 from fudbench.data.splits import load_split
-from fudbench.io import atomic_path, write_json
-from fudbench.jobs import setup_job
+from fudbench.core.io import atomic_path, write_json
+from fudbench.workflow.jobs import setup_job
 from fudbench.models.classifiers import load_classifier
 from fudbench.models.gate import NonFiniteLogitsError, accuracy_gate
 from fudbench.models.shipped import accuracy_matches, verify_shipped_checkpoint

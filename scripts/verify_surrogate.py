@@ -2,8 +2,8 @@
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import shutil
 
-from fudbench.io import atomic_path, write_json
-from fudbench.jobs import setup_job
+from fudbench.core.io import atomic_path, write_json
+from fudbench.workflow.jobs import setup_job
 from fudbench.models.shipped import verify_shipped_checkpoint
 
 log = setup_job(snakemake)

@@ -3,8 +3,8 @@ score tables) as LaTeX (booktabs) and CSV."""
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 
-from fudbench.io import write_csv, write_text
-from fudbench.jobs import setup_job
+from fudbench.core.io import write_csv, write_text
+from fudbench.workflow.jobs import setup_job
 from fudbench.report import tables
 from fudbench.report.paper_tables import SCORE_TABLES, score_labels, score_table_caption
 

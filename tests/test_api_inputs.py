@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import fudbench
-from fudbench.checks import InputError
+from fudbench.core.checks import InputError
 
 INSDEL = [{"insdel": {"n_steps": 2}}]
 

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from fudbench.device import resolve_device
-from fudbench.io import write_npz
+from fudbench.core.device import resolve_device
+from fudbench.core.io import write_npz
 from fudbench.models.checkpoints import load_checkpoint
 from fudbench.models.classifiers import build_classifier, load_classifier, save_classifier
-from fudbench.pipeline import evaluate_shard
-from fudbench.configfiles import resolve_config
+from fudbench.workflow.pipeline import evaluate_shard
+from fudbench.config.files import resolve_config
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a GPU")
@@ -63,7 +63,7 @@ def test_attributions_of_another_shard_are_refused(tmp_path, classifier_ckpt):
      r"config key 'models\.classifiers\.cnn\.arch': 'resnet99' is not allowed; allowed values: 'small_cnn'"),
 ])
 def test_unknown_evaluator_or_model_names_the_key_and_the_choices(repo, edit, match):
-    from fudbench.config import ConfigError, load_yaml, validate_config
+    from fudbench.config.validate import ConfigError, load_yaml, validate_config
 
     cfg = resolve_config([repo / "config/smoke.yaml"])
     edit(cfg)
@@ -74,11 +74,11 @@ def test_unknown_evaluator_or_model_names_the_key_and_the_choices(repo, edit, ma
 # --- Degenerate attributions: a documented rule, not an error (masks.py docstring) ---
 
 def test_constant_and_all_nan_maps_get_the_seeded_random_order(caplog):
-    from fudbench.masks import degenerate_counts, pixel_order
+    from fudbench.core.masks import degenerate_counts, pixel_order
 
     maps = torch.stack([torch.zeros(4, 4), torch.full((4, 4), 7.5), torch.full((4, 4), float("nan")),
                         torch.arange(16.0).view(4, 4)])
-    with caplog.at_level("WARNING", logger="fudbench.masks"):
+    with caplog.at_level("WARNING", logger="fudbench.core.masks"):
         order = pixel_order(maps, seeds=[3, 3, 3, 3])
     # Whatever the constant (or NaN everywhere), the order is the same seeded permutation ...
     assert torch.equal(order[0], order[1]) and torch.equal(order[0], order[2])
@@ -92,7 +92,7 @@ def test_constant_and_all_nan_maps_get_the_seeded_random_order(caplog):
 
 
 def test_partly_nan_map_ranks_its_nan_pixels_last():
-    from fudbench.masks import pixel_order
+    from fudbench.core.masks import pixel_order
 
     scores = torch.arange(16.0).view(1, 4, 4)
     scores[0, 0, :2] = float("nan")
@@ -152,7 +152,7 @@ def test_read_only_results_directory_is_refused(repo, tmp_path):
     (results / "tables").mkdir(parents=True)
     (results / "tables" / "t.csv").write_text("a\n1\n")
     res = _as_read_only(results, f"import sys; sys.path.insert(0, {str(repo / 'src')!r})\n"
-                                 "from fudbench.preflight import check_results_writable\n"
+                                 "from fudbench.workflow.preflight import check_results_writable\n"
                                  f"check_results_writable({str(results)!r})")
     assert res.returncode != 0
     assert re.search(r"PreflightError: results directory \S+/results/smoke is not writable .*make it writable.*"
@@ -162,7 +162,7 @@ def test_read_only_results_directory_is_refused(repo, tmp_path):
 
 
 def test_results_directory_checks_pass_or_name_the_blocking_file(tmp_path):
-    from fudbench.preflight import PreflightError, check_results_writable
+    from fudbench.workflow.preflight import PreflightError, check_results_writable
 
     check_results_writable(tmp_path / "results" / "new")   # missing but creatable: fine, nothing created
     assert not (tmp_path / "results").exists()
@@ -176,9 +176,9 @@ def test_too_little_free_space_is_refused_naming_the_need_and_the_override(repo,
     import shutil
     from collections import namedtuple
 
-    import fudbench.preflight as preflight
-    from fudbench.config import load_yaml
-    from fudbench.preflight import PreflightError, check_free_space, estimated_run_mb
+    import fudbench.workflow.preflight as preflight
+    from fudbench.config.validate import load_yaml
+    from fudbench.workflow.preflight import PreflightError, check_free_space, estimated_run_mb
 
     smoke, paper = resolve_config([repo / "config/smoke.yaml"]), resolve_config([repo / "config/paper.yaml"])
     assert 256 < estimated_run_mb(smoke) < 1024 and estimated_run_mb(paper) > 20_000  # grows with the run
@@ -272,7 +272,7 @@ def test_failing_job_leaves_other_outputs_in_place(repo, smoke_run, tmp_path):
 # --- Round two (issue 19): caught at parse time or at the library boundary ---
 
 def _smoke(repo):
-    from fudbench.config import load_yaml
+    from fudbench.config.validate import load_yaml
 
     return resolve_config([repo / "config/smoke.yaml"])
 
@@ -334,7 +334,7 @@ def _set(path, value):
     (_set(("run_name",), "a/b"), r"'run_name': 'a/b' is not a valid name: it contains a path separator"),
 ])
 def test_round_two_config_errors_name_the_key(repo, edit, match):
-    from fudbench.config import ConfigError, validate_config
+    from fudbench.config.validate import ConfigError, validate_config
 
     cfg = _smoke(repo)
     edit(cfg)
@@ -378,9 +378,9 @@ def _rename(section: tuple, old: str, new):
     (_set(("run_name",), 7), r"'run_name': 7 is not a name"),
 ])
 def test_every_name_that_becomes_a_path_follows_one_rule(repo, edit, match):
-    """fudbench.names: run_name and the entry names of explainers, evaluators and
+    """fudbench.config.names: run_name and the entry names of explainers, evaluators and
     classifiers, checked by one rule before anything else, each error naming the key."""
-    from fudbench.config import ConfigError, validate_config
+    from fudbench.config.validate import ConfigError, validate_config
 
     cfg = _smoke(repo)
     edit(cfg)
@@ -401,7 +401,7 @@ def test_every_name_that_becomes_a_path_follows_one_rule(repo, edit, match):
 ])
 def test_settings_a_run_would_ignore_or_fail_on_are_refused_at_parse_time(repo, edit, match):
     """Issue 39 (smaller items)."""
-    from fudbench.config import ConfigError, validate_config
+    from fudbench.config.validate import ConfigError, validate_config
 
     cfg = _smoke(repo)
     edit(cfg)
@@ -414,8 +414,8 @@ def test_every_explainer_constructor_defaults_equal_its_declared_settings():
 
     from fudbench.explainers import EXPLAINERS
     from fudbench.explainers.settings import SETTINGS
-    from fudbench.registry import resolve
-    from fudbench.settings import defaults
+    from fudbench.core.registry import resolve
+    from fudbench.core.settings import defaults
 
     assert set(SETTINGS) == set(EXPLAINERS)
     for method, cls in SETTINGS.items():
@@ -430,7 +430,7 @@ def test_every_explainer_constructor_defaults_equal_its_declared_settings():
 
 
 def test_results_path_that_is_a_file_is_named_before_the_dag_is_built(tmp_path):
-    from fudbench.preflight import PreflightError, check_results_path
+    from fudbench.workflow.preflight import PreflightError, check_results_path
 
     (tmp_path / "results").mkdir()
     (tmp_path / "results/smoke").write_text("not a folder")
@@ -440,7 +440,7 @@ def test_results_path_that_is_a_file_is_named_before_the_dag_is_built(tmp_path):
 
 
 def test_truncated_attributions_are_deleted_naming_the_rule_that_remakes_them(tmp_path, classifier_ckpt):
-    from fudbench.io import CorruptFileError
+    from fudbench.core.io import CorruptFileError
 
     images = (np.random.default_rng(0).random((2, 3, 8, 8)) * 255).astype(np.uint8)
     write_npz(tmp_path / "eval.npz", images=images, labels=np.zeros(2, np.int64), masks=np.zeros((2, 8, 8), np.uint8))
@@ -458,7 +458,7 @@ def test_truncated_attributions_are_deleted_naming_the_rule_that_remakes_them(tm
 def test_truncated_records_are_deleted_naming_the_rule(tmp_path):
     import pandas as pd
 
-    from fudbench.io import CorruptFileError, read_parquet, write_parquet
+    from fudbench.core.io import CorruptFileError, read_parquet, write_parquet
 
     write_parquet(tmp_path / "r.parquet", pd.DataFrame({"a": range(100)}))
     data = (tmp_path / "r.parquet").read_bytes()
@@ -474,7 +474,7 @@ def test_truncated_records_are_deleted_naming_the_rule(tmp_path):
 def test_atomic_writes_get_the_permissions_of_an_ordinary_write(tmp_path, umask):
     import os
 
-    from fudbench.io import write_text
+    from fudbench.core.io import write_text
 
     old = os.umask(umask)
     try:
@@ -506,15 +506,15 @@ def tiny_batch(tiny_cnn):
     ("float_targets", r"Saliency\.explain: target must hold integer class indices, got torch\.float32"),
 ])
 def test_library_calls_check_their_inputs_naming_the_argument(tiny_batch, call, match):
-    from fudbench.checks import InputError
+    from fudbench.core.checks import InputError
     from fudbench.evaluators import build_evaluator
     from fudbench.explainers.integrated_gradients import IntegratedGradients
     from fudbench.explainers.saliency import Saliency
     from fudbench.imputers import ZeroImputer
     from fudbench.protocols import TopKCurve
-    from fudbench.protocols.idsds import IDSDS
-    from fudbench.protocols.infidelity import Infidelity
-    from fudbench.protocols.road import ROAD
+    from fudbench.protocols.faithfulness.idsds import IDSDS
+    from fudbench.protocols.faithfulness.infidelity import Infidelity
+    from fudbench.protocols.faithfulness.road import ROAD
 
     model, x, y = tiny_batch
     a = torch.rand_like(x)

@@ -78,7 +78,7 @@ def stand_in_run(tmp_path, tiny_unet):
     model, 3 images and attributions of two explainers."""
     import yaml
 
-    from fudbench.io import write_npz
+    from fudbench.core.io import write_npz
     from fudbench.models.classifiers import build_classifier, save_classifier
     from fudbench.models.score import save_score_model
 
@@ -98,7 +98,7 @@ def stand_in_run(tmp_path, tiny_unet):
         write_npz(res / "attributions" / "cnn" / e / "shard0.npz",
                   attributions=rng.standard_normal((3, 3, 8, 8)).astype(np.float32),
                   targets=np.array([0, 1, 2]), ids=np.arange(3), labels=np.zeros(3, np.int64))
-    # an overlay, as the benchmarks read it (fudbench.cli.script_config): these sections replace the default's
+    # an overlay, as the benchmarks read it (fudbench.config.cli.script_config): these sections replace the default's
     cfg = {"run_name": "toy", "seed": 0, "models": {"classifiers": {"_replace": True, "cnn": cnn_cfg}},
            "evaluators": {"_replace": True, "fud": {"steps": 5, "guidance_scale": 4.0, "guidance_start": 0.5,
                                                     "known": "clean", "clip_x0": True, "batch_size": 3}},
@@ -146,7 +146,7 @@ def test_paired_noise_bench_reevaluates_with_explainer_keyed_noise(stand_in_run,
     import yaml
 
     from fudbench.analysis.curves import per_image_scores
-    from fudbench.pipeline import evaluate_explainers
+    from fudbench.workflow.pipeline import evaluate_explainers
 
     res = stand_in_run / "results" / "toy"
     cfg = yaml.safe_load((stand_in_run / "config.yaml").read_text())

@@ -1,4 +1,4 @@
-"""The claims (fudbench.analysis.claims): derived from the run's curves and
+"""The claims (fudbench.meta.claims): derived from the run's curves and
 config, each cell a mean of a per-image statistic with inference.mean_interval's
 interval, raw and Holm-adjusted p within the claim, decided on the adjusted p;
 the family gate, the macro claims, the scatter claims and images_to_decide
@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fudbench.analysis.claims import (GATED_OUT, decide_claims, headline_claims, images_to_decide_interval,
+from fudbench.meta.claims import (GATED_OUT, decide_claims, headline_claims, images_to_decide_interval,
                                       per_image_recovery, verdict)
-from fudbench.analysis.inference import holm, mean_interval, simultaneous_level
+from fudbench.meta.inference import holm, mean_interval, simultaneous_level
 
 EXPLAINERS = {
     "random": {}, "background": {},
@@ -167,8 +167,8 @@ def test_macro_symmetric_claim_uses_the_compatible_interval_at_the_simultaneous_
     decided by order_stats.compatible_interval at the Bonferroni level of the
     claim's cells; per-image noise that hides the order on each image does not
     hide it from the means."""
-    from fudbench.analysis.meta import _image_matrix
-    from fudbench.analysis.order_stats import compatible_interval
+    from fudbench.meta.families import _image_matrix
+    from fudbench.meta.order_stats import compatible_interval
 
     rng = np.random.default_rng(4)
     per_image = _per_image(n_images=40, seed=5)
@@ -219,7 +219,7 @@ def test_images_to_decide_and_its_bootstrap_interval():
     """From the per-image statistic's mean and sd: a clear claim needs few images,
     a noisy one many, a mean of exactly 0 never decides (inf); the percentile
     bootstrap interval of the count brackets it; the LaTeX says '--'."""
-    from fudbench.analysis.order_stats import power_factor
+    from fudbench.meta.order_stats import power_factor
     from fudbench.report.meta import claims_table
 
     per_image = _per_image(n_images=12, seed=4)

@@ -1,4 +1,4 @@
-"""Scatter claims (fudbench.analysis.claims, "<metric> is scatter-neutral"): a
+"""Scatter claims (fudbench.meta.claims, "<metric> is scatter-neutral"): a
 simulated metric that reacts only to spatial scatter is flagged by the scatter
 pairs and does not recover a scatter-matched (translate) family, although it
 "recovers" the pixel-shuffle family, whose scatter grows with p; a metric that
@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fudbench.analysis.claims import decide_claims
-from fudbench.analysis.meta import scatter_pairs
+from fudbench.meta.claims import decide_claims
+from fudbench.meta.families import scatter_pairs
 
 EXPLAINERS = {
     "random": {}, "random_smooth": {"method": "random_smooth", "sigma": 2.0}, "background": {},

@@ -2,8 +2,8 @@ import copy
 
 import pytest
 
-from fudbench.config import ConfigError, load_config, load_yaml, validate_config
-from fudbench.configfiles import resolve_config
+from fudbench.config.validate import ConfigError, load_config, load_yaml, validate_config
+from fudbench.config.files import resolve_config
 
 
 @pytest.fixture
@@ -107,7 +107,7 @@ def test_a_config_without_fud_is_supported(repo):
     """Issue 26 case 8: without the evaluator `fud`, FUD's diagnostics and timing
     (Figs. 3, 5, 6, Tables 5 and 10) are left out of the DAG, and their analysis
     sections are not checked against the explainers and models."""
-    from fudbench.config import fud_diagnostics_on
+    from fudbench.config.validate import fud_diagnostics_on
 
     cfg = resolve_config([repo / "config/smoke.yaml"])
     assert fud_diagnostics_on(cfg)
@@ -126,7 +126,7 @@ def test_each_profile_is_an_overlay_of_the_default(repo, profile):
     """config/<profile>.yaml says only what differs from config/config.yaml:
     none of its keys repeats the default's value, and the evaluators it does
     not name are the default's, so a new evaluator is configured once."""
-    from fudbench.configfiles import REPLACE, is_overlay, load_config_file
+    from fudbench.config.files import REPLACE, is_overlay, load_config_file
 
     default, over = load_yaml(repo / "config/config.yaml"), load_config_file(repo / f"config/{profile}.yaml")
     assert is_overlay(over)

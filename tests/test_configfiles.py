@@ -1,4 +1,4 @@
-"""Config files from the command line (fudbench.configfiles; docs/reliability.md,
+"""Config files from the command line (fudbench.config.files; docs/reliability.md,
 "Command line"): several --configfile files merge in order, a partial config
 overlays config/config.yaml, and a target mistaken for a config file is named."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from fudbench.configfiles import (ConfigFileError, collect_configfiles, command_line_config, expand_variants,
+from fudbench.config.files import (ConfigFileError, collect_configfiles, command_line_config, expand_variants,
                                   finish_config, load_config_file, merge_configs, report_argv, resolve_config,
                                   snakemake_argv, with_default)
 
@@ -45,7 +45,7 @@ def test_command_line_files_merge_by_our_rule_so_a_later_file_restores_a_dropped
     --config's values go over the files."""
     from snakemake.utils import update_config
 
-    from fudbench.configfiles import command_line_config, load_config_file
+    from fudbench.config.files import command_line_config, load_config_file
 
     drop, restore = tmp_path / "a.yaml", tmp_path / "b.yaml"
     drop.write_text("explainers: {ig: null, sm: {}}\nseed: 1\n")
@@ -74,7 +74,7 @@ def test_a_null_in_a_later_file_or_in_config_removes_the_default_entry_too(repo,
     assert "fud" not in config["evaluators"] and "sensn" not in config["evaluators"]
     assert set(config["evaluators"]) == set(resolve_config([smoke])["evaluators"]) - {"fud", "sensn"}
     # smoke.yaml + cue.yaml: the cue run's `diagnostics: null` / `timing: null` stay removed
-    cue = resolve_config([smoke, repo / "config/cue.yaml"])["analysis"]
+    cue = resolve_config([smoke, repo / "studies/planted_cue/cue.yaml"])["analysis"]
     assert "diagnostics" not in cue and "timing" not in cue
     # --config's null too (Snakemake gives it to command_line_config as `overrides`)
     given = command_line_config([smoke], {"evaluators": {"fud": None}, "analysis": {"timing": None}})
@@ -122,7 +122,7 @@ def test_replace_mark_replaces_a_section_instead_of_merging():
     """`_replace: true` in an overlay: the section below is replaced (the paper
     profile's ImageNet models share no key with the default's small ones), also
     when the overlay is first merged on its own; the mark never reaches the config."""
-    from fudbench.configfiles import REPLACE
+    from fudbench.config.files import REPLACE
 
     base = {"models": {"classifiers": {"cnn": {"width": 32}, "vit": {"dim": 64, "depth": 4}}}}
     over = {"models": {"classifiers": {REPLACE: True, "vit": {"arch": "torchvision_vit_b_16"}}}}

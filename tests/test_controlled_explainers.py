@@ -3,7 +3,7 @@ import torch
 
 from fudbench.explainers import build_explainer
 from fudbench.explainers.controlled import _minmax
-from fudbench.configfiles import resolve_config
+from fudbench.config.files import resolve_config
 
 
 @pytest.fixture
@@ -146,7 +146,7 @@ def test_family_members_share_their_seeds():
     """Degrade and randomise_model entries are seeded by method, base and base
     settings, not by entry name: the levels of one family draw the same
     permutation and base noise; a plain entry keeps its own name."""
-    from fudbench.seeding import explain_seed_key, explainer_seed_name
+    from fudbench.explainers.seeds import explain_seed_key, explainer_seed_name
 
     d20 = {"method": "degrade", "base": "ig", "fraction": 0.2, "base_settings": {"n_steps": 50}}
     d40 = {**d20, "fraction": 0.4}
@@ -311,13 +311,13 @@ def test_randomise_model_errors(rm_batch):
 
 
 def _smoke(repo):
-    from fudbench.config import load_yaml
+    from fudbench.config.validate import load_yaml
 
     return resolve_config([repo / "config/smoke.yaml"])
 
 
 def test_config_accepts_a_randomise_model_entry(repo):
-    from fudbench.config import validate_config
+    from fudbench.config.validate import validate_config
 
     cfg = _smoke(repo)
     cfg["explainers"]["ig_r50"] = {"method": "randomise_model", "base": "ig", "fraction": 0.5,
@@ -343,7 +343,7 @@ def test_config_accepts_a_randomise_model_entry(repo):
      r"'explainers\.r\.base_settings\.base': 'degrade' is not an explainer a degraded copy can wrap"),
 ])
 def test_config_refuses_bad_randomise_model_entries(repo, entry, match):
-    from fudbench.config import ConfigError, validate_config
+    from fudbench.config.validate import ConfigError, validate_config
 
     cfg = _smoke(repo)
     cfg["explainers"]["r"] = {"method": "randomise_model", **entry}
@@ -357,7 +357,7 @@ def test_config_refuses_bad_randomise_model_entries(repo, entry, match):
            "base_settings": {"base": "oracle", "fraction": 0.1}}, "oracle"),
 ])
 def test_mask_explainers_need_synthetic_data(repo, name, entry, which):
-    from fudbench.config import ConfigError, check_semantics
+    from fudbench.config.validate import ConfigError, check_semantics
 
     cfg = _smoke(repo)
     cfg["explainers"][name] = entry

@@ -1,15 +1,15 @@
 """The planted cue licensed (issue 38, item 3): the dose-response check on a tiny cue
 dataset, the verdicts under the three truths with and without ISA, and the endpoint
-cells on hand-made per-image frames (fudbench.analysis.cue, fudbench.data.synthetic)."""
+cells on hand-made per-image frames (fudbench.meta.cue, fudbench.data.synthetic)."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from fudbench.analysis.cue import (DOSES, TRUTHS, cue_verdict_frames, dose_response, dose_response_rows,
+from fudbench.meta.cue import (DOSES, TRUTHS, cue_verdict_frames, dose_response, dose_response_rows,
                                    endpoint_rows, isa_explainers)
-from fudbench.analysis.inference import mean_interval
+from fudbench.meta.inference import mean_interval
 from fudbench.data.synthetic import (CUE_REMOVAL_ORDERS, SyntheticSpec, cue_dose_images, cue_removal_ranks,
                                      generate_cue_split, n_removed)
 

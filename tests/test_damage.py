@@ -1,4 +1,4 @@
-"""A damaged intermediate is remade, with what reads it (issue 26, case 2; fudbench.damage).
+"""A damaged intermediate is remade, with what reads it (issue 26, case 2; fudbench.core.damage).
 
 A reader that finds an intermediate corrupt deletes it and notes it in the
 run's ledger, results/<run>/.damaged; at parse time the Snakefile requests the
@@ -16,8 +16,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fudbench.damage import LEDGER_ENV, ledger_entries, note_deleted, remake_damaged
-from fudbench.io import CorruptFileError, read_parquet, write_parquet
+from fudbench.core.damage import LEDGER_ENV, ledger_entries, note_deleted, remake_damaged
+from fudbench.core.io import CorruptFileError, read_parquet, write_parquet
 
 
 def test_a_reader_notes_the_corrupt_file_it_deleted_in_the_ledger(tmp_path, monkeypatch):
@@ -36,7 +36,7 @@ def test_a_reader_notes_the_corrupt_file_it_deleted_in_the_ledger(tmp_path, monk
 def test_a_job_finds_every_corrupt_input_in_one_run(tmp_path, monkeypatch):
     """The aggregation reads every records file before failing: two damaged
     files cost one detect-and-remake round, not one each."""
-    from fudbench.io import read_every
+    from fudbench.core.io import read_every
 
     ledger = tmp_path / ".damaged"
     monkeypatch.setenv(LEDGER_ENV, str(ledger))
@@ -61,7 +61,7 @@ def test_a_truncated_eval_npz_is_named_deleted_and_noted_so_the_rerun_remakes_it
     import numpy as np
 
     from fudbench.data.shards import load_eval_shard
-    from fudbench.io import load_npz, write_npz
+    from fudbench.core.io import load_npz, write_npz
 
     run = tmp_path / "results" / "run"
     ledger = run / ".damaged"
@@ -223,7 +223,7 @@ def test_a_file_deleted_by_hand_is_requested_again_with_what_read_it(tmp_path, m
     tables stayed built from the deleted file). remake_missing (the Snakefile adds its paths
     to `rule all`, as the ledger's) walks back from the finished tables through the inputs
     of finished jobs and returns the missing ones a rule makes; nothing on a fresh run."""
-    from fudbench.damage import remake_missing
+    from fudbench.core.damage import remake_missing
 
     monkeypatch.chdir(tmp_path)
     r = "results/run"

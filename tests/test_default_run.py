@@ -47,6 +47,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+pytestmark = pytest.mark.numerics  # the outcome may depend on the CPU's kernels (tests/numerics_support.py)
+
 # ============================================================================
 # EXPECTED NUMBERS OF THE DEFAULT RUN: a fresh `./fud run` of commit df0174a (8 images, 13 explainers; 2 cores of an
 # AMD EPYC with AVX512-BF16, FUD's U-Net in bf16), 2026-11-24
@@ -134,8 +136,7 @@ BF16_KERNEL_MOVES = {"score": 1e-3, "ood": 1e-3}
 
 def moves(key: str) -> float:
     """How far the cell may move on the other kind of CPU."""
-    from fudbench.analysis import sanity
-
+    from fudbench.report import sanity
     table, where, _ = parse_key(key)
     kind = sanity.KINDS[table]
     floor = MOVES_FLOOR["PSNR" if where.get("metric") == "PSNR" else kind]
@@ -172,8 +173,7 @@ def tolerance(key: str, decimals: int, kind: dict | None) -> float:
     printed = 0.5 * 10.0 ** -decimals
     if kind is None or kind == EXPECTED_KIND:
         if kind is not None and str(kind.get("fud_precision")).startswith("bf16") and moves_with_precision(key):
-            from fudbench.analysis import sanity
-
+            from fudbench.report import sanity
             return max(printed, BF16_KERNEL_MOVES.get(sanity.KINDS[parse_key(key)[0]], 0.0))  # another bf16 kernel
         return printed
     return max(printed, moves(key))
@@ -199,8 +199,7 @@ def parse_key(key: str) -> tuple[str, dict[str, str], str]:
 
 def lookup(tables: Path, key: str) -> tuple[float, int]:
     """(value of the cell, decimals its .tex prints)."""
-    from fudbench.analysis import sanity
-
+    from fudbench.report import sanity
     table, where, column = parse_key(key)
     csv = pd.read_csv(tables / f"{table}.csv")
     hit = csv
@@ -216,21 +215,19 @@ def lookup(tables: Path, key: str) -> tuple[float, int]:
 
 
 def _config() -> dict:
-    from fudbench.config import load_yaml
+    from fudbench.config.validate import load_yaml
 
     return load_yaml(REPO / "config/config.yaml")
 
 
 def test_default_run_is_consistent():
-    from fudbench.analysis import sanity
-
+    from fudbench.report import sanity
     problems = sanity.run_consistency(_results(), _config())
     assert not problems, "\n".join(problems)
 
 
 def test_default_run_shows_what_trained_models_must():
-    from fudbench.analysis import sanity
-
+    from fudbench.report import sanity
     problems = sanity.trained_model_relations(_results(), _config())
     assert not problems, "\n".join(problems)
 

@@ -9,6 +9,8 @@ from fudbench.explainers.expected_gradients import ExpectedGradients
 from fudbench.explainers.fast_ig import FastIG
 from fudbench.explainers.guided_ig import GuidedIG
 
+pytestmark = pytest.mark.numerics  # the outcome may depend on the CPU's kernels (tests/numerics_support.py)
+
 SEEDS = [11, 12, 13]
 
 

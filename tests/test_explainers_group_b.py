@@ -12,6 +12,8 @@ from fudbench.explainers.agi import AGI
 from fudbench.explainers.boundary_ig import BoundaryIG
 from fudbench.explainers.mfaba import MFABA
 
+pytestmark = pytest.mark.numerics  # the outcome may depend on the CPU's kernels (tests/numerics_support.py)
+
 SMALL = {
     "big": lambda: BoundaryIG(epsilons=[0.02, 0.05, 0.1, 0.3], num_steps=8, ig_steps=16, batch_size=64),
     "agi": lambda: AGI(k=3, epsilon=0.01, max_iter=10, batch_size=5),

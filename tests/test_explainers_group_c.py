@@ -12,6 +12,8 @@ from fudbench.explainers.attexplore import (AttExplore, dct_2d, diversity_params
 from fudbench.explainers.isa import ISA
 from fudbench.explainers.local_attribution import LocalAttribution, sample_classes
 
+pytestmark = pytest.mark.numerics  # the outcome may depend on the CPU's kernels (tests/numerics_support.py)
+
 SMALL = {
     "la": lambda **kw: LocalAttribution(**{"spatial_range": 20, "max_iter": 3, "sampling_times": 2,
                                            "batch_size": 4, **kw}),

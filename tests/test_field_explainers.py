@@ -9,12 +9,14 @@ import numpy as np
 import pytest
 import torch
 
-from fudbench.configfiles import resolve_config
+from fudbench.config.files import resolve_config
 from fudbench.explainers import build_explainer
-from fudbench.seeding import seeded
+from fudbench.core.seeding import seeded
 from fudbench.explainers.field_names import (CAMS, CAMS_EXCLUDED, CAPTUM, CAPTUM_RESERVED, COMPOSITES,
                                               NOISE_TUNNEL_KEYS, captum_excluded)
 from fudbench.models.classifiers import build_classifier
+
+pytestmark = pytest.mark.numerics  # the outcome may depend on the CPU's kernels (tests/numerics_support.py)
 
 MEAN, STD = [0.5] * 3, [0.25] * 3
 
@@ -120,7 +122,7 @@ def test_field_names_and_settings_load_without_torch():
                                                                                 r"epsilon, stabilizer"),
 ])
 def test_config_refuses_bad_field_entries_naming_the_key(repo, entry, match):
-    from fudbench.config import ConfigError, load_yaml, validate_config
+    from fudbench.config.validate import ConfigError, load_yaml, validate_config
 
     cfg = resolve_config([repo / "config/smoke.yaml"])
     cfg["explainers"]["e"] = entry
@@ -129,7 +131,7 @@ def test_config_refuses_bad_field_entries_naming_the_key(repo, entry, match):
 
 
 def test_config_accepts_field_entries(repo):
-    from fudbench.config import load_yaml, validate_config
+    from fudbench.config.validate import load_yaml, validate_config
 
     cfg = resolve_config([repo / "config/smoke.yaml"])
     del cfg["models"]["classifiers"]["vit"]   # LRP is refused beside a ViT (tests/test_bad_inputs.py)
@@ -301,7 +303,7 @@ def test_fudbench_explain_runs_each_method(batch, method, settings):
 
 def test_fudbench_explain_names_a_bad_setting(batch):
     import fudbench
-    from fudbench.checks import InputError
+    from fudbench.core.checks import InputError
 
     model, x, y = batch
     with pytest.raises(InputError, match=r"settings\['attr'\]|attr.*'Nope' is not run"):

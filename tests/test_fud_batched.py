@@ -8,6 +8,8 @@ import torch
 from fudbench.imputers.base import ImputeContext
 from fudbench.imputers.diffusion import fud_sampler, group_norm_in_fp32
 
+pytestmark = pytest.mark.numerics  # the outcome may depend on the CPU's kernels (tests/numerics_support.py)
+
 FP32 = {"amp_dtype": None, "channels_last": False}  # the reference precision (the default is auto)
 
 

@@ -16,8 +16,16 @@ from fudbench.imputers.diffusion import fud_sampler
 from fudbench.imputers.diffusion.loop import cpu_draws
 from fudbench.imputers.diffusion.runtime import CompiledForward
 
+pytestmark = pytest.mark.numerics  # the outcome may depend on the CPU's kernels (tests/numerics_support.py)
+
 needs_cxx = pytest.mark.skipif(not shutil.which(os.environ.get("CXX", "g++")) and not shutil.which("c++"),
                                reason="torch.compile on a CPU needs a C++ compiler (g++ / c++); none on PATH")
+# Without a vector instruction set (ATEN_CPU_CAPABILITY=default, tools/cpu_kinds.sh's `default` cap; a CPU
+# without AVX2) Inductor's C++ code for this U-Net does not build (torch 2.14 emits at::vec's transpose_mxn
+# without its header): fudbench runs it eager then, as test_a_failing_compilation_falls_back_... checks.
+needs_vector_isa = pytest.mark.skipif(torch.backends.cpu.get_cpu_capability() == "DEFAULT",
+                                      reason="Inductor's CPU code for the U-Net needs a vector ISA (ATen "
+                                             "capability DEFAULT here)")
 
 
 def _inputs(n=4, size=8, seed=0):
@@ -33,6 +41,7 @@ def _pair(tiny_unet, **settings):
 
 
 @needs_cxx
+@needs_vector_isa
 @pytest.mark.parametrize("settings,atol", [({"amp_dtype": None, "channels_last": False}, 1e-5),
                                            ({"amp_dtype": "bf16", "channels_last": True}, 3e-2)])
 def test_compiled_sampler_equals_eager(tiny_unet, brightness_classifier, settings, atol):

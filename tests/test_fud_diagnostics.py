@@ -10,6 +10,8 @@ from fudbench.analysis.fud_diagnostics import (auroc_by_step, diagnostics_frame,
                                                sample_seeds, trace_fud)
 from fudbench.imputers.diffusion import fud_sampler
 
+pytestmark = pytest.mark.numerics  # the outcome may depend on the CPU's kernels (tests/numerics_support.py)
+
 
 @pytest.fixture(scope="module")
 def traced(tiny_unet, tiny_cnn):

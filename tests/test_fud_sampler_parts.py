@@ -6,14 +6,16 @@ import pytest
 import torch
 from jsonschema import Draft202012Validator
 
-from fudbench.config import load_yaml, with_entry_schemas
-from fudbench.evaluators.fud import MASK_SETTINGS
+from fudbench.config.validate import load_yaml, with_entry_schemas
+from fudbench.evaluators.faithfulness.fud import MASK_SETTINGS
 from fudbench.imputers.base import ImputeContext
 from fudbench.imputers.diffusion import (FUD_SAMPLER_SETTINGS, PLAIN_SAMPLER_SETTINGS, ConstraintSettings,
                                          DDIMRenoiseConstraint, DiffusionImputer, FreshRenoiseConstraint,
                                          HardConstraint, NoGuidance, SoftConstraint, fud_sampler, plain_sampler,
                                          settings_defaults)
 from fudbench.imputers.resolution import ResizedDiffusionImputer
+
+pytestmark = pytest.mark.numerics  # the outcome may depend on the CPU's kernels (tests/numerics_support.py)
 
 
 def _inputs(n=3, size=8, seed=0):

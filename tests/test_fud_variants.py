@@ -11,17 +11,19 @@ import torch
 import yaml
 
 from fudbench.analysis.curves import MAIN_CURVE_SCORES, curve_score, derived_scores, per_image_scores
-from fudbench.config import ConfigError, validate_config
+from fudbench.config.validate import ConfigError, validate_config
 from fudbench.evaluators import build_evaluator, configured_curves
 from fudbench.imputers.base import ImputeContext, Imputer
 from fudbench.imputers.diffusion import DDIMSteps, GuidanceSettings, StepSettings, fud_sampler, resample_schedule
 from fudbench.imputers.diffusion.guidance import AntiClassGuidance, last_steps_count
 from fudbench.imputers.diffusion.loop import _noise_like
-from fudbench.masks import keep_mask, n_pixels, ranks_from_order, region_order, reverse_order, top_count
+from fudbench.core.masks import keep_mask, n_pixels, ranks_from_order, region_order, reverse_order, top_count
 from fudbench.models.score import build_unet, save_score_model, schedule_config
 from fudbench.protocols import TopKCurve
-from fudbench.superpixels import segment as superpixels
-from fudbench.configfiles import resolve_config
+from fudbench.core.superpixels import segment as superpixels
+from fudbench.config.files import resolve_config
+
+pytestmark = pytest.mark.numerics  # the outcome may depend on the CPU's kernels (tests/numerics_support.py)
 
 SCORE_CFG = {"block_out_channels": [8, 16], "attention": [False, True], "layers_per_block": 1,
              "num_train_timesteps": 100, "beta_schedule": "linear"}

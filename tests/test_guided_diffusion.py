@@ -15,7 +15,9 @@ from fudbench.models.guided_diffusion import (
     ADM256, ADM256_PARAMETERS, ADMConfig, ConversionError, build_adm_unet, convert_checkpoint,
     convert_state_dict, diffusers_config, load_into_unet, schedule,
 )
-from fudbench.stand_ins import gd_shapes, random_gd_state  # noqa: F401  (other tests import them from here)
+from fudbench.assets.stand_ins import gd_shapes, random_gd_state  # noqa: F401  (other tests import them from here)
+
+pytestmark = pytest.mark.numerics  # the outcome may depend on the CPU's kernels (tests/numerics_support.py)
 
 SMALL = ADMConfig(image_size=16, model_channels=32, num_res_blocks=1, attention_resolutions=(8,),
                   channel_mult=(1, 2), num_head_channels=16)

@@ -7,8 +7,8 @@ import sys
 import pytest
 import torch
 
-from fudbench import hardware
-from fudbench.hardware import PrecisionError, resolve_precision, run_info, settings_precision
+from fudbench.core import hardware
+from fudbench.core.hardware import PrecisionError, resolve_precision, run_info, settings_precision
 from fudbench.imputers.diffusion.runtime import ScoreModelRuntime
 from fudbench.imputers.diffusion.settings import RuntimeSettings
 
@@ -183,11 +183,11 @@ def test_run_info_names_the_packages_that_are_not_the_locks(tmp_path):
 
 
 def test_lock_entries_read_pins_only_and_the_cli_prints_them(tmp_path):
-    """One reader of requirements.lock for fudbench.hardware, tools/compatible_torch.py and
+    """One reader of requirements.lock for fudbench.core.hardware, tools/compatible_torch.py and
     tools/wheelhouse.sh: pins at the start of a line, without markers, hashes or comments."""
     import subprocess
 
-    from fudbench.lockfile import lock_entries
+    from fudbench.core.lockfile import lock_entries
 
     lock = tmp_path / "lock.txt"
     lock.write_text("# comment==1\nA_b.c==1.2.3+cpu ; sys_platform == 'linux'\n    # via x==2\n"

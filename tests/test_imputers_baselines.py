@@ -13,6 +13,8 @@ from fudbench.imputers import (BoxBlurImputer, GaussianNoiseImputer, HistogramIm
 from fudbench.imputers.factory import build_imputer
 from fudbench.imputers.registry import IMPUTERS
 
+pytestmark = pytest.mark.numerics  # the outcome may depend on the CPU's kernels (tests/numerics_support.py)
+
 
 class NormalisedModel(torch.nn.Module):
     """Stands in for a fudbench Classifier: only its .normalize.mean/std are read."""
@@ -273,10 +275,10 @@ def test_every_registered_imputer_is_in_the_schema(repo):
     """Each registered imputer has its options declared once (fudbench.imputers.settings):
     the config schema is generated from them (so an alias is needed only for new names),
     and the factory's defaults are theirs."""
-    from fudbench.config import load_yaml, with_entry_schemas
+    from fudbench.config.validate import load_yaml, with_entry_schemas
     from fudbench.imputers.factory import DEFAULTS
     from fudbench.imputers.settings import IMPUTER_SETTINGS
-    from fudbench.settings import defaults
+    from fudbench.core.settings import defaults
 
     schema = with_entry_schemas(load_yaml(repo / "config/schema.yaml"),
                                 load_yaml(repo / "config/config.yaml"))["$defs"]["imputer_options"]

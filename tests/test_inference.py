@@ -1,4 +1,4 @@
-"""Inference for the claims (fudbench.analysis.inference): the interval of a
+"""Inference for the claims (fudbench.meta.inference): the interval of a
 mean of a bounded per-image statistic is simulated for coverage AND width at
 n = 8, 16, 32 with interior true values, and Holm's adjustment is checked
 against a hand-computed example.
@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pytest
 
-from fudbench.analysis.inference import decide, holm, mean_interval, simultaneous_level
+from fudbench.meta.inference import decide, holm, mean_interval, simultaneous_level
 
 K, REPS, SIZES = 5, 600, (8, 16, 32)
 

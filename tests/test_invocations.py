@@ -1,7 +1,7 @@
 """results/<run>/invocations.jsonl: one line per invocation with its commit (issue 44)."""
 import subprocess
 
-from fudbench.invocations import read_invocations, record_invocation
+from fudbench.workflow.invocations import read_invocations, record_invocation
 
 
 def _git(repo, *args):

@@ -1,6 +1,6 @@
 import pytest
 
-from fudbench.io import atomic_path, read_json, write_json
+from fudbench.core.io import atomic_path, read_json, write_json
 
 
 def test_atomic_write_leaves_nothing_on_failure(tmp_path):

@@ -1,4 +1,4 @@
-"""IROF (fudbench.evaluators.irof, fudbench.protocols.irof): the score's value
+"""IROF (fudbench.evaluators.faithfulness.irof, fudbench.protocols.faithfulness.irof): the score's value
 on known curves, the steps (one per superpixel, K + 1 per image, K its own),
 the removal order, and the fill. Its direction, shard invariance, value range
 and reduction are checked with every other evaluator in
@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from fudbench.evaluators import build_evaluator, spec
-from fudbench.evaluators.irof import area_over_curve
-from fudbench.masks import region_order
-from fudbench.superpixels import segment
+from fudbench.evaluators.faithfulness.irof import area_over_curve
+from fudbench.core.masks import region_order
+from fudbench.core.superpixels import segment
 
 
 def test_area_over_the_normalised_probability_curve():

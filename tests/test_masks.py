@@ -2,7 +2,7 @@ import math
 
 import torch
 
-from fudbench.masks import keep_mask, n_pixels, pixel_order, ranks_from_order, reduce_attribution
+from fudbench.core.masks import keep_mask, n_pixels, pixel_order, ranks_from_order, reduce_attribution
 
 
 def test_reduce_attribution_abs_sum():

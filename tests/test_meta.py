@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fudbench.analysis.meta import (average_ranks, degraded_explainers, ground_truth_correlations,
+from fudbench.meta.families import (average_ranks, degraded_explainers, ground_truth_correlations,
                                     kendall_rows, metric_agreement, spearman)
 from fudbench.report.meta import agreement_heatmap, meta_table
 
@@ -193,7 +193,7 @@ def test_partial_order_family_rows():
 def test_agreement_metrics_leave_out_a_run_with_one_scored_curve():
     """A run whose only metric is FUD and a variant of it (round four's equivalence profile at the time)
     has no agreement to draw: rules/common.smk then leaves the figure out instead of failing the job."""
-    from fudbench.analysis.meta import agreement_metrics
+    from fudbench.meta.families import agreement_metrics
 
     one = {"fud": {"symmetric": False}, "fud_100": {"method": "fud", "steps": 100}}
     assert agreement_metrics(one) == ["fud"]

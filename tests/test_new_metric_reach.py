@@ -19,7 +19,7 @@ import pytest
 from fudbench.evaluators import EVALUATORS
 
 REPO = Path(__file__).resolve().parents[1]
-# docs/results/ holds dated measurements (what a run at a commit had); they stay as measured
+# studies/ hold dated measurements (what a run at a commit had); they stay as measured
 DOCS = [REPO / "README.md", *sorted(p for p in (REPO / "docs").glob("*.md"))]
 NUMBER_WORDS = "two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen".split()
 # "x ten evaluations", "all eleven evaluators", "the ten metrics", "x 10 evaluators": the whole set, counted
@@ -53,7 +53,7 @@ PROFILES = sorted((REPO / "config").glob("*.yaml"))
 
 @pytest.mark.parametrize("profile", [p for p in PROFILES if p.name != "schema.yaml"], ids=lambda p: p.name)
 def test_no_profile_filters_the_meta_evaluation_by_hand(profile):
-    from fudbench.configfiles import resolve_config
+    from fudbench.config.files import resolve_config
 
     config = resolve_config([profile])
     assert config["analysis"].get("meta_metrics") is None, (

@@ -1,4 +1,4 @@
-"""Statistics of a family of known order (fudbench.analysis.order_stats): the
+"""Statistics of a family of known order (fudbench.meta.order_stats): the
 known pairs, the recovery statistics and the compatible-orders interval,
 whose coverage AND width are checked by simulation: at 16 images and four or
 five members, the percentile bootstrap of the Spearman under-covers, the
@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from fudbench.analysis.bootstrap import percentile_interval
-from fudbench.analysis.meta import _boot_means, _resample_weights
-from fudbench.analysis.order_stats import (adjacent_pairs, compatible_interval, known_pairs,
+from fudbench.meta.families import _boot_means, _resample_weights
+from fudbench.meta.order_stats import (adjacent_pairs, compatible_interval, known_pairs,
                                            pairs_concordance_rows, recovery_rows, resolved_pairs)
 
 N_IMAGES = 16

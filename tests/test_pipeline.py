@@ -11,11 +11,13 @@ import pytest
 import torch
 
 from fudbench.data.synthetic import make_benchmark
-from fudbench.io import load_npz, write_npz
+from fudbench.core.io import load_npz, write_npz
 from fudbench.models.classifiers import build_classifier, save_classifier
 from fudbench.models.score import build_unet, save_score_model
-from fudbench.pipeline import evaluate_shard, explain_shard
+from fudbench.workflow.pipeline import evaluate_shard, explain_shard
 from fudbench.report.gallery import build_gallery
+
+pytestmark = pytest.mark.numerics  # the outcome may depend on the CPU's kernels (tests/numerics_support.py)
 
 SCORE_CFG = {"block_out_channels": [8, 16], "attention": [False, True], "layers_per_block": 1,
              "num_train_timesteps": 100, "beta_schedule": "linear"}
@@ -111,7 +113,7 @@ def _attributions(assets, tmp_path, names):
 
 
 def _job(assets, tmp_path, evaluator, attributions, cache):
-    from fudbench.pipeline import evaluate_explainers
+    from fudbench.workflow.pipeline import evaluate_explainers
 
     outputs = {e: (a, tmp_path / "out" / f"{e}.parquet", tmp_path / "out" / f"{e}.npz")
                for e, a in attributions.items()}
@@ -152,7 +154,7 @@ def test_one_job_evaluates_a_map_once_whatever_its_names(assets, tmp_path, caplo
     import logging
 
     attributions = _attributions(assets, tmp_path, ["ig", "ig_copy", "random"])
-    with caplog.at_level(logging.INFO, logger="fudbench.pipeline"):
+    with caplog.at_level(logging.INFO, logger="fudbench.workflow.pipeline"):
         done, rec = _job(assets, tmp_path, "insdel", attributions, cache=None)
     assert done["computed"] == ["ig", "ig_copy", "random"]
     assert "ig_copy: the same map as ig; its records copied" in caplog.text
@@ -163,7 +165,7 @@ def test_one_job_evaluates_a_map_once_whatever_its_names(assets, tmp_path, caplo
 
 
 def test_work_cache_recomputes_only_new_or_changed_explainers(assets, tmp_path):
-    from fudbench.work_cache import WorkCache
+    from fudbench.workflow.work_cache import WorkCache
 
     cache = WorkCache(tmp_path / "cache")
     attributions = _attributions(assets, tmp_path, ["ig", "random"])
@@ -190,7 +192,7 @@ def test_work_cache_recomputes_an_explainer_whose_entry_is_corrupt(assets, tmp_p
     import logging
     import os
 
-    from fudbench.work_cache import WorkCache
+    from fudbench.workflow.work_cache import WorkCache
 
     cache = WorkCache(tmp_path / "cache")
     attributions = _attributions(assets, tmp_path, ["ig", "random"])
@@ -204,7 +206,7 @@ def test_work_cache_recomputes_an_explainer_whose_entry_is_corrupt(assets, tmp_p
     # The cache entry itself damaged: dropped (named in the log) and recomputed.
     entry = next((tmp_path / "cache" / "ig").glob("*.parquet"))
     os.truncate(entry, 100)
-    with caplog.at_level(logging.WARNING, logger="fudbench.work_cache"):
+    with caplog.at_level(logging.WARNING, logger="fudbench.workflow.work_cache"):
         done, third = _job(assets, tmp_path, "insdel", attributions, cache)
     assert done == {"computed": ["ig"], "cached": ["random"]}
     assert f"work cache entry {str(entry)[:-len('.parquet')]} " in caplog.text
@@ -214,7 +216,7 @@ def test_work_cache_recomputes_an_explainer_whose_entry_is_corrupt(assets, tmp_p
 
 
 def test_work_key_follows_settings_and_file_content(tmp_path):
-    from fudbench.work_cache import work_key
+    from fudbench.workflow.work_cache import work_key
 
     f = tmp_path / "a.bin"
     f.write_bytes(b"one")

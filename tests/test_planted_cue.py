@@ -12,11 +12,11 @@ import pytest
 import torch
 from scipy.ndimage import binary_dilation
 
-from fudbench.analysis.cue import (CueCheck, control_explainers, coverage_frame, cue_coverage, cue_verdicts,
+from fudbench.meta.cue import (CueCheck, control_explainers, coverage_frame, cue_coverage, cue_verdicts,
                                    failed_checks, intervention_check, intervention_rows, per_image_spearman,
                                    reduce_map, wilson_interval)
-from fudbench.config import ConfigError, validate_config
-from fudbench.configfiles import resolve_config
+from fudbench.config.validate import ConfigError, validate_config
+from fudbench.config.files import resolve_config
 from fudbench.data.synthetic import SyntheticSpec, generate_cue_split, generate_split, make_benchmark
 
 COLOURS = {"red": [1.0, 0.0, 0.0], "green": [0.0, 1.0, 0.0], "blue": [0.0, 0.0, 1.0], "yellow": [1.0, 1.0, 0.0]}
@@ -187,7 +187,7 @@ def test_cue_coverage_of_hand_made_maps():
     half[0, ys[5:], xs[5:]] = -1.0  # 4 of 9 cue pixels ranked last
     cov = cue_coverage(half, masks[:1])
     assert cov["precision"][0] == pytest.approx(5 / 9)
-    # non-finite scores rank last, as in the metrics (fudbench.masks)
+    # non-finite scores rank last, as in the metrics (fudbench.core.masks)
     nan_top = masks[:1].astype(float).copy()
     nan_top[0, ~masks[0]] = np.nan
     assert cue_coverage(nan_top, masks[:1])["precision"][0] == 1.0
@@ -196,7 +196,7 @@ def test_cue_coverage_of_hand_made_maps():
 
 
 def test_reduce_map_is_the_metrics_reduction():
-    from fudbench.masks import REDUCTIONS, reduce_attribution
+    from fudbench.core.masks import REDUCTIONS, reduce_attribution
 
     a = np.random.default_rng(0).normal(size=(2, 3, 5, 5)).astype(np.float32)
     for r in REDUCTIONS:
@@ -257,7 +257,7 @@ def test_per_image_spearman_ties():
 
 @pytest.fixture(scope="module")
 def cue_config(repo):
-    return resolve_config([repo / "config/cue.yaml"])
+    return resolve_config([repo / "studies/planted_cue/cue.yaml"])
 
 
 @pytest.mark.parametrize("change, match", [
@@ -289,10 +289,10 @@ def test_the_cue_profile_is_valid_and_trains_its_models(repo, cue_config):
 
 def test_the_cue_profile_is_an_overlay_that_repeats_no_default(repo):
     """As tests/test_config.py checks the other profiles: only what differs from config/config.yaml."""
-    from fudbench.config import load_config, load_yaml
-    from fudbench.configfiles import is_overlay, load_config_file
+    from fudbench.config.validate import load_config, load_yaml
+    from fudbench.config.files import is_overlay, load_config_file
 
-    default, over = load_yaml(repo / "config/config.yaml"), load_config_file(repo / "config/cue.yaml")
+    default, over = load_yaml(repo / "config/config.yaml"), load_config_file(repo / "studies/planted_cue/cue.yaml")
     assert is_overlay(over)
 
     def repeated(over, base, path=""):
@@ -306,14 +306,14 @@ def test_the_cue_profile_is_an_overlay_that_repeats_no_default(repo):
     # the default's evaluators, FUD symmetric (its bottom curve and symmetric score: the cue endpoint)
     expected = copy.deepcopy(default["evaluators"])
     expected["fud"]["symmetric"] = True
-    assert load_config(repo / "config/cue.yaml")["evaluators"] == expected
+    assert load_config(repo / "studies/planted_cue/cue.yaml", repo / "config/schema.yaml")["evaluators"] == expected
 
 
 @pytest.mark.workflow
 def test_the_cue_dag_has_its_rules_and_the_default_has_none(repo, tmp_path):
     from workflow_support import job_counts, snakemake
 
-    res = snakemake(repo, "-n", "--configfile", str(repo / "config/cue.yaml"), "--directory", str(tmp_path / "c"))
+    res = snakemake(repo, "-n", "--configfile", str(repo / "studies/planted_cue/cue.yaml"), "--directory", str(tmp_path / "c"))
     assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
     counts = job_counts(res.stdout)
     assert counts["cue_intervention"] == counts["cue_truth"] == counts["cue_verdict"] == 1

@@ -1,4 +1,4 @@
-"""The pre-forked job server (fudbench.prefork, issue 47): a script job handed over to it runs as it
+"""The pre-forked job server (fudbench.workflow.prefork, issue 47): a script job handed over to it runs as it
 would in its own process (directory, environment, argv, stdio, exit status, exceptions, atexit,
 signals), and a job that cannot reach it runs in its own process."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fudbench import prefork
+from fudbench.workflow import prefork
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -22,10 +22,10 @@ REPO = Path(__file__).resolve().parents[1]
 JOB = textwrap.dedent("""\
     import sys; __real_file__ = __file__
     sys.path.insert(0, {src!r})
-    from fudbench.prefork import hand_over
+    from fudbench.workflow.prefork import hand_over
     hand_over(vars(sys.modules["__main__"]))
     import atexit, os, time
-    from fudbench import prefork
+    from fudbench.workflow import prefork
     atexit.register(lambda: open("atexit.txt", "w").write("ran"))
     print("child" if prefork.IN_CHILD else "own process", os.getcwd(), os.environ.get("JOB_VAR"), sys.argv[1:])
     print("to stderr", file=sys.stderr)
@@ -76,9 +76,9 @@ JOB = textwrap.dedent("""\
         for _ in range(5):
             buffers()
         print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
-    if mode == "profile":   # FUD_PROFILE_DIR in the job's environment (fudbench.jobs.profile_job, from setup_job)
+    if mode == "profile":   # FUD_PROFILE_DIR in the job's environment (fudbench.workflow.jobs.profile_job, from setup_job)
         import types
-        from fudbench.jobs import profile_job
+        from fudbench.workflow.jobs import profile_job
         print(profile_job(types.SimpleNamespace(rule="evaluate", wildcards={{"model": "cnn"}},
                                                 config={{"run_name": "synthetic"}})))
         def busy_in_the_job(n):
@@ -285,7 +285,7 @@ def test_the_server_ends_with_its_snakemake(tmp_path):
     path = tmp_path / "jobs.sock"
     snakemake = subprocess.Popen(
         [sys.executable, "-c", "import os, subprocess, sys, time; "
-         f"p = subprocess.Popen([sys.executable, '-m', 'fudbench.prefork', {str(path)!r}, str(os.getpid()), "
+         f"p = subprocess.Popen([sys.executable, '-m', 'fudbench.workflow.prefork', {str(path)!r}, str(os.getpid()), "
          "'']); print(p.pid, flush=True); time.sleep(60)"],
         stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
     server = int(snakemake.stdout.readline())
@@ -312,7 +312,7 @@ def test_the_server_refuses_to_serve_where_its_libraries_touched_cuda():
     for CUDA: on a machine with a GPU the server leaves diffusers to the jobs, and its probe child stops
     it from serving if anything else did the same (shown here on a CPU, where the mark is set too)."""
     code = textwrap.dedent("""\
-        from fudbench import prefork
+        from fudbench.workflow import prefork
         prefork._gpu_machine = lambda: True
         import torch
         before = prefork._children_cannot_use_cuda()

@@ -1,7 +1,8 @@
 """The protocol loop (fudbench.protocols.base): every protocol backs off when a
-batch runs out of GPU memory and then records exactly what a run without the
-failure records; other errors propagate; the first batch is fitted to the free
-GPU memory; which protocols need an attribution."""
+batch runs out of GPU memory and then records what a run without the failure
+records (to float rounding: tests/numerics_support.py); other errors propagate;
+the first batch is fitted to the free GPU memory; which protocols need an
+attribution."""
 import logging
 from types import SimpleNamespace
 
@@ -13,8 +14,12 @@ import torch
 from fudbench.evaluators import EVALUATORS, build_evaluator, spec
 from fudbench.imputers import GaussianNoiseImputer, Imputer
 from fudbench.protocols.base import Shard
-from fudbench.protocols.srg import SRG
-from fudbench.protocols.stored import StoredCurve
+from fudbench.protocols.faithfulness.srg import SRG
+from fudbench.protocols.faithfulness.stored import StoredCurve
+
+from numerics_support import assert_records_close, assert_samples_close
+
+pytestmark = pytest.mark.numerics  # the outcome may depend on the CPU's kernels (tests/numerics_support.py)
 
 # The protocols under test are every registered evaluator's, built with its
 # quick settings (EvaluatorSpec.quick): a new evaluator is covered here without
@@ -119,7 +124,7 @@ def data(tiny_cnn):
 @pytest.mark.parametrize("method, failing", FAILING)
 def test_out_of_memory_backs_off_and_records_equal_an_unfailing_run(method, failing, tiny_cnn, data, assets, caplog):
     """Each curve fails at half the largest batch an unfailing run makes, in the
-    model or in the imputer, and then records exactly what the unfailing run did."""
+    model or in the imputer, and then records what the unfailing run did (to float rounding)."""
     error = ERRORS["OutOfMemoryError" if failing == "model" else "RuntimeError"]
     for (ok_proto, imputer), (flaky_proto, _) in zip(protocols(method, assets), protocols(method, assets)):
         counting = CountingModel(tiny_cnn)
@@ -131,17 +136,17 @@ def test_out_of_memory_backs_off_and_records_equal_an_unfailing_run(method, fail
             continue  # one input per call: nothing to back off to
         flaky_model = LimitedModel(tiny_cnn, limit, error) if failing == "model" else tiny_cnn
         flaky_imputer = LimitedImputer(imputer, limit, error) if failing == "imputer" else imputer
-        with caplog.at_level(logging.WARNING, logger="fudbench.batching"):
+        with caplog.at_level(logging.WARNING, logger="fudbench.core.batching"):
             flaky = _run(flaky_proto, flaky_model, flaky_imputer, data)
         assert ok_proto.batch_state.shrinks == 0 and ok_proto.batch_state.size == ok_proto.batch_cap
         state = flaky_proto.batch_state
         assert state.shrinks > 0 and state.size < flaky_proto.batch_cap, ok_proto.curve
         assert "out of memory at batch size" in caplog.text
-        pd.testing.assert_frame_equal(ok.records.drop(columns="seconds"), flaky.records.drop(columns="seconds"),
-                                      check_exact=True)
-        assert (ok.samples is None) == (flaky.samples is None)
-        if ok.samples is not None:
-            assert np.array_equal(ok.samples, flaky.samples, equal_nan=True)
+        # the flaky run classifies and fills in smaller batches than the unfailing one: the same numbers up to
+        # float32 rounding (a CPU's kernels may round by batch size: numerics_support); every id, step,
+        # prediction and flag exactly
+        assert_records_close(flaky.records.drop(columns="seconds"), ok.records.drop(columns="seconds"))
+        assert_samples_close(flaky.samples, ok.samples)
 
 
 @pytest.mark.parametrize("method", list(EVALUATORS))

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 import torch
 
-from fudbench.analysis.energy import ood_metrics
+from fudbench.models.energy import ood_metrics
 from fudbench.analysis.quality import (HIGHER_IS_BETTER, PERFECT, QUALITY_METRICS, adaptation,
                                        msssim_levels, quality_metrics)
 from fudbench.report.ood_quality import (fig2_radar, radar_normalise, table2_ood, table3_quality,
@@ -31,6 +31,7 @@ def _noisy(x, sigma, seed):
 # ------------------------------------------------------------------ quality
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("size", [16, 32, 64])
 def test_identical_images_give_perfect_scores(size):
     x = _images(3, size)
@@ -71,6 +72,7 @@ def test_small_sizes_and_adaptations():
         quality_metrics(torch.zeros(1, 3, 2, 2), torch.zeros(1, 3, 2, 2))
 
 
+@pytest.mark.numerics
 def test_quality_batching_broadcast_and_flat_images():
     x = _images(5, 32, seed=4)
     y = _noisy(x, 0.1, 5)
@@ -324,8 +326,8 @@ def test_batched_fpr95_drops_equally_spaced_points_as_sklearn():
 def test_sample_quality_skips_the_steps_an_image_does_not_have(tmp_path):
     """Samples of a curve with a different number of steps per image are NaN
     past each image's last step (protocols.base.Points): those are not measured."""
-    from fudbench.io import write_npz
-    from fudbench.pipeline import sample_quality
+    from fudbench.core.io import write_npz
+    from fudbench.workflow.pipeline import sample_quality
 
     g = np.random.default_rng(0)
     images = g.integers(0, 256, (2, 3, 16, 16), dtype=np.uint8)

@@ -16,9 +16,9 @@ import fudbench
 from fudbench.analysis.curves import per_image_scores
 from fudbench.evaluators import build_evaluator, spec
 from fudbench.evaluators.quantus import COMMON, DOES_NOT_ORDER, METRICS, NOT_SUPPORTED, RESERVED, curve_name
-from fudbench.masks import reduce_attribution
+from fudbench.core.masks import reduce_attribution
 from fudbench.protocols.quantus import reduce_output
-from fudbench.seeding import derive_seed
+from fudbench.core.seeding import derive_seed
 
 quantus = pytest.importorskip("quantus")
 
@@ -63,7 +63,7 @@ def test_the_table_agrees_with_the_installed_quantus():
 
 @pytest.mark.parametrize("metric", sorted(METRICS))
 def test_scores_equal_calling_quantus_directly_with_the_image_seed(metric, task):  # noqa: F811
-    from fudbench.seeding import seeded
+    from fudbench.core.seeding import seeded
 
     model, _, x, y, quadrant, _, _ = task
     settings = {"metric": metric, "settings": SMALL[metric], "batch_size": 8}
@@ -162,8 +162,8 @@ def test_bad_settings_are_refused_at_parse_time_naming_the_key(settings, match):
 def test_quantus_setting_values_are_checked_at_parse_time_naming_the_key(repo, metric, settings, match):
     """Issue 39, case 6: these passed the parse-time check and failed inside the evaluate
     job with numpy / Quantus errors naming no config key."""
-    from fudbench.config import ConfigError, validate_config
-    from fudbench.configfiles import resolve_config
+    from fudbench.config.validate import ConfigError, validate_config
+    from fudbench.config.files import resolve_config
 
     config = resolve_config([repo / "config/smoke.yaml"])
     assert config["data"]["synthetic"]["image_size"] == 16
@@ -183,8 +183,8 @@ def test_quantus_setting_values_are_checked_by_the_protocol_too(task):  # noqa: 
 
 
 def test_the_config_names_an_unsupported_metric_and_lerf_turns_the_direction(repo):
-    from fudbench.config import ConfigError, validate_config
-    from fudbench.configfiles import resolve_config
+    from fudbench.config.validate import ConfigError, validate_config
+    from fudbench.config.files import resolve_config
 
     config = resolve_config([repo / "config/smoke.yaml"])
     config["evaluators"]["q"] = {"method": "quantus", "metric": "SensitivityN"}

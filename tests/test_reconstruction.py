@@ -2,7 +2,7 @@
 import pandas as pd
 import pytest
 
-from fudbench.analysis.reconstruction import main, reconstruction_by_explainer
+from fudbench.meta.reconstruction import main, reconstruction_by_explainer
 
 
 def _records():

@@ -1,4 +1,4 @@
-"""The metric report card (fudbench.analysis.report_card) on hand-built per-image scores."""
+"""The metric report card (fudbench.meta.report_card) on hand-built per-image scores."""
 from __future__ import annotations
 
 import math
@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fudbench.analysis.meta import anchor_explainers, degraded_explainers
-from fudbench.analysis.report_card import (card_families, entry_cost, images_needed, report_card, seed_groups)
+from fudbench.meta.families import anchor_explainers, degraded_explainers
+from fudbench.meta.report_card import (card_families, entry_cost, images_needed, report_card, seed_groups)
 
 EXPLAINERS = {
     "random": {}, "background": {},
@@ -162,7 +162,7 @@ def test_anchor_ranks_against_their_expected_ranks():
 
 
 def test_score_kinds_and_expected_ranks():
-    from fudbench.analysis.meta import anchor_expected_ranks, score_kind
+    from fudbench.meta.families import anchor_expected_ranks, score_kind
 
     assert anchor_expected_ranks({"random", "background"}, 20) == {"background": 20.0, "random": 19.0}
     assert anchor_expected_ranks({"random"}, 20) == {"random": 20.0}

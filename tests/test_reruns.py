@@ -33,7 +33,7 @@ import pytest
 import yaml
 
 from workflow_support import snakemake
-from fudbench.configfiles import resolve_config
+from fudbench.config.files import resolve_config
 
 CONFIG_TRIGGERS = ("--rerun-triggers", "mtime", "params", "input")
 

@@ -8,8 +8,12 @@ from fudbench.evaluators import build_evaluator, configured_curves
 from fudbench.evaluators.base import APPENDIX_SAMPLES
 from fudbench.imputers import ImputeContext, Imputer, ZeroImputer
 from fudbench.imputers.base import compose
-from fudbench.protocols.idsds import IDSDS, grid_cells, spearman
-from fudbench.protocols.road import ROAD, road_scores
+from fudbench.protocols.faithfulness.idsds import IDSDS, grid_cells, spearman
+from fudbench.protocols.faithfulness.road import ROAD, road_scores
+
+from numerics_support import RECORDS
+
+pytestmark = pytest.mark.numerics  # the outcome may depend on the CPU's kernels (tests/numerics_support.py)
 
 
 class NeverClassZero(torch.nn.Module):
@@ -106,8 +110,10 @@ def test_road_batched_equals_per_image_with_noisy_linear():
     for i in range(3):
         one = proto.run(NeverClassZero(), x[i:i + 1], torch.ones(1, dtype=torch.long), a[i:i + 1],
                         NoisyLinearImputer(), [i], key)
-        np.testing.assert_array_equal(one.samples[0], whole.samples[i])
-        np.testing.assert_array_equal(one.records["confidence"], whole.records["confidence"][2 * i:2 * i + 2])
+        np.testing.assert_array_equal(one.samples[0], whole.samples[i])  # solved and noised per image
+        # classified in a batch of 2 against batches of 4 and 2: to float32 rounding (numerics_support)
+        np.testing.assert_allclose(one.records["confidence"], whole.records["confidence"][2 * i:2 * i + 2],
+                                   **RECORDS)
 
 
 # ---------------------------------------------------------------------- IDSDS
@@ -181,7 +187,7 @@ def test_idsds_reuses_its_responses_across_attributions():
 
 
 def test_spearman_is_rank_based_with_average_ranks_for_ties():
-    from fudbench.protocols.idsds import average_ranks
+    from fudbench.protocols.faithfulness.idsds import average_ranks
 
     np.testing.assert_array_equal(average_ranks([10, 20, 20, 5]), [2, 3.5, 3.5, 1])
     assert spearman([1, 2, 3, 4], [1, 4, 9, 100])[0] == pytest.approx(1.0)

@@ -1,4 +1,4 @@
-"""The fill audit's detector and keep-top sets (tools/round4_fill_audit.py) on images whose answer is known."""
+"""The fill audit's detector and keep-top sets (studies/round4/round4_fill_audit.py) on images whose answer is known."""
 from __future__ import annotations
 
 import sys
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "studies" / "round4"))
 from round4_fill_audit import cue_coloured, keep_top_sets, reversed_map  # noqa: E402  (the tool's imports)
 
 
@@ -28,7 +28,7 @@ def test_keep_top_sets_are_the_protocols_nested_top_pixels():
 
 
 def test_reversed_map_keeps_the_bottom_sets_under_the_abs_sum_reduction():
-    from fudbench.analysis.cue import reduce_map
+    from fudbench.meta.cue import reduce_map
 
     scores = np.random.default_rng(1).permutation(64).astype(float).reshape(1, 8, 8)
     flipped = reversed_map(scores, 3)

@@ -1,4 +1,4 @@
-"""fudbench.analysis.sanity on a toy tables directory built by the real table
+"""fudbench.report.sanity on a toy tables directory built by the real table
 builders: each relation passes where it holds and reports the case where it
 is broken on purpose (a check that cannot fail would make the smoke and
 default-run tests vacuous)."""
@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fudbench.analysis import sanity
-from fudbench.analysis.meta import ground_truth_correlations
-from fudbench.io import write_csv, write_text
+from fudbench.report import sanity
+from fudbench.meta.families import ground_truth_correlations
+from fudbench.core.io import write_csv, write_text
 from fudbench.report.meta import meta_table
 from fudbench.report.ood_quality import table2_ood
 from fudbench.report.paper_tables import OOD_TABLES, SCORE_TABLES, score_labels

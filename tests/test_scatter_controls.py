@@ -6,12 +6,12 @@ import pandas as pd
 import pytest
 import torch
 
-from fudbench.analysis.endpoint import endpoint_table, joint_holm, scatter_matched
-from fudbench.analysis.gate import family_gate, passing
-from fudbench.analysis.meta import degraded_explainers, family_order, scatter_pairs
+from fudbench.meta.endpoint import endpoint_table, joint_holm, scatter_matched
+from fudbench.meta.gate import family_gate, passing
+from fudbench.meta.families import degraded_explainers, family_order, scatter_pairs
 from fudbench.explainers import build_explainer
 from fudbench.explainers.controlled import block_shuffle, histogram_match, shift_offsets
-from fudbench.seeding import explainer_seed_name
+from fudbench.explainers.seeds import explainer_seed_name
 
 SEEDS = [11, 12, 13, 14]
 
@@ -224,7 +224,7 @@ def test_optional_input_gives_the_one_path_or_none():
     """The claims and report-card jobs read the gate table through jobs.optional_input."""
     from types import SimpleNamespace
 
-    from fudbench.jobs import optional_input
+    from fudbench.workflow.jobs import optional_input
 
     assert optional_input(SimpleNamespace(input=SimpleNamespace(gate="t/family_gate.csv")), "gate") == \
         "t/family_gate.csv"
@@ -236,7 +236,7 @@ def test_optional_input_gives_the_one_path_or_none():
 def test_scatter_check_flags_a_family_whose_members_differ_in_scatter_only():
     """A family of compact -> scattered copies of one map is ordered by the scatter-only metric; a family
     of equally compact maps (moved, not spread) is not."""
-    from fudbench.analysis.gate import keep_top_boundary, scatter_check
+    from fudbench.meta.gate import keep_top_boundary, scatter_check
 
     rng = np.random.default_rng(0)
     yy, xx = np.mgrid[0:16, 0:16]
@@ -265,7 +265,7 @@ def test_family_gate_job_reports_the_scatter_only_order(tmp_path):
     from pathlib import Path
     from types import SimpleNamespace
 
-    from fudbench.io import write_npz
+    from fudbench.core.io import write_npz
 
     repo = Path(__file__).resolve().parents[1]
     yy, xx = np.mgrid[0:16, 0:16]

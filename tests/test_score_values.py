@@ -9,9 +9,9 @@ score_table with the table's SCORE_TABLES entry.
 import pandas as pd
 import pytest
 
-from fudbench.analysis import sanity
+from fudbench.report import sanity
 from fudbench.analysis.curves import derived_scores, per_image_scores
-from fudbench.io import write_csv, write_text
+from fudbench.core.io import write_csv, write_text
 from fudbench.report.paper_tables import SCORE_TABLES, score_labels, score_table_caption
 from fudbench.report.tables import score_table
 

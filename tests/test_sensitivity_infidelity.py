@@ -7,9 +7,11 @@ import torch
 
 from fudbench.evaluators.base import Evaluator
 from fudbench.imputers import ZeroImputer
-from fudbench.protocols.infidelity import Infidelity
-from fudbench.protocols.sensitivity_n import SensitivityN, pearson
-from fudbench.seeding import derive_seed
+from fudbench.protocols.faithfulness.infidelity import Infidelity
+from fudbench.protocols.faithfulness.sensitivity_n import SensitivityN, pearson
+from fudbench.core.seeding import derive_seed
+
+pytestmark = pytest.mark.numerics  # the outcome may depend on the CPU's kernels (tests/numerics_support.py)
 
 NUMERIC = ["kept", "removed", "confidence", "energy", "l2"]
 
@@ -280,7 +282,7 @@ def test_infidelity_perturbations_match_their_definitions():
 
 def test_infidelity_memo_survives_an_out_of_memory_back_off(tiny_cnn):
     """A forward that runs out of memory part-way through the first explainer's group: the batch is cut
-    again (fudbench.batching), the part-filled responses are not kept, and the next explainer replays
+    again (fudbench.core.batching), the part-filled responses are not kept, and the next explainer replays
     the groups as cut then; its scores equal a fresh protocol's with those groups."""
     x, attr = _data(3)
     _, attr2 = _data(3, seed=1)

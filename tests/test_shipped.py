@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from fudbench.fingerprint import file_sha256, fingerprint
+from fudbench.core.fingerprint import file_sha256, fingerprint
 from fudbench.models.shipped import verify_shipped_checkpoint
 
 INPUTS = {"seed": 0, "data": {"image_size": 32}, "score_model": {"train": {"epochs": 40}}}
@@ -41,7 +41,7 @@ def test_missing(tmp_path):
 # The default profile's classifiers and surrogates are shipped (issue 25): checked at parse time.
 
 def test_default_profile_ships_its_classifiers_and_surrogates(repo):
-    from fudbench.config import load_config
+    from fudbench.config.validate import load_config
 
     config = load_config(repo / "config/config.yaml", repo / "config/schema.yaml")
     for name, c in config["models"]["classifiers"].items():
@@ -49,13 +49,13 @@ def test_default_profile_ships_its_classifiers_and_surrogates(repo):
 
 
 def _default(repo):
-    from fudbench.config import load_yaml
+    from fudbench.config.validate import load_yaml
 
     return load_yaml(repo / "config/config.yaml")
 
 
 def test_a_changed_training_setting_names_the_key_and_the_fix(repo):
-    from fudbench.config import ConfigError, validate_config
+    from fudbench.config.validate import ConfigError, validate_config
 
     config = _default(repo)
     config["models"]["classifiers"]["cnn"]["train"]["epochs"] = 7
@@ -71,7 +71,7 @@ def test_a_changed_training_setting_names_the_key_and_the_fix(repo):
 
 
 def test_source_train_needs_no_shipped_files(repo):
-    from fudbench.config import validate_config
+    from fudbench.config.validate import validate_config
 
     config = _default(repo)
     for c in config["models"]["classifiers"].values():
@@ -80,7 +80,7 @@ def test_source_train_needs_no_shipped_files(repo):
 
 
 def test_shipped_is_for_the_small_classifiers_only(repo):
-    from fudbench.config import ConfigError, validate_config
+    from fudbench.config.validate import ConfigError, validate_config
 
     config = _default(repo)
     config["models"]["classifiers"]["cnn"].pop("shipped")

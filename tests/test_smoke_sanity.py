@@ -1,5 +1,5 @@
 """Relations the smoke run's tables must satisfy whatever its seed
-(fudbench.analysis.sanity.run_consistency on the session's smoke run).
+(fudbench.report.sanity.run_consistency on the session's smoke run).
 
 The smoke models are trained for one epoch on 128 images of 16 px and are at
 chance level (e.g. CNN test accuracy 0.25 of 4 classes), so nothing that needs
@@ -21,9 +21,9 @@ construction:
 """
 import pytest
 
-from fudbench.analysis import sanity
-from fudbench.config import load_yaml
-from fudbench.configfiles import resolve_config
+from fudbench.report import sanity
+from fudbench.config.validate import load_yaml
+from fudbench.config.files import resolve_config
 
 pytestmark = pytest.mark.workflow
 

@@ -1,10 +1,10 @@
-"""fudbench.snakemake_main: Snakemake's scheduler with at most one pending
+"""fudbench.workflow.snakemake_main: Snakemake's scheduler with at most one pending
 re-evaluation timer (its own starts one per pass, so they pile up with the
 finished jobs: docs/performance.md, "Snakemake's own CPU")."""
 import threading
 import time
 
-from fudbench.snakemake_main import one_pending_timer, patch_scheduler
+from fudbench.workflow.snakemake_main import one_pending_timer, patch_scheduler
 
 
 class FakeScheduler:

@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from fudbench.analysis import sanity
+from fudbench.report import sanity
 from fudbench.analysis.curves import CATALOGUE
 from fudbench.evaluators import configured_curves
 from fudbench.evaluators.base import CurveSpec
@@ -41,7 +41,7 @@ def test_ranking_only_metrics_come_from_the_specs():
 
 
 def test_appendix_caption_lists_the_configured_curves_once_each(repo):
-    from fudbench.config import load_config
+    from fudbench.config.validate import load_config
 
     curves = [c for c, s in configured_curves(load_config(repo / "config/config.yaml")["evaluators"]).items()
               if s.table == "appendix_scores"]

@@ -2,7 +2,7 @@ import numpy as np
 
 from fudbench.data.shards import load_eval_shard, n_shards, shard_slice
 from fudbench.data.synthetic import SyntheticSpec, generate_split, make_benchmark
-from fudbench.io import write_npz
+from fudbench.core.io import write_npz
 
 SPEC = SyntheticSpec(32, ("circle", "square", "triangle", "cross"), 0.1, 0.9, (0.45, 0.75))
 

@@ -1,6 +1,6 @@
 """Tables 2, 3, 4 and 7 from toy records whose every cell is worked out by hand
 here, the .tex of each read back and compared with its CSV
-(fudbench.analysis.sanity), and bold-best.
+(fudbench.report.sanity), and bold-best.
 
 Intervals: with two images per cell the resampled means take three values, the
 two images' own and their average, with probabilities 1/4, 1/2, 1/4, so the
@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fudbench.analysis import sanity
+from fudbench.report import sanity
 from fudbench.analysis.curves import per_image_scores
-from fudbench.io import write_csv, write_text
+from fudbench.core.io import write_csv, write_text
 from fudbench.report.ood_quality import table2_ood, table3_quality
 from fudbench.report.tables import table4_kendall, table7_scores
 

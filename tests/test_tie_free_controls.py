@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from fudbench.configfiles import resolve_config
+from fudbench.config.files import resolve_config
 from fudbench.explainers import build_explainer
 from fudbench.explainers.controlled import TIE_SPREAD, break_ties
 
@@ -16,8 +16,8 @@ MAP_WRAPPERS = ("degrade", "reorder", "translate", "block_shuffle", "displace")
 # profiles as they are run: overlays stacked as their headers say
 PROFILES = {
     "default": [], "smoke": ["config/smoke.yaml"], "meta": ["config/meta.yaml"],
-    "endpoint": ["config/endpoint.yaml"], "cue": ["config/cue.yaml"],
-    "round4": ["config/cue.yaml", "config/round4.yaml"],
+    "endpoint": ["studies/round3_endpoint/endpoint.yaml"], "cue": ["studies/planted_cue/cue.yaml"],
+    "round4": ["studies/planted_cue/cue.yaml", "studies/round4/round4.yaml"],
 }
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from fudbench.fingerprint import file_sha256
+from fudbench.core.fingerprint import file_sha256
 from fudbench.models import torchvision_models as tvm
 from fudbench.models.classifiers import load_classifier, pretrained_classifier, save_classifier
 
@@ -123,7 +123,7 @@ def paper_assets(checkpoints, tmp_path_factory):
     from PIL import Image
 
     from fudbench.data.imagenet import build_eval_set, eval_arrays
-    from fudbench.io import write_npz
+    from fudbench.core.io import write_npz
     from fudbench.models.guided_diffusion import ADMConfig, convert_checkpoint, schedule
     from fudbench.models.score import save_score_model_pointer
     from test_guided_diffusion import random_gd_state
@@ -148,8 +148,8 @@ def paper_assets(checkpoints, tmp_path_factory):
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_explain_and_evaluate_with_torchvision_models(paper_assets, checkpoints, tmp_path, arch):
-    from fudbench.io import load_npz, write_npz
-    from fudbench.pipeline import evaluate_shard, explain_shard
+    from fudbench.core.io import load_npz, write_npz
+    from fudbench.workflow.pipeline import evaluate_shard, explain_shard
 
     d, model_path = paper_assets, checkpoints[arch][2]
     attr = explain_shard(model_path, d / "eval.npz", 0, 2, "sm", {}, "predicted", (0, "explain", arch, "sm"),

@@ -1,4 +1,4 @@
-"""The work cache (fudbench.work_cache) never brings damaged bytes back (issue 26, case 1).
+"""The work cache (fudbench.workflow.work_cache) never brings damaged bytes back (issue 26, case 1).
 
 Entries used to be hard links of the evaluate job's outputs: truncating or
 editing a records file in place damaged its cache entry too, and every rerun
@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from fudbench.work_cache import DIGESTS, WorkCache
+from fudbench.workflow.work_cache import DIGESTS, WorkCache
 
 SUFFIXES = (".parquet", ".npz")
 
@@ -67,7 +67,7 @@ def test_a_corrupt_cache_entry_is_dropped_not_restored(tmp_path, outputs, caplog
         p.unlink()
     hit = cache.get("ig", "k1", SUFFIXES)
     assert hit is not None
-    with caplog.at_level(logging.WARNING, logger="fudbench.work_cache"):
+    with caplog.at_level(logging.WARNING, logger="fudbench.workflow.work_cache"):
         restored = cache.restore(hit, {s: str(p) for s, p in outputs.items()})
     assert restored is False
     assert not any(p.exists() for p in outputs.values()), "a bad entry must not be copied to the outputs"
@@ -82,7 +82,7 @@ def test_an_entry_without_its_digest_is_dropped(tmp_path, outputs, caplog):
     _put(tmp_path, outputs)
     (tmp_path / "cache" / "ig" / f"k1{DIGESTS}").unlink()
     cache = WorkCache(tmp_path / "cache", enabled=True)
-    with caplog.at_level(logging.WARNING, logger="fudbench.work_cache"):
+    with caplog.at_level(logging.WARNING, logger="fudbench.workflow.work_cache"):
         assert cache.get("ig", "k1", SUFFIXES) is None
     assert "no digest file" in caplog.text
     assert not list((tmp_path / "cache" / "ig").iterdir())

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from workflow_support import TIMEOUT, job_counts, snakemake
-from fudbench.configfiles import resolve_config
+from fudbench.config.files import resolve_config
 
 pytestmark = pytest.mark.workflow
 

@@ -14,13 +14,13 @@ import torch
 import yaml
 
 import fudbench
-from fudbench.config import ConfigError, validate_config
+from fudbench.config.validate import ConfigError, validate_config
 from fudbench.explainers import build_explainer
 from fudbench.explainers.expected_gradients import ExpectedGradients
-from fudbench.io import load_npz, write_npz
+from fudbench.core.io import load_npz, write_npz
 from fudbench.models.classifiers import build_classifier, load_classifier, save_classifier
-from fudbench.pipeline import evaluate_explainers, explain_shard
-from fudbench.configfiles import resolve_config
+from fudbench.workflow.pipeline import evaluate_explainers, explain_shard
+from fudbench.config.files import resolve_config
 
 PLUGIN = textwrap.dedent('''
     import torch
@@ -131,7 +131,7 @@ def test_a_map_of_the_wrong_shape_is_an_error_naming_the_explainer(plugin, shard
 
 
 def test_degenerate_maps_are_counted_where_made_and_flagged_in_the_records(plugin, shard, caplog):
-    with caplog.at_level("WARNING", logger="fudbench.pipeline"):
+    with caplog.at_level("WARNING", logger="fudbench.workflow.pipeline"):
         result = explain_shard(shard / "cnn.pt", shard / "eval.npz", 0, 4, "zeros",
                                {"method": "my_methods:all_zero"}, "predicted", (0, "explain"), "cpu")
     assert "zeros: 4 degenerate map(s) (zero) for image id(s) [0, 1, 2, 3]" in caplog.text
@@ -337,7 +337,7 @@ METRIC_PLUGIN = textwrap.dedent('''
     from dataclasses import dataclass
 
     from fudbench.evaluators.base import CurveSpec, EvaluatorSpec
-    from fudbench.settings import Settings, setting
+    from fudbench.core.settings import Settings, setting
 
 
     @dataclass(frozen=True)
@@ -378,7 +378,7 @@ def test_a_plugin_evaluator_is_validated_and_scored_like_a_built_in(repo, tmp_pa
     analysis scores its curve: per-image scores, the configured curves of the
     tables and the report card."""
     from fudbench.analysis.curves import CURVE_SCORES, configured_curve_scores, per_image_scores
-    from fudbench.config import ConfigError
+    from fudbench.config.validate import ConfigError
     from fudbench.evaluators import PLUGINS, build_evaluator, use_plugins
 
     path = tmp_path / "my_metric.py"
@@ -430,7 +430,7 @@ def test_imputer_and_evaluator_plugins_are_looked_up_like_built_ins(repo, tmp_pa
     config = resolve_config([repo / "config/smoke.yaml"])
     config["evaluators"]["road"] = settings
     validate_config(config, repo / "config/schema.yaml")  # the alias of a plug-in passes the schema
-    assert spec("fudbench.evaluators.idsds:SPEC") is spec("idsds")
+    assert spec("fudbench.evaluators.faithfulness.idsds:SPEC") is spec("idsds")
     with pytest.raises(ValueError, match=r"'my_fills:GreyFill' names <class 'my_fills.GreyFill'>, not an "
                                          r"EvaluatorSpec"):
         spec("my_fills:GreyFill")
@@ -452,7 +452,7 @@ def test_plugin_sources_follow_local_imports_not_the_environment(tmp_path, monke
     without importing any of them; an edit that adds an import is seen (mtime-checked cache)."""
     import sys
 
-    from fudbench.plugins import plugin_sources
+    from fudbench.core.plugins import plugin_sources
 
     monkeypatch.setattr(sys, "path", list(sys.path))  # undo the plug-in folder's sys.path entry
     plugins, lib = tmp_path / "plugins", tmp_path / "lib"
@@ -476,7 +476,7 @@ def test_plugin_sources_follow_local_imports_not_the_environment(tmp_path, monke
     pkg = {name: _write(lib / "h26pkg" / name, text) for name, text in {
         "__init__.py": "",
         "methods.py": "from . import util\nfrom .sub import deep\nimport h26pkg.sub.other as other\n"
-                      "from fudbench.plugins import blame\n",
+                      "from fudbench.core.plugins import blame\n",
         "util.py": "X = 1\n",
         "unused.py": "",
         "sub/__init__.py": "",
@@ -500,7 +500,7 @@ def test_plugin_sources_follow_local_imports_not_the_environment(tmp_path, monke
 def test_a_plugin_file_imports_a_helper_next_to_it(tmp_path, monkeypatch):
     import sys
 
-    from fudbench.plugins import load_object
+    from fudbench.core.plugins import load_object
 
     monkeypatch.setattr(sys, "path", list(sys.path))
     main = _write(tmp_path / "h26b_methods.py", "from h26b_helpers import SCALE\n\ndef f():\n    return SCALE\n")
@@ -515,7 +515,7 @@ def test_two_plugin_folders_with_same_named_helpers_each_get_their_own(tmp_path)
     not the one loaded first; each plug-in's sources name its own helper."""
     import sys
 
-    from fudbench.plugins import load_object, plugin_sources
+    from fudbench.core.plugins import load_object, plugin_sources
 
     mains = {}
     for side in ("a", "b"):
@@ -546,7 +546,7 @@ def test_editing_a_plugin_imputers_helper_recomputes_the_evaluate_work(shard, tm
     included: after an edit the job recomputes instead of copying the old records."""
     import sys
 
-    from fudbench.work_cache import WorkCache
+    from fudbench.workflow.work_cache import WorkCache
 
     monkeypatch.setattr(sys, "path", list(sys.path))
     fill = _write(tmp_path / "fills" / "h26c_fills.py", """
@@ -600,7 +600,7 @@ def test_errors_inside_plugins_name_the_entry_and_the_plugin(plugin, shard, tmp_
     file, with the original exception chained."""
     from fudbench.evaluators import build_evaluator
     from fudbench.models.classifiers import pretrained_classifier
-    from fudbench.plugins import PluginCallError
+    from fudbench.core.plugins import PluginCallError
 
     with pytest.raises(PluginCallError, match=r"^explainer 'mine' \(config key 'explainers.mine'\): plug-in "
                                               r"my_methods:broken \(/.*my_methods.py\) raised KeyError in explain: "
@@ -626,7 +626,7 @@ def test_errors_inside_plugins_name_the_entry_and_the_plugin(plugin, shard, tmp_
 
     (tmp_path / "my_metric.py").write_text(textwrap.dedent('''
         from fudbench.evaluators.base import EvaluatorSpec
-        from fudbench.evaluators.idsds import IDSDSSettings
+        from fudbench.evaluators.faithfulness.idsds import IDSDSSettings
 
         def build(settings, evaluation, assets, device):
             raise RuntimeError("no score model for this metric")
@@ -659,7 +659,7 @@ def test_an_uncaught_exception_writes_its_traceback_to_the_job_log(repo, tmp_pat
         import sys
         sys.path.insert(0, {str(repo / "src")!r})
         from types import SimpleNamespace
-        from fudbench.jobs import setup_job
+        from fudbench.workflow.jobs import setup_job
 
         log = setup_job(SimpleNamespace(threads=1, log=[{str(log_file)!r}], rule="explain"))
         log.info("working")

@@ -14,16 +14,16 @@ import torch
 import yaml
 from PIL import Image
 
-from fudbench.assets import AssetError, check_assets
-from fudbench.config import ConfigError, load_yaml, validate_config
+from fudbench.assets.check import AssetError, check_assets
+from fudbench.config.validate import ConfigError, load_yaml, validate_config
 from fudbench.data.folder import FolderDataError, build_eval_set
 from fudbench.data.imagenet import CorruptImageError, load_rgb, preprocess
-from fudbench.io import load_npz
+from fudbench.core.io import load_npz
 from fudbench.models.classifiers import load_classifier, pretrained_classifier, save_classifier
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_paper_profile import _run_script  # noqa: E402  (runs a job script as Snakemake would)
-from fudbench.configfiles import resolve_config
+from fudbench.config.files import resolve_config
 
 MODULE = "my_models"
 FACTORIES = textwrap.dedent('''
@@ -288,8 +288,8 @@ def test_folder_data_without_fud_needs_no_score_model(config, repo, tmp_path, sc
     it; without one, whatever is left under models.score_model is not checked and
     the asset check looks for no diffusion checkpoint (the guided-diffusion path
     here does not exist)."""
-    from fudbench.assets import required_assets
-    from fudbench.config import score_model_users
+    from fudbench.assets.check import required_assets
+    from fudbench.config.validate import score_model_users
 
     assert score_model_users(config) == ["fud"]
     del config["evaluators"]["fud"]
@@ -416,7 +416,7 @@ def test_a_mask_of_another_size_is_named_before_any_job(config, folder, repo, tm
 
 
 def test_the_accuracy_gate_is_set_per_classifier_and_says_how(config, repo):
-    from fudbench.fingerprint import classifier_training_inputs
+    from fudbench.core.fingerprint import classifier_training_inputs
     from fudbench.models.gate import accuracy_gate, gate_line
 
     gates = {"min_test_accuracy": 0.95}
@@ -445,7 +445,7 @@ def test_the_template_replaces_the_defaults_and_needs_no_score_model(repo):
     """config/your_own.yaml over the default: only its own classifier, explainers and
     evaluators (`_replace: true`), nothing that needs masks or a training split, no
     score model; the asset check finds its stand-in photos."""
-    from fudbench.config import load_config, score_model_users
+    from fudbench.config.validate import load_config, score_model_users
 
     cfg = load_config(repo / "config/your_own.yaml")
     assert list(cfg["models"]["classifiers"]) == ["mine"] and "score_model" not in cfg["models"]

@@ -13,10 +13,10 @@ TIMEOUT = int(os.environ.get("FUD_TEST_TIMEOUT", 3000))
 
 
 def snakemake_command(repo, *args) -> tuple[list[str], dict[str, str]]:
-    """(command, environment) of Snakemake as ./fud starts it (fudbench.snakemake_main: its
+    """(command, environment) of Snakemake as ./fud starts it (fudbench.workflow.snakemake_main: its
     scheduler's timers do not pile up), the checkout's src/ first on PYTHONPATH (a test may have
     set its own for a plug-in module)."""
-    cmd = [sys.executable, "-m", "fudbench.snakemake_main", "-s", str(repo / "Snakefile"), *args]
+    cmd = [sys.executable, "-m", "fudbench.workflow.snakemake_main", "-s", str(repo / "Snakefile"), *args]
     path = os.pathsep.join(p for p in (str(repo / "src"), os.environ.get("PYTHONPATH", "")) if p)
     return cmd, {**os.environ, "PYTHONPATH": path}
 

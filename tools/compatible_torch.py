@@ -41,7 +41,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from fudbench.lockfile import lock_entries  # noqa: E402  (standard library only, like this tool)
+from fudbench.core.lockfile import lock_entries  # noqa: E402  (standard library only, like this tool)
 
 # What torch brings from the lock (torch's own stack): not installed when the node's torch is reused.
 TORCH_STACK = re.compile(r"^(torch|torchvision|triton|pytorch-triton|nvidia-.*|cuda-.*)$")

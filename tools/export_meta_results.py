@@ -3,7 +3,7 @@ without running: the report card, the claims table, the ground-truth table
 (CSV and LaTeX) and the forest plot (PNG), with a README that names the
 commit, the command, the machine and the wall time.
 
-    ./fud python tools/export_meta_results.py results/meta docs/results/meta \
+    ./fud python tools/export_meta_results.py results/meta studies/meta_profile_runs/results \
         --command "./fud run --configfile config/meta.yaml --cores 2" --wall "1 h 32 min"
 
 The run's own run_info.json gives the commit and the machine; a rerun of that
@@ -20,7 +20,7 @@ from pathlib import Path
 
 TABLES = ("report_card", "claims", "meta_ground_truth")   # the agreement matrix (~250 KB + 600 KB figure) stays in the run
 FIGURES = ("report_card",)
-# copied where the run has them: the family gate and the pre-registered endpoint (config/endpoint.yaml), and
+# copied where the run has them: the family gate and the pre-registered endpoint (studies/round3_endpoint), and
 # the per-image scores every claim and endpoint cell is computed from (so a reader can recompute them)
 OPTIONAL = ("tables/family_gate.csv", "tables/family_gate.tex", "tables/endpoint.csv", "tables/endpoint.tex",
             "analysis/per_image.parquet")
@@ -46,7 +46,7 @@ def readme(info: dict, command: str, wall: str) -> str:
     return "\n".join([
         "# The meta profile's verdict, as run",
         "",
-        "Copied from a finished run by `tools/export_meta_results.py`; docs/meta_evaluation.md reads it.",
+        "Copied from a finished run by `tools/export_meta_results.py`.",
         "",
         f"- commit: {info.get('commit', '?')}",
         f"- command: `{command}`",
@@ -64,10 +64,10 @@ def readme(info: dict, command: str, wall: str) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-    from fudbench.cli import user_file
+    from fudbench.config.cli import user_file
 
     ap.add_argument("results", type=user_file, help="a finished meta run's results/<run_name>")
-    ap.add_argument("out", type=user_file, help="where to copy it (e.g. docs/results/meta)")
+    ap.add_argument("out", type=user_file, help="where to copy it (e.g. studies/<name>/results)")
     ap.add_argument("--command", required=True, help="the command that made the run")
     ap.add_argument("--wall", required=True, help="its wall time")
     args = ap.parse_args(argv)

@@ -7,7 +7,7 @@
 #   FUD_CACHE   where environments live (default: ~/.cache/fud-repro)
 #   FUD_PYTHON  base interpreter (default: python3)
 #   FUD_WHEELHOUSE  install from this wheelhouse (tools/wheelhouse.sh) with no package index; the same
-#               as `tools/install_env.sh --offline DIR` (README, "Running where there is no internet")
+#               as `tools/install_env.sh --offline DIR` (docs/install.md, "Running where there is no internet")
 #   FUD_REUSE_TORCH  offline only: auto (default) reuses a torch + torchvision the base interpreter
 #               already imports when torch is at least FUD_MIN_TORCH (default 2.4) and of the lock's major
 #               version; 1 insists, 0 installs the lock's torch from the wheelhouse
@@ -56,7 +56,7 @@ if [ -n "$wheelhouse" ]; then
   # What the environment takes from the node depends on the node: its interpreter is part of the name
   # (another FUD_PYTHON, another environment); FUD_NODE_PACKAGES=1 (lock entries without a wheel taken
   # from the node) makes another one. A node whose packages change in place (an upgraded container)
-  # needs its environment removed: README, "Running where there is no internet".
+  # needs its environment removed: docs/install.md, "Running where there is no internet".
   node="$("$py" -c 'import sys; print(sys.executable, sys.prefix, sys.version)' | sha256sum | cut -c1-8)"
   own_torch="$venv"   # the environment without the node's torch
   reused="$venv"      # with it

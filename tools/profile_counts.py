@@ -29,7 +29,7 @@ KINDS = ("jobs", "explainers", "evaluators", "models", "images")
 
 def config_counts(profile: str) -> dict:
     """explainers, evaluators (entries), models, images of config/<profile>.yaml (over the default)."""
-    from fudbench.configfiles import resolve_config
+    from fudbench.config.files import resolve_config
 
     files = [] if profile == "config" else [REPO / "config" / f"{profile}.yaml"]
     c = resolve_config(files)
@@ -42,7 +42,7 @@ def job_count(profile: str) -> int:
     """The jobs of a run of the profile from nothing: Snakemake's dry run in an empty directory."""
     config = REPO / "config" / f"{profile}.yaml"
     with tempfile.TemporaryDirectory() as work:
-        cmd = [sys.executable, "-m", "fudbench.snakemake_main", "-s", str(REPO / "Snakefile"), "-n",
+        cmd = [sys.executable, "-m", "fudbench.workflow.snakemake_main", "-s", str(REPO / "Snakefile"), "-n",
                "--configfile", str(config), "--directory", work]
         env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "FUD_NO_ESTIMATE": "1"}
         res = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=env, timeout=1200)

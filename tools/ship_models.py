@@ -2,12 +2,12 @@
 so that a default run on any machine starts from the same weights.
 
     ./fud python tools/ship_models.py results/synthetic [--configfile config/config.yaml]
-    ./fud python tools/ship_models.py results/round4 --configfile config/cue.yaml config/round4.yaml --score-model
+    ./fud python tools/ship_models.py results/round4 --configfile studies/planted_cue/cue.yaml studies/round4/round4.yaml --score-model
 
 For every classifier of the config with a `shipped` path (and `shipped_surrogate`),
 copies results/<run>/models/<model>.pt (<model>_surrogate.pt) there and writes
 the manifest beside it: sha256, the fingerprint of the settings it was trained
-with (fudbench.fingerprint), its metrics, and where it was made. The run must
+with (fudbench.core.fingerprint), its metrics, and where it was made. The run must
 have trained them (source: train), with the same settings. --score-model ships
 the run's score model instead, to models.score_model.shipped. Several
 --configfile files are merged as `./fud run` merges them (overlays of
@@ -25,18 +25,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from fudbench.config import validate_config  # noqa: E402
+from fudbench.config.validate import validate_config  # noqa: E402
 from fudbench.evaluators import entries_of, spec_of  # noqa: E402
-from fudbench.fingerprint import (classifier_training_inputs, score_model_training_inputs,  # noqa: E402
+from fudbench.core.fingerprint import (classifier_training_inputs, score_model_training_inputs,  # noqa: E402
                                   surrogate_training_inputs)
-from fudbench.hardware import cpu_info  # noqa: E402
+from fudbench.core.hardware import cpu_info  # noqa: E402
 from fudbench.models.shipped import write_manifest  # noqa: E402
-from fudbench.paths import resolve_path  # noqa: E402
+from fudbench.core.paths import resolve_path  # noqa: E402
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    from fudbench.cli import script_config, user_file
+    from fudbench.config.cli import script_config, user_file
 
     ap.add_argument("results", type=user_file, help="a finished run's results directory")
     ap.add_argument("--configfile", nargs="+", default=None,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build a wheelhouse of requirements.lock for another Python version and platform, on a machine
-# with internet, to install on a node without it (README, "Running where there is no internet"):
+# with internet, to install on a node without it (docs/install.md, "Running where there is no internet"):
 #
 #   tools/wheelhouse.sh --python 3.12 --platform manylinux_2_28_x86_64 [--out DIR]
 #   # copy DIR to the node, then there:  tools/install_env.sh --offline DIR   (or FUD_WHEELHOUSE=DIR ./fud ...)
@@ -16,7 +16,7 @@
 #   --find-links DIR   take wheels from DIR instead of the package index (e.g. another wheelhouse)
 #   --except FILE      skip the lock entries named in FILE (one package name per line, any version): those
 #                      the node already has, installed there with FUD_NODE_PACKAGES=1 (a GPU container
-#                      that holds most of the lock; docs/performance.md, "First try on a GPU")
+#                      that holds most of the lock; studies/performance/README.md, "First try on a GPU")
 #   --no-uv            do not fetch uv (the node installs with pip; uv's wheel is ~20 MB)
 #
 # Only wheels (--only-binary=:all:): nothing is built for the node. Each lock entry is fetched on its
@@ -78,7 +78,7 @@ index_args=()
 pip=("$py" -m pip)
 "${pip[@]}" --version >/dev/null 2>&1 || { echo "wheelhouse.sh: $py has no pip" >&2; exit 2; }
 
-entries=$("$py" "$repo/src/fudbench/lockfile.py" "$lock")  # the lock's name==version lines, as fudbench reads them
+entries=$("$py" "$repo/src/fudbench/core/lockfile.py" "$lock")  # the lock's name==version lines, as fudbench reads them
 [ -n "$entries" ] || { echo "wheelhouse.sh: no name==version lines in $lock" >&2; exit 2; }
 skipped=0
 if [ -n "$except_file" ]; then

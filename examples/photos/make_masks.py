@@ -10,7 +10,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from fudbench.paths import resolve_path
+from fudbench.core.paths import resolve_path
 
 HERE = Path(__file__).resolve().parent
 ROOT = resolve_path("pkg:skimage/data")  # data.folder.root of config/photos.yaml

@@ -17,8 +17,8 @@ seed, model, evaluator and image, never by the explainer).
 
 Inputs are checked before any work, through the declarations the config is
 validated from (each method's settings dataclass: its JSON schema and
-`problems()`; fudbench.checks for tensors), and every error
-(fudbench.checks.InputError, a ValueError) names the argument as this API
+`problems()`; fudbench.core.checks for tensors), and every error
+(fudbench.core.checks.InputError, a ValueError) names the argument as this API
 calls it: `images`, `targets`, `attributions`, `settings['n_steps']`,
 `metrics['sensn']['n_subsets']`, `evaluation['ratios']`, `assets['score_model']`.
 Conversions (not errors): numpy arrays and lists become tensors; images,
@@ -33,7 +33,7 @@ import numbers
 import re
 from typing import Optional, Sequence, Union
 
-from fudbench.checks import InputError
+from fudbench.core.checks import InputError
 
 EVALUATION_DEFAULTS = {"ratios": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], "reduction": "abs_sum"}
 
@@ -79,7 +79,7 @@ def _settings_problems(schema: dict, values: dict, render, extra_check=None) -> 
     schema passes, its cross-field checks (extra_check(key) -> config-style messages)."""
     from jsonschema import Draft202012Validator
 
-    from fudbench.config import _describe, non_finite_numbers
+    from fudbench.config.validate import _describe, non_finite_numbers
 
     problems = non_finite_numbers(values, (_MARK,))
     if not problems:
@@ -115,7 +115,7 @@ def _as_float(value, name: str, where: str):
 
 
 def _as_images(images, name: str, where: str, device=None):
-    from fudbench.checks import check_images
+    from fudbench.core.checks import check_images
 
     x = _as_float(images, name, where)
     check_images(x, where, name=name)
@@ -125,7 +125,7 @@ def _as_images(images, name: str, where: str, device=None):
 def _as_targets(targets, n: int, where: str, device):
     import torch
 
-    from fudbench.checks import check_targets
+    from fudbench.core.checks import check_targets
 
     y = _to_tensor(targets, "targets", where)
     check_targets(y, n, where, name="targets")
@@ -179,11 +179,11 @@ def _check_per_image(values, n: int, name: str, where: str, distinct: bool = Fal
 
 def _explainer_problems(method, settings: dict) -> list:
     """The explain settings checked as a config entry of `method` would be, in the API's terms."""
-    from fudbench.config import _explainer_settings_problems, _mask_method
+    from fudbench.config.validate import _explainer_settings_problems, _mask_method
     from fudbench.explainers import EXPLAINERS
     from fudbench.explainers.settings import SETTINGS
-    from fudbench.plugins import PluginError, is_import_path, load_object
-    from fudbench.settings import settings_schema
+    from fudbench.core.plugins import PluginError, is_import_path, load_object
+    from fudbench.core.settings import settings_schema
 
     def render(parts):
         return "settings" + _subscripts(parts)
@@ -229,8 +229,8 @@ def explain(model, images, targets, method: str, *, seeds: Optional[Sequence[int
     and float64 images are converted (float32), not refused; 8-bit images are
     refused (pass images.float() / 255)."""
     from fudbench.explainers import build_explainer
-    from fudbench.masks import degenerate_maps
-    from fudbench.pipeline import nonfinite_model_ids, report_degenerate_maps
+    from fudbench.core.masks import degenerate_maps
+    from fudbench.workflow.pipeline import nonfinite_model_ids, report_degenerate_maps
 
     where = "fudbench.explain"
     _raise(where, _explainer_problems(method, settings))
@@ -270,7 +270,7 @@ def _metric_problems(entries: dict) -> tuple[list, dict]:
     (problems, {name: (spec, resolved settings)} of the entries that passed)."""
     from fudbench.evaluators import method_of, spec
     from fudbench.evaluators.imputing import imputer_options_schema
-    from fudbench.plugins import PluginError
+    from fudbench.core.plugins import PluginError
 
     problems, ok = [], {}
     if not entries:
@@ -302,7 +302,7 @@ def _evaluation_problems(evaluation: dict, specs: dict) -> tuple[list, dict]:
     import numpy as np
 
     from fudbench.evaluators import entry_curves
-    from fudbench.masks import REDUCTIONS
+    from fudbench.core.masks import REDUCTIONS
 
     if not isinstance(evaluation, dict):
         return [f"evaluation must be a dict with ratios and reduction, got {type(evaluation).__name__}"], {}
@@ -412,7 +412,7 @@ def _as_masks(masks, x, ids: list, where: str):
     up by image id (image_ids, default 0 .. N-1), never by position."""
     import torch
 
-    from fudbench.checks import check_masks
+    from fudbench.core.checks import check_masks
 
     if isinstance(masks, dict):
         keys = {int(k) for k in masks}
@@ -450,7 +450,7 @@ def evaluate(model, images, targets, attributions, metrics: Union[str, Sequence,
     OOD columns mahalanobis and knn, NaN without it: the workflow's
     results/<run>/ood_reference/<model>.npz). image_ids / seed / model_name key
     the paired noise as in the workflow (pass the workflow's to reproduce its numbers;
-    model_name: the model's seed group, fudbench.seeding.seed_groups; an aliased
+    model_name: the model's seed group, fudbench.core.seeding.seed_groups; an aliased
     metric entry draws its method's noise). masks: the images' ground-truth
     object masks, for the metrics that read them (a localisation metric such as
     `rma`; its spec's needs_masks): one H x W mask per image, non-zero = the
@@ -476,9 +476,9 @@ def evaluate(model, images, targets, attributions, metrics: Union[str, Sequence,
     import torch
 
     from fudbench.analysis.curves import derived_scores, per_image_scores
-    from fudbench.checks import check_attribution
+    from fudbench.core.checks import check_attribution
     from fudbench.evaluators import build_evaluator, use_plugins
-    from fudbench.pipeline import (attach_ood_reference, evaluate_maps, evaluator_noise, name_records,
+    from fudbench.workflow.pipeline import (attach_ood_reference, evaluate_maps, evaluator_noise, name_records,
                                    paired_seed_key)
 
     where = "fudbench.evaluate"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from fudbench.analysis.auc import normalised_auc  # noqa: F401 (re-exported: the analysis' AUC)
+from fudbench.core.auc import normalised_auc  # noqa: F401 (re-exported: the analysis' AUC)
 from fudbench.evaluators import curve_catalogue, find_curve
 from fudbench.evaluators.base import APPENDIX_SAMPLES, MAIN_SAMPLES
 

@@ -18,7 +18,7 @@ images (scripts/ood_reference.py):
   et al. use k = 10 for a 1% sample of ImageNet's training set).
 
 For both, LARGER = more OOD, the opposite sign of Energy's "in-distribution"
-score -E (fudbench.analysis.energy): the OOD tables use -score like they use
+score -E (fudbench.models.energy): the OOD tables use -score like they use
 energy, i.e. they rank by "score" where larger means more OOD for all three.
 Scores are computed in float64 on the CPU, one row at a time, so a sample's
 score does not depend on the batch it came in.
@@ -75,8 +75,8 @@ def unavailable_reference(reason: str) -> dict:
 
 
 def save_reference(path, reference: dict, **extra) -> None:
-    """Atomic npz write (fudbench.io.write_npz); extra: more arrays (e.g. the layer name)."""
-    from fudbench.io import write_npz
+    """Atomic npz write (fudbench.core.io.write_npz); extra: more arrays (e.g. the layer name)."""
+    from fudbench.core.io import write_npz
 
     write_npz(path, **reference, **{k: np.asarray(v) for k, v in extra.items()})
 
@@ -109,7 +109,7 @@ class FeatureDetector:
 
     @classmethod
     def load(cls, path) -> "FeatureDetector":
-        from fudbench.io import load_npz
+        from fudbench.core.io import load_npz
 
         det = cls.from_arrays(load_npz(path, made_by="ood_reference"))
         if not det.available:
@@ -190,7 +190,7 @@ def reference_images(spec: dict, seed: int, n: int = REFERENCE_IMAGES):
 
     source = spec["source"]
     if source == "synthetic":
-        from fudbench.io import load_npz
+        from fudbench.core.io import load_npz
 
         train = load_npz(spec["train"])
         pick = reference_subset(len(train["labels"]), n, seed)
@@ -238,7 +238,7 @@ def reference_images(spec: dict, seed: int, n: int = REFERENCE_IMAGES):
 
 
 def _seed(seed: int) -> int:
-    from fudbench.seeding import derive_seed
+    from fudbench.core.seeding import derive_seed
 
     return derive_seed(seed, "ood_reference")
 
@@ -255,7 +255,7 @@ def zero_pixels(images: np.ndarray, ids, seed: int, fraction: float = SANITY_FRA
     set to zero in every channel, chosen at random per image id
     (derive_seed(seed, "ood_sanity", image id)). Returns (images, masks (N, H, W) bool
     of the zeroed pixels)."""
-    from fudbench.seeding import derive_seed
+    from fudbench.core.seeding import derive_seed
 
     x = np.array(images, copy=True)
     n, _, h, w = x.shape

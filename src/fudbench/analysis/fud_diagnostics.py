@@ -25,8 +25,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from fudbench.analysis.energy import ood_metrics
-from fudbench.seeding import derive_seed
+from fudbench.models.energy import ood_metrics
+from fudbench.core.seeding import derive_seed
 
 # torch is imported inside the sampling functions: the figure jobs that only
 # read traces run in the analysis env, without torch.
@@ -36,7 +36,7 @@ def keep_masks(attribution, ratios: Sequence[float], reduction: str, order_seeds
     """(N, R, 1, H, W) masks keeping the top rho of each image's pixels."""
     import torch
 
-    from fudbench.masks import keep_mask, pixel_order, ranks_from_order, reduce_attribution
+    from fudbench.core.masks import keep_mask, pixel_order, ranks_from_order, reduce_attribution
 
     h, w = attribution.shape[-2:]
     ranks = ranks_from_order(pixel_order(reduce_attribution(attribution, reduction), order_seeds))
@@ -51,7 +51,7 @@ def trace_fud(imputer, model, x, y, masks, seeds: Sequence[int], batch_size: int
     """
     import torch
 
-    from fudbench.analysis.energy import energy
+    from fudbench.models.energy import energy
     from fudbench.imputers.base import ImputeContext, compose
 
     finals, l2s, energies = [], [], []

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from fudbench.masks import reduce_attribution
+from fudbench.core.masks import reduce_attribution
 
 
 def mass_inside(attribution: torch.Tensor, masks: torch.Tensor, reduction: str = "abs_sum") -> torch.Tensor:

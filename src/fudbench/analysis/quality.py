@@ -33,7 +33,7 @@ adapted only where piq would fail, deterministically (s = min(H, W)):
   bits whatever batch it came in, on every CPU. VSI is bit for bit piq's VSI
   with SDSP called per image; piq's batched SDSP differs from it in the last
   float32 bits on an Intel Xeon (MKL's FFT by batch size), equal on AMD
-  (tests/test_issue47_speed.py).
+  (tests/test_speed_levers.py).
 
 So at 32x32: SSIM, FSIM, GMSD, HaarPSI, VSI, PSNR are plain piq; MS-SSIM uses
 2 scales with weights (0.1356, 0.8644). At 16x16: MS-SSIM is 1 scale.
@@ -52,8 +52,12 @@ diffusion outputs can overshoot by rounding).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:  # torch only in annotations here: the table jobs import this module without it
+    import torch
 
 # torch and piq are imported where metrics are computed: the table jobs that
 # only need the names and directions below do not pay their import. And of piq
@@ -194,7 +198,7 @@ def _piq():
     with a module __getattr__ that runs that __init__ the first time anything else
     of piq is asked for: a later `import piq; piq.LPIPS` in the same process gets
     the whole package, `piq.vsi` piq's function, as always
-    (tests/test_issue47_speed.py)."""
+    (tests/test_speed_levers.py)."""
     import importlib
     import importlib.util
     import sys

@@ -37,7 +37,7 @@ import numpy as np
 from fudbench.data.imagenet import (
     CorruptImageError, UnsupportedImageError, decode_rgb, mode_stats, note_conversion, preprocess,
 )
-from fudbench.paths import resolve_path
+from fudbench.core.paths import resolve_path
 
 log = logging.getLogger(__name__)
 

@@ -528,7 +528,7 @@ def write_eval_set(sample: dict, output, summary: dict, n_examples: int = N_EXAM
     and a summary (the sample's stats plus `summary`)."""
     import pandas as pd
 
-    from fudbench.io import write_csv, write_json, write_npz
+    from fudbench.core.io import write_csv, write_json, write_npz
 
     write_npz(output.eval, **eval_arrays(sample))
     write_csv(output.manifest, pd.DataFrame(sample["manifest"]), index=False)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fudbench.io import load_npz
+from fudbench.core.io import load_npz
 
 
 def n_shards(n_eval: int, shard_size: int) -> int:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from fudbench.io import load_npz
+from fudbench.core.io import load_npz
 
 
 def load_split(path):

@@ -17,7 +17,7 @@ class and mask are stored beside it (`object_labels`, `object_masks`).
 `generate_cue_split(..., counterfactuals=True)` also renders each image
 without its cue, without its object and with its cue in another class's
 colour, from the same draws: the intervention check of the cue ground truth
-(fudbench.analysis.cue, docs/meta_evaluation.md, "Planted cue").
+(fudbench.meta.cue, docs/meta_evaluation.md, "Planted cue").
 
 Deterministic: the same (config, seed, split) gives the same bytes.
 """
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.ndimage import zoom
 
-from fudbench.seeding import derive_seed
+from fudbench.core.seeding import derive_seed
 
 SHAPES = ("circle", "square", "triangle", "cross", "diamond", "ring")
 _SUPERSAMPLE = 4  # anti-aliased edges: render at 4x and average

@@ -10,6 +10,9 @@ A config entry is named after its method or carries `method: <name>`
 (e.g. `road_telea: {method: road, imputer: telea}`), as explainers do.
 Adding an evaluator: a module here with SPEC and build, one line in
 EVALUATORS, a config block (docs/architecture.md, "How to add a metric").
+
+Grouped by what they measure: faithfulness/, localisation/ (robustness, randomisation and complexity
+will sit beside them); quantus.py reaches any Quantus metric. Floor 4: imports the floors below.
 """
 from __future__ import annotations
 
@@ -17,22 +20,22 @@ from pathlib import Path
 from typing import Optional
 
 from fudbench.evaluators.base import ALIAS_SEPARATOR, CurveSpec, EvaluatorSpec
-from fudbench.plugins import PluginError, is_import_path, load_object
+from fudbench.core.plugins import PluginError, is_import_path, load_object
 
 # name -> module holding its SPEC; order = the order of Table 7's columns and of the catalogue
 EVALUATORS = {
-    "fud": "fudbench.evaluators.fud",
-    "insdel": "fudbench.evaluators.insdel",
-    "sensn": "fudbench.evaluators.sensn",
-    "infid": "fudbench.evaluators.infid",
-    "srg": "fudbench.evaluators.srg",
-    "idsds": "fudbench.evaluators.idsds",
-    "road": "fudbench.evaluators.road",
-    "distill": "fudbench.evaluators.distill",
-    "gevaert": "fudbench.evaluators.gevaert",
-    "ffid": "fudbench.evaluators.ffid",
-    "irof": "fudbench.evaluators.irof",
-    "rma": "fudbench.evaluators.rma",
+    "fud": "fudbench.evaluators.faithfulness.fud",
+    "insdel": "fudbench.evaluators.faithfulness.insdel",
+    "sensn": "fudbench.evaluators.faithfulness.sensn",
+    "infid": "fudbench.evaluators.faithfulness.infid",
+    "srg": "fudbench.evaluators.faithfulness.srg",
+    "idsds": "fudbench.evaluators.faithfulness.idsds",
+    "road": "fudbench.evaluators.faithfulness.road",
+    "distill": "fudbench.evaluators.faithfulness.distill",
+    "gevaert": "fudbench.evaluators.faithfulness.gevaert",
+    "ffid": "fudbench.evaluators.faithfulness.ffid",
+    "irof": "fudbench.evaluators.faithfulness.irof",
+    "rma": "fudbench.evaluators.localisation.rma",
     "quantus": "fudbench.evaluators.quantus",
 }
 
@@ -72,7 +75,7 @@ def known_methods() -> list[str]:
 
 def spec(method: str, base: Optional[Path] = None) -> EvaluatorSpec:
     """The spec of a registered evaluator, or of a plug-in given by import path
-    ("mypkg.mymetric:SPEC", "file.py:SPEC"; fudbench.plugins). `base` anchors a
+    ("mypkg.mymetric:SPEC", "file.py:SPEC"; fudbench.core.plugins). `base` anchors a
     relative file path (default: where use_plugins registered it)."""
     if is_import_path(method):
         found = load_object(method, base if base is not None else PLUGINS.get(method))
@@ -135,7 +138,7 @@ def find_curve(name: str, catalogue: Optional[dict] = None) -> Optional[CurveSpe
 
 def build_evaluator(name: str, settings: Optional[dict], evaluation: dict, assets: Optional[dict], device):
     """The runnable Evaluator of a config entry (settings over the spec's defaults)."""
-    from fudbench.plugins import blame, describe
+    from fudbench.core.plugins import blame, describe
 
     s = spec_of(name, settings)
     problems = s.check(settings or {}, f"evaluators.{name}")

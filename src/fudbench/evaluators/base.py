@@ -19,7 +19,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Union
 
-from fudbench.settings import settings_schema, with_defaults
+from fudbench.core.settings import settings_schema, with_defaults
 
 ALIAS_SEPARATOR = "@"
 # EvaluatorSpec.reduction: the config's evaluation.reduction, or a `reduction` setting of the evaluator's own
@@ -97,10 +97,10 @@ class EvaluatorSpec:
     # explainer gets them), fudbench.evaluate asks for `masks=`, and a config whose data has none
     # (ImageNet, a folder without data.folder.masks) is refused when it is parsed, naming the entry.
     needs_masks: Union[bool, Callable[[dict], bool]] = False
-    # Its cost for fudbench.cost's estimate before a run: (settings, evaluation) -> a dict of
-    # fudbench.cost.Passes' fields (classifier `forwards` per image and explainer, `shared` per image,
+    # Its cost for fudbench.workflow.cost's estimate before a run: (settings, evaluation) -> a dict of
+    # fudbench.workflow.cost.Passes' fields (classifier `forwards` per image and explainer, `shared` per image,
     # `unet_steps`, `weight`, `note`). None: the estimate lists the entry as unknown. The registered
-    # evaluators' counts are in fudbench.cost.BUILTIN_PASSES.
+    # evaluators' counts are in fudbench.workflow.cost.BUILTIN_PASSES.
     cost: Optional[Callable[[dict, dict], object]] = None
 
     def masks_needed(self, resolved: dict) -> bool:
@@ -143,7 +143,7 @@ class Evaluator:
         others do not get them (as explainers without uses_masks)."""
         import pandas as pd
 
-        from fudbench.checks import check_inputs, check_masks
+        from fudbench.core.checks import check_inputs, check_masks
 
         who = f"evaluator {self.alias or self.name}"
         check_inputs(who, x, y, attribution, image_ids)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Optional
 
-from fudbench.settings import Settings
+from fudbench.core.settings import Settings
 
 IMPUTER_OPTIONS_SCHEMA = {"$ref": "#/$defs/imputer_options"}  # generated: imputer_options_schema()
 
@@ -50,7 +50,7 @@ def imputer_options_schema() -> dict:
     a new name is an alias and needs `method:` (its options are checked by imputer_problems)."""
     from fudbench.imputers.registry import IMPUTERS
     from fudbench.imputers.settings import IMPUTER_SETTINGS
-    from fudbench.settings import settings_schema
+    from fudbench.core.settings import settings_schema
 
     method = {"description": "a registered imputer, or an import path to your own Imputer subclass "
                              "('pkg.mod:MyFill', 'file.py:MyFill')",
@@ -67,8 +67,8 @@ def imputer_problems(names, imputer_options: dict, key: str, defaults: Optional[
 
     from fudbench.imputers.registry import IMPUTERS
     from fudbench.imputers.settings import IMPUTER_SETTINGS
-    from fudbench.plugins import is_import_path
-    from fudbench.settings import settings_schema
+    from fudbench.core.plugins import is_import_path
+    from fudbench.core.settings import settings_schema
 
     options = merged_options(defaults or {}, imputer_options)
     unknown = [n for n in names if n not in IMPUTERS and "method" not in options.get(n, {}) and not is_import_path(n)]

@@ -18,9 +18,9 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
-from fudbench.analysis.auc import mean_of
+from fudbench.core.auc import mean_of
 from fudbench.evaluators.base import CORRELATION, NON_NEGATIVE, PROBABILITY_AREA, CurveSpec, EvaluatorSpec
-from fudbench.settings import Settings, setting
+from fudbench.core.settings import Settings, setting
 
 # keywords every metric takes (Quantus' base class)
 COMMON = ("abs", "normalise", "normalise_func", "normalise_func_kwargs", "aggregate_func", "default_plot_func")

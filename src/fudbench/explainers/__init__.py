@@ -9,8 +9,10 @@ its method, or carries `method: <name>` to run one method under several names
 WRAPPERS are the methods that run another registered method, their `base`
 (with its `base_settings`); the config validates those as the base's own entry.
 MASK_METHODS need the ground-truth object masks (synthetic benchmark only).
+
+Floor 2: imports fudbench.core, fudbench.data and fudbench.models.
 """
-from fudbench.registry import resolve
+from fudbench.core.registry import resolve
 
 EXPLAINERS = {
     "agi": "fudbench.explainers.agi:AGI",
@@ -54,7 +56,7 @@ def build_explainer(name: str, settings: dict, base=None):
     A method given by import path is a plug-in (fudbench.explainers.plugin);
     `base` anchors its relative file path."""
     from fudbench.explainers.settings import SETTINGS
-    from fudbench.settings import with_defaults
+    from fudbench.core.settings import with_defaults
 
     method = method_of(name, settings)
     cls = resolve(EXPLAINERS, method, "explainer", base)

@@ -24,14 +24,14 @@ class Explainer(ABC):
     uses_masks: bool = False
 
     def __init_subclass__(cls, **kwargs):
-        """Every explain() checks its inputs and its map (fudbench.checks): one place for all methods,
+        """Every explain() checks its inputs and its map (fudbench.core.checks): one place for all methods,
         plug-ins included."""
         super().__init_subclass__(**kwargs)
         explain = cls.__dict__.get("explain")
         if explain is not None and not getattr(explain, "__isabstractmethod__", False):
             @functools.wraps(explain)
             def checked(self, model, x, target, seeds=None, **kwargs):
-                from fudbench.checks import check_attribution, check_inputs
+                from fudbench.core.checks import check_attribution, check_inputs
 
                 where = self.check_where()
                 check_inputs(where, x, target, seeds=seeds)

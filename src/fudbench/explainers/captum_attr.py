@@ -17,7 +17,7 @@ import torch
 
 from fudbench.explainers.base import Explainer
 from fudbench.explainers.field_common import refuse_problems
-from fudbench.seeding import seeded
+from fudbench.core.seeding import seeded
 from fudbench.explainers.field_names import CAPTUM
 from fudbench.explainers.settings import CaptumSettings
 

@@ -38,7 +38,7 @@ summed over channels) is min-max normalised per image to [0, 1]; then
   set is uniform over pixels, so in expectation it hits the top and the bottom
   of the ranking alike (a share p of each decile), the value distribution is
   kept, the sets are nested across p (same permutation for one base map and
-  image: seeding.explainer_seed_name), p = 0 is the base ranking and p = 1
+  image: explainers.seeds.explainer_seed_name), p = 0 is the base ranking and p = 1
   a full derangement. It degrades binary maps such as the oracle mask too;
 - mode "replace" (biased, kept to reproduce earlier runs): a seeded random
   fraction p of the pixels get a fresh uniform [0, 1] value. Attribution maps
@@ -298,7 +298,7 @@ def histogram_match(a: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
 
 
 class RandomSmooth(Explainer):
-    """The `random` explainer's map (same seeds: seeding.explainer_seed_name keys
+    """The `random` explainer's map (same seeds: explainers.seeds.explainer_seed_name keys
     this method as `random`) smoothed with a Gaussian of `sigma` px and matched
     back to its own values: as uninformative as `random`, but its top pixels
     lie in blobs instead of scattered. random_smooth - random under a metric is

@@ -7,9 +7,9 @@ The config entry's `method` is an import path to either
 - a function `fn(model, x, target, seeds=None, **settings) -> attribution`,
   called with the entry's settings.
 Either way the inputs and the returned map are checked like the built-in
-methods' (fudbench.checks, through the Explainer base), and it runs behind
+methods' (fudbench.core.checks, through the Explainer base), and it runs behind
 PluginExplainer, the same in the workflow and in fudbench.explain:
-- an exception raised inside it is re-raised as fudbench.plugins.PluginCallError
+- an exception raised inside it is re-raised as fudbench.core.plugins.PluginCallError
   naming the config entry and the plug-in's import path and file;
 - a map that still requires grad (e.g. `return g * x` with x.requires_grad_())
   is detached when the plug-in returns it, with one warning saying how to avoid
@@ -68,7 +68,7 @@ class PluginExplainer(Explainer):
     are checked (Explainer base) under the entry's name."""
 
     def __init__(self, name: str, path: str, obj, settings: dict, base=None):
-        from fudbench.plugins import blame, describe
+        from fudbench.core.plugins import blame, describe
 
         self.name, self.path = name, path
         # in fudbench.explain the entry is the import path itself (named by describe): no config key
@@ -92,7 +92,7 @@ class PluginExplainer(Explainer):
         return f"{self.who}, {self.plugin}: explain"
 
     def prepare(self, references) -> None:
-        from fudbench.plugins import blame
+        from fudbench.core.plugins import blame
 
         with blame(self.who, self.plugin, "prepare"):
             self.inner.prepare(references)
@@ -100,7 +100,7 @@ class PluginExplainer(Explainer):
     def explain(self, model, x, target, seeds=None, **kwargs):
         import torch
 
-        from fudbench.plugins import blame
+        from fudbench.core.plugins import blame
 
         with blame(self.who, self.plugin, "explain"):
             attribution = self._call(model, x, target, seeds=seeds, **kwargs)

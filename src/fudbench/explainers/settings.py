@@ -2,7 +2,7 @@
 
 One frozen dataclass per registered method: its fields are the keyword
 arguments of the explainer's constructor, with their defaults and
-constraints. The config is validated from these (fudbench.config generates
+constraints. The config is validated from these (fudbench.config.validate generates
 the JSON schema of each `explainers:` entry from its method's dataclass), and
 tests/test_bad_inputs.py checks that every constructor's defaults equal the
 dataclass's, so the declaration here is the one that counts.
@@ -18,7 +18,7 @@ from typing import Literal, Optional
 
 from fudbench.explainers.field_names import (CAMS, CAMS_EXCLUDED, CAPTUM, CAPTUM_RESERVED, COMPOSITES,
                                               NOISE_TUNNEL_KEYS, NT_TYPES, captum_excluded, unknown_keys)
-from fudbench.settings import Settings, setting
+from fudbench.core.settings import Settings, setting
 
 RIEMANN = Literal["trapezoid", "left", "right", "middle", "gausslegendre"]
 BATCH = dict(minimum=1, description="images (or perturbed copies) per forward pass")

@@ -9,6 +9,8 @@ By name (evaluator configs): fudbench.imputers.factory.build_imputer.
 The classes are imported on first use, so that torch-free code (the
 evaluator specs, parse-time config checks) can import the settings modules
 of this package without loading torch.
+
+Floor 2: imports fudbench.core, fudbench.data and fudbench.models.
 """
 import importlib
 

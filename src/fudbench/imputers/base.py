@@ -36,7 +36,7 @@ class Imputer(ABC):
 
     def bytes_per_sample(self, sample_shape, device) -> Optional[float]:
         """Estimated GPU memory of one sample of a fill (bytes), for fitting the
-        batch size to the free memory (fudbench.batching.fit_batch_size); None: no estimate."""
+        batch size to the free memory (fudbench.core.batching.fit_batch_size); None: no estimate."""
         return None
 
 

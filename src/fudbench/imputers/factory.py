@@ -18,9 +18,9 @@ import torch
 from fudbench.imputers.registry import IMPUTERS
 from fudbench.imputers.diffusion import plain_sampler
 from fudbench.imputers.settings import IMPUTER_SETTINGS
-from fudbench.plugins import is_import_path
-from fudbench.registry import resolve
-from fudbench.settings import defaults
+from fudbench.core.plugins import is_import_path
+from fudbench.core.registry import resolve
+from fudbench.core.settings import defaults
 
 # Each imputer's options and defaults: declared in fudbench.imputers.settings.
 DEFAULTS = {name: defaults(options) for name, options in IMPUTER_SETTINGS.items()}
@@ -40,7 +40,7 @@ def load_references(assets: Optional[dict], who: str) -> torch.Tensor:
     if not path:
         raise ValueError(f"imputer {who!r} needs reference images: set assets['reference_images'] to an npz "
                          "with an 'images' uint8 array (M, C, H, W), e.g. the training split")
-    from fudbench.io import load_npz
+    from fudbench.core.io import load_npz
 
     data = load_npz(path)
     if "images" not in data:
@@ -54,12 +54,12 @@ def load_references(assets: Optional[dict], who: str) -> torch.Tensor:
 def build_imputer(name: str, options: Optional[dict] = None, references=None, assets: Optional[dict] = None,
                   device="cpu", entry: Optional[str] = None):
     """A registered imputer, or a plug-in by import path: an Imputer subclass built
-    with the options as keyword arguments (fudbench.plugins). `entry`: the name the
+    with the options as keyword arguments (fudbench.core.plugins). `entry`: the name the
     config gives it (an alias in imputer_options), for error messages."""
     builder = resolve(IMPUTERS, name, "imputer")
     if is_import_path(name):
         from fudbench.imputers.base import Imputer
-        from fudbench.plugins import blame, describe
+        from fudbench.core.plugins import blame, describe
 
         if not (isinstance(builder, type) and issubclass(builder, Imputer)):
             raise TypeError(f"imputer {name!r} is not an Imputer subclass (fudbench.imputers.base.Imputer: "
@@ -74,7 +74,7 @@ def build_imputer(name: str, options: Optional[dict] = None, references=None, as
 def _named_plugin_fill(imputer, who: str, plugin: str, entry: str):
     """The plug-in imputer with its fill re-raising errors as PluginCallError naming it
     (`plugin_who`: build_evaluator adds the config key of the evaluator entry)."""
-    from fudbench.plugins import blame
+    from fudbench.core.plugins import blame
 
     fill = imputer.fill
     imputer.plugin_entry, imputer.plugin_who = entry, who

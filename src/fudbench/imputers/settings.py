@@ -3,7 +3,7 @@
 One frozen dataclass per registered imputer: its fields are the options an
 evaluator's `imputer_options` may give it, with defaults and constraints.
 fudbench.imputers.factory takes its defaults from here, and the config's
-`$defs/imputer_options` schema is generated from here (fudbench.config), so
+`$defs/imputer_options` schema is generated from here (fudbench.config.validate), so
 an option is declared in this file only. diffusion_plain's options are the
 plain sampler's parts' settings (fudbench.imputers.diffusion.settings).
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from fudbench.imputers.diffusion.settings import KnownSettings, PlainStepSettings
-from fudbench.settings import Settings, setting
+from fudbench.core.settings import Settings, setting
 
 
 @dataclass(frozen=True)

@@ -138,7 +138,7 @@ def build_classifier(cfg: dict, n_classes: int, image_size: int, mean, std) -> C
 
 
 def save_classifier(path, model: Classifier, cfg: dict, n_classes: int, image_size: int, metrics: dict) -> None:
-    from fudbench.io import torch_save
+    from fudbench.core.io import torch_save
 
     torch_save(path, {
         "kind": "classifier",

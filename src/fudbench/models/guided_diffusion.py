@@ -258,7 +258,7 @@ def convert_checkpoint(src, dst, adm: ADMConfig = ADM256, attention_order: str =
     weights (written atomically), after a strict load. Returns the diffusers config."""
     from safetensors.torch import save_file
 
-    from fudbench.io import atomic_path
+    from fudbench.core.io import atomic_path
 
     config = diffusers_config(adm)
     state = convert_state_dict(read_guided_diffusion_checkpoint(src), adm, attention_order)
@@ -285,7 +285,7 @@ def load_converted(weights, config: dict, device="cpu"):
 def verify_checkpoint(path, sha256: str | None = None, url: str = ADM256_URL) -> str:
     """Check that the downloaded checkpoint exists and, when a sha256 is configured,
     matches it. Returns the file's sha256 (to record in config on first use)."""
-    from fudbench.fingerprint import file_sha256
+    from fudbench.core.fingerprint import file_sha256
 
     path = Path(path)
     fetch = f"mkdir -p {path.parent} && curl -L -o {path} {url}"

@@ -1,6 +1,6 @@
 """Your own classifier (`models.classifiers.<name>.arch: import`, docs/your_own.md):
 a factory named by import path ("mypkg.models:build" or "path/to/file.py:build",
-fudbench.plugins) that returns a torch.nn.Module taking NORMALISED images
+fudbench.core.plugins) that returns a torch.nn.Module taking NORMALISED images
 (N, 3, H, W) and returning logits. The workflow wraps it as Classifier(net,
 mean, std), so everything else sees [0, 1] images, and loads `weights` (a
 state_dict file, optional) into it strictly.
@@ -14,7 +14,7 @@ researcher's module, to name a bad import path before any job.
 """
 from __future__ import annotations
 
-from fudbench.paths import PackagePathError, resolve_path
+from fudbench.core.paths import PackagePathError, resolve_path
 
 IMPORT_ARCH = "import"
 # Keys only an `arch: import` entry uses (`weights` is shared with torchvision_*).
@@ -29,7 +29,7 @@ def is_imported(arch: str) -> bool:
 
 def load_factory(path: str, base=None):
     """The factory a config names; raises PluginError saying what is wrong with the path."""
-    from fudbench.plugins import PluginError, load_object
+    from fudbench.core.plugins import PluginError, load_object
 
     factory = load_object(path, base)
     if not callable(factory):
@@ -39,7 +39,7 @@ def load_factory(path: str, base=None):
 
 
 def _factory_problem(key: str, path: str, base) -> str | None:
-    from fudbench.plugins import PluginError
+    from fudbench.core.plugins import PluginError
 
     try:
         load_factory(path, base)
@@ -83,7 +83,7 @@ def misplaced_import_keys(name: str, cfg: dict) -> list[str]:
 
 def resolved_entry(cfg: dict, repo) -> dict:
     """The entry as jobs get it: a factory file and the weights file as absolute paths."""
-    from fudbench.plugins import absolute
+    from fudbench.core.plugins import absolute
 
     out = {**cfg, "factory": absolute(cfg["factory"], repo)}
     if cfg.get("weights"):
@@ -93,8 +93,8 @@ def resolved_entry(cfg: dict, repo) -> dict:
 
 def factory_sources(cfg: dict, repo=None) -> list[str]:
     """Every source file of an entry's factory, its helper modules and package
-    included (fudbench.plugins.plugin_sources); [] for another arch."""
-    from fudbench.plugins import plugin_sources
+    included (fudbench.core.plugins.plugin_sources); [] for another arch."""
+    from fudbench.core.plugins import plugin_sources
 
     return plugin_sources(cfg["factory"], repo) if is_imported(cfg["arch"]) else []
 
@@ -104,7 +104,7 @@ def build_net(cfg: dict, name: str | None = None):
     An exception inside the factory is re-raised naming the entry and the factory (PluginCallError)."""
     from torch import nn
 
-    from fudbench.plugins import blame, describe
+    from fudbench.core.plugins import blame, describe
 
     factory = load_factory(cfg["factory"])
     who = f"classifier {name!r} (config key 'models.classifiers.{name}.factory')" if name else "classifier factory"
@@ -120,7 +120,7 @@ def load_weights(net, cfg: dict, name: str) -> str | None:
     """Load the entry's `weights` state_dict file into `net` strictly; returns its sha256 (None: no file)."""
     import torch
 
-    from fudbench.fingerprint import file_sha256
+    from fudbench.core.fingerprint import file_sha256
 
     path = cfg.get("weights")
     if not path:

@@ -42,7 +42,7 @@ def ddim_scheduler(schedule: dict, clip_x0: bool = True) -> DDIMScheduler:
 
 
 def save_score_model(path, unet: UNet2DModel, cfg: dict, image_size: int, metrics: dict) -> None:
-    from fudbench.io import torch_save
+    from fudbench.core.io import torch_save
 
     torch_save(path, {"kind": "score_model", "cfg": cfg, "image_size": image_size,
                       "schedule": schedule_config(cfg), "state_dict": unet.state_dict(), "metrics": metrics})
@@ -51,7 +51,7 @@ def save_score_model(path, unet: UNet2DModel, cfg: dict, image_size: int, metric
 def save_score_model_pointer(path, weights, unet_config: dict, schedule: dict, source: dict) -> None:
     """A small score-model checkpoint that points at converted weights (a
     safetensors file beside it): a 2.2 GB model is not copied into every run."""
-    from fudbench.io import torch_save
+    from fudbench.core.io import torch_save
 
     weights = Path(weights)
     if weights.parent.resolve() != Path(path).parent.resolve():

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fudbench.fingerprint import file_sha256, fingerprint
+from fudbench.core.fingerprint import file_sha256, fingerprint
 
 
 def manifest_path(path) -> Path:
@@ -62,7 +62,7 @@ def verify_shipped_checkpoint(path, training_inputs: dict, what: str = "the ship
 
 def write_manifest(checkpoint, training_inputs: dict, **extra) -> dict:
     """The manifest of a checkpoint about to be shipped (beside it, .json)."""
-    from fudbench.io import write_json
+    from fudbench.core.io import write_json
 
     manifest = {"sha256": file_sha256(checkpoint), "training_fingerprint": fingerprint(training_inputs),
                 "training_inputs": training_inputs, **extra}

@@ -20,10 +20,10 @@ import math
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm import tqdm
+from fudbench.core.bars import progress as progress_bar
 
 from fudbench.models.training import _augment, accuracy
-from fudbench.seeding import seed_everything, torch_generator
+from fudbench.core.seeding import seed_everything, torch_generator
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +86,7 @@ def finetune_surrogate(classifier, train_x: torch.Tensor, train_y: torch.Tensor,
         model.train()
         perm = torch.randperm(len(train_x), generator=g)
         losses = []
-        for i in tqdm(range(0, len(perm), batch_size), desc=f"surrogate {epoch + 1}/{epochs}", leave=False,
-                      mininterval=5):
+        for i in progress_bar(range(0, len(perm), batch_size), desc=f"surrogate {epoch + 1}/{epochs}", mininterval=5):
             idx = perm[i:i + batch_size]
             keep = random_removal_masks(len(idx), h, w, beta, g)
             x = remove_pixels(_augment(train_x[idx], g), keep, value.cpu()).to(device)

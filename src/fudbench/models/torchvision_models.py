@@ -80,7 +80,7 @@ def expected_digest(cfg: dict) -> tuple[str, bool]:
 def verify_weights(cfg: dict, name: str = "classifier", digest: str | None = None) -> str:
     """Check the weights file of a classifier config; returns its full sha256.
     `digest` may pass a precomputed sha256 of the file."""
-    from fudbench.fingerprint import file_sha256
+    from fudbench.core.fingerprint import file_sha256
 
     path = weights_path(cfg)
     key = f"models.classifiers.{name}"

@@ -9,9 +9,9 @@ import time
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm import tqdm
+from fudbench.core.bars import progress as progress_bar
 
-from fudbench.seeding import seed_everything, torch_generator
+from fudbench.core.seeding import seed_everything, torch_generator
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def train_classifier(model, train_x, train_y, val_x, val_y, train_cfg: dict, see
         model.train()
         perm = torch.randperm(len(train_x), generator=g)
         losses = []
-        for i in tqdm(range(0, len(perm), bs), desc=f"epoch {epoch + 1}/{epochs}", leave=False, mininterval=5):
+        for i in progress_bar(range(0, len(perm), bs), desc=f"epoch {epoch + 1}/{epochs}", mininterval=5):
             idx = perm[i:i + bs]
             x = _augment(train_x[idx], g).to(device)
             loss = F.cross_entropy(model(x), train_y[idx].to(device))
@@ -103,7 +103,7 @@ def train_score_model(unet, scheduler, train_x, train_cfg: dict, seed: int, devi
     for epoch in range(epochs):
         perm = torch.randperm(len(train_x), generator=g)
         losses = []
-        for i in tqdm(range(0, len(perm), bs), desc=f"epoch {epoch + 1}/{epochs}", leave=False, mininterval=5):
+        for i in progress_bar(range(0, len(perm), bs), desc=f"epoch {epoch + 1}/{epochs}", mininterval=5):
             x0 = (_augment(train_x[perm[i:i + bs]], g) * 2 - 1).to(device)
             noise = torch.randn(x0.shape, generator=g).to(device)
             t = torch.randint(0, T, (len(x0),), generator=g).to(device)

@@ -8,7 +8,7 @@ curve, or one of several random draws of that point), makes their keep masks
 and reduces what comes back; the base
 
 - fills and classifies the items in batches (`fill_items`) through
-  `fudbench.batching.run_batched`: a batch that runs out of GPU memory is
+  `fudbench.core.batching.run_batched`: a batch that runs out of GPU memory is
   retried at half the size, and the working size (`batch_state`) is kept for
   the protocol's later runs. On a GPU the first size is also fitted to the
   free memory when the imputer estimates its memory per sample
@@ -36,13 +36,13 @@ from typing import Callable, ClassVar, NamedTuple, Optional, Sequence
 import numpy as np
 import pandas as pd
 import torch
-from tqdm import tqdm
+from fudbench.core.bars import progress as progress_bar
 
-from fudbench.analysis.energy import energy
-from fudbench.batching import AdaptiveBatchSize, fit_batch_size, run_batched
+from fudbench.models.energy import energy
+from fudbench.core.batching import AdaptiveBatchSize, fit_batch_size, run_batched
 from fudbench.imputers.base import ImputeContext, Imputer
 from fudbench.models.features import DETECTOR_ATTR, FEATURES_ATTR
-from fudbench.seeding import derive_seed
+from fudbench.core.seeding import derive_seed
 
 log = logging.getLogger(__name__)
 
@@ -284,7 +284,7 @@ class Protocol(ABC):
     def run(self, model, x: torch.Tensor, y: torch.Tensor, attribution: Optional[torch.Tensor],
             imputer: Optional[Imputer], image_ids: Sequence[int], seed_key: tuple,
             masks: Optional[torch.Tensor] = None) -> CurveResult:
-        from fudbench.checks import check_inputs, check_masks
+        from fudbench.core.checks import check_inputs, check_masks
 
         check_inputs(f"{type(self).__name__}.run", x, y, attribution, image_ids)
         if attribution is None and self.needs_attribution:
@@ -337,7 +337,7 @@ class Protocol(ABC):
     def batches(self, shard: Shard, items: Sequence, fn: Callable[[Sequence], object]) -> list:
         """fn on consecutive batches of items, with the out-of-memory back-off;
         fn's results in order. fn must not depend on where the batches are cut."""
-        progress = tqdm(total=len(items), desc=self.curve, leave=False, mininterval=10)
+        progress = progress_bar(total=len(items), desc=self.curve, mininterval=10)
 
         def one_batch(batch):
             out = fn(batch)

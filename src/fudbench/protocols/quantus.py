@@ -36,8 +36,8 @@ from typing import Callable, Optional
 import numpy as np
 import torch
 
-from fudbench.analysis.auc import normalised_auc
-from fudbench.masks import reduce_attribution
+from fudbench.core.auc import normalised_auc
+from fudbench.core.masks import reduce_attribution
 from fudbench.protocols.base import CurveResult, Protocol, Shard, records_frame, sample_response
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ class QuantusCurve(Protocol):
     def evaluate(self, shard: Shard, attribution: torch.Tensor) -> CurveResult:
         import quantus
 
-        from fudbench.seeding import seeded
+        from fudbench.core.seeding import seeded
 
         x, y = shard.x, shard.y
         # the config checks these at parse time; the API and other sizes of images are checked here, before Quantus

@@ -1,4 +1,6 @@
-"""LaTeX tables (booktabs) and matplotlib figures."""
+"""Report: LaTeX tables (booktabs), matplotlib figures, the results page and the tables' sanity checks.
+
+Floor 8: imports every floor below (core ... meta), never workflow."""
 
 # Table columns that hold measured wall time: they differ between two runs of
 # the same config, every other column must not (tests/test_resume.py,

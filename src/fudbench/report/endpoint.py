@@ -1,4 +1,4 @@
-"""LaTeX of the pre-registered endpoint's table (fudbench.analysis.endpoint)."""
+"""LaTeX of the pre-registered endpoint's table (fudbench.meta.endpoint)."""
 from __future__ import annotations
 
 import math

@@ -2,7 +2,7 @@
 qualitative figures (Fig. 4). Plain numpy: the gallery job needs no torch.
 
 Its keys join a model, an explainer and what the array is with SEP ("."), a
-character no config name may hold (fudbench.names: entry names are lower-case
+character no config name may hold (fudbench.config.names: entry names are lower-case
 letters, digits and `_`), so every key splits back into its parts: with `__`
 the models `cnn_` and `cnn` with the explainers `ig` and `_ig` gave one key
 `cnn___ig__...` (issue 45). Build and read the keys only through the functions
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fudbench.io import load_npz
+from fudbench.core.io import load_npz
 
 SEP = "."
 FORMAT = 2  # the gallery's key layout: 2 = the SEP keys below (1, without a `format` entry: `__` joins)
@@ -24,7 +24,7 @@ def gallery_key(model: str, explainer: str, kind: str, curve: str | None = None)
     for what, name in (("model", model), ("explainer", explainer)):
         if not name or SEP in name:
             raise ValueError(f"gallery key: the {what} name {name!r} is empty or contains {SEP!r}, which "
-                             f"separates the parts of a gallery key (fudbench.names refuses such names)")
+                             f"separates the parts of a gallery key (fudbench.config.names refuses such names)")
     if kind not in KINDS or (curve is None) != (kind == "attributions"):
         raise ValueError(f"gallery key: kind {kind!r} with curve {curve!r}; kinds: {', '.join(KINDS)} (a curve "
                          f"with samples and removed only)")

@@ -1,5 +1,5 @@
 """Meta-evaluation outputs: the ground-truth-ranking table and the metric
-agreement heatmap (fudbench.analysis.meta computes the numbers).
+agreement heatmap (fudbench.meta.families computes the numbers).
 
 matplotlib is imported inside agreement_heatmap only, so the table job runs
 in the analysis env, which has no matplotlib.
@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from fudbench.analysis.report_card import UNINFORMATIVE_WIDTH
+from fudbench.meta.report_card import UNINFORMATIVE_WIDTH
 from fudbench.report.latex import booktabs, escape, fmt_ci
 
 
@@ -70,7 +70,7 @@ def agreement_heatmap(matrices: dict, paths=None, plots: dict | None = None, ann
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from fudbench.io import save_figure
+    from fudbench.core.io import save_figure
 
     if not matrices:
         raise ValueError("no agreement matrix to plot: no model has two metrics scored on every explainer")
@@ -161,12 +161,12 @@ CARD_VS_CLAIMS = ("The card's family interval is for the macro statistic (the or
 
 
 def report_card_table(card: pd.DataFrame, target_half_width: float = 0.2, digits: int = 2) -> str:
-    """LaTeX of the metric report card (fudbench.analysis.report_card). Rows:
+    """LaTeX of the metric report card (fudbench.meta.report_card). Rows:
     model x metric; per family the recovery statistic and its interval
     (_family_cell's marks); the seed spread (largest over families) when the
     run has seeds of one model; the anchors' ranks among all explainers,
     starred where not as expected; mean agreement; seconds per image."""
-    from fudbench.analysis.report_card import card_families, card_scatter_pairs
+    from fudbench.meta.report_card import card_families, card_scatter_pairs
 
     families = card_families(card)
     pairs = card_scatter_pairs(card)
@@ -240,8 +240,8 @@ def report_card_figure(card: pd.DataFrame, paths=None, plots: dict | None = None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from fudbench.analysis.report_card import card_families
-    from fudbench.io import save_figure
+    from fudbench.meta.report_card import card_families
+    from fudbench.core.io import save_figure
 
     families = card_families(card)
     if not families:
@@ -298,7 +298,7 @@ def report_card_figure(card: pd.DataFrame, paths=None, plots: dict | None = None
 
 
 def claims_table(claims: pd.DataFrame, ci: float = 0.95, digits: int = 2) -> str:
-    """LaTeX of the claims table (fudbench.analysis.claims): one row per claim
+    """LaTeX of the claims table (fudbench.meta.claims): one row per claim
     and cell (model x family, anchors or scatter pair) with the mean per-image
     statistic (macro: the statistic of the mean scores), its interval, the
     simultaneous (Bonferroni) interval, the raw and Holm-adjusted p, the

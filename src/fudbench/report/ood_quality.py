@@ -24,7 +24,7 @@ from fudbench.analysis.bootstrap import percentile_interval  # noqa: E402
 from fudbench.analysis.feature_ood import SANITY_LABEL  # noqa: E402
 from fudbench.analysis.quality import HIGHER_IS_BETTER, QUALITY_METRICS  # noqa: E402
 from fudbench.report.latex import booktabs, escape, fmt_ci  # noqa: E402
-from fudbench.seeding import derive_seed  # noqa: E402
+from fudbench.core.seeding import derive_seed  # noqa: E402
 
 # ood_metrics key -> column name, and the direction in which intermediate
 # samples look MORE in-distribution (the better evaluator in the paper's reading)
@@ -259,7 +259,7 @@ def table2_ood(records: pd.DataFrame, clean_energy, evaluators: Mapping[str, str
     (unchanged_samples_are_clean: an exact tie, whichever batch the classifier saw it in).
     Per (label, model, detector): ID = all clean scores, OOD = scores of all rows whose
     curve maps to the label, pooled over explainers and steps (pooling="all");
-    AUROC, FPR95, AUPR-In, AUPR-Out from fudbench.analysis.energy.ood_metrics
+    AUROC, FPR95, AUPR-In, AUPR-Out from fudbench.models.energy.ood_metrics
     (ID = positive, score = -energy or -distance). Non-finite scores are dropped (counted in n_nonfinite).
     CI: resample images with replacement; each drawn image adds its clean score
     to ID and all its rows to OOD. Seed derive_seed(seed, "bootstrap", "table2",

@@ -42,9 +42,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from fudbench.analysis.claims import difference_bounds
-from fudbench.analysis.inference import PSEUDO_WEIGHT, holm, mean_interval
-from fudbench.analysis.order_stats import pair_images_needed
+from fudbench.meta.claims import difference_bounds
+from fudbench.meta.inference import PSEUDO_WEIGHT, holm, mean_interval
+from fudbench.meta.order_stats import pair_images_needed
 
 COLUMNS = ["model", "curve", "metric", "higher_is_better", "explainer", "n_images", "mean", "ci_low", "ci_high",
            "bound_low", "bound_high", "bounds_from", "versus", "n_pairs", "vs_random", "vs_random_low",
@@ -68,7 +68,7 @@ def random_explainer(explainers: dict) -> str | None:
 
 def shown_explainers(explainers: dict) -> list[str]:
     """The config's explainers in config order, without the members of families of known order."""
-    from fudbench.analysis.meta import degraded_explainers
+    from fudbench.meta.families import degraded_explainers
 
     members = set(degraded_explainers(explainers))
     return [e for e in explainers if e not in members]
@@ -113,7 +113,7 @@ def images_to_decide(values, bounds: tuple[float, float], ci: float = 0.95, powe
     0 with `power`: |m| >= t_{(1+ci)/2, n-1} sqrt(V_n / n) + z_power s / sqrt(n), V_n the interval's variance
     (the n values' expected spread about the weighted centre plus the two pseudo-observations at `bounds`,
     taken as fixed: the floor steadies it) and s / sqrt(n) the spread of the sample mean. Simulated against
-    mean_interval in tests/test_issue46_report.py. inf where m is 0 (or above n_max); NaN with fewer than
+    mean_interval in tests/test_report_pages.py. inf where m is 0 (or above n_max); NaN with fewer than
     two finite values."""
     from statistics import NormalDist
 
@@ -166,8 +166,8 @@ def summarise(per_image: pd.DataFrame, explainers: dict, evaluators: dict, model
     image, difference oriented so that > 0 = better than random). per_image: the analysis' rows
     (model, explainer, curve, image, score); explainers, evaluators: the config's sections. n_boot, seed:
     the percentile bootstrap of claims.py's count (images_to_decide_z_low / _high)."""
-    from fudbench.analysis.claims import images_to_decide_interval
-    from fudbench.seeding import derive_seed
+    from fudbench.meta.claims import images_to_decide_interval
+    from fudbench.core.seeding import derive_seed
 
     curves = shown_curves(per_image, evaluators)
     shown = shown_explainers(explainers)
@@ -599,7 +599,7 @@ def front_page(description: str, summary: pd.DataFrame, models, explainers, ref:
     lines += [
         "How these numbers were computed", "-------------------------------", "",
         f"Per model, metric and explainer: the mean over images of the per-image score with a {ci:.0%} interval "
-        "(fudbench.analysis.inference.mean_interval: a t-interval with two pseudo-observations at the score's "
+        "(fudbench.meta.inference.mean_interval: a t-interval with two pseudo-observations at the score's "
         "bounds, its value range or, where that is unbounded, the observed range). ``vs random``: the mean of "
         "the per-image difference from the ``random`` map, oriented by the metric's direction (above 0 = better "
         "than random whatever the metric), with its interval from the same method; 'about N images would decide' "

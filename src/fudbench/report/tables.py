@@ -11,7 +11,7 @@ import pandas as pd
 from fudbench.analysis.bootstrap import bootstrap_ci
 from fudbench.analysis.curves import CURVE_SCORES, MAIN_CURVE_SCORES, TAU_CURVES
 from fudbench.report.latex import booktabs, escape, fmt_ci
-from fudbench.seeding import derive_seed
+from fudbench.core.seeding import derive_seed
 
 
 def _summarise(per_image: pd.DataFrame, value: str, keys: list[str], n_boot: int, ci: float, seed: int):

@@ -5,7 +5,7 @@ amp_dtype runs the U-Net under torch.autocast (bf16 or fp16) with GroupNorm
 computed in fp32 (as guided-diffusion's fp16 mode does; attention softmax
 runs inside SDPA, which accumulates in fp32); channels_last and
 torch.compile are optional. `auto` precision, layout and compilation are
-resolved on the U-Net's device when the runtime is built (fudbench.hardware):
+resolved on the U-Net's device when the runtime is built (fudbench.core.hardware):
 on a CUDA GPU bf16 (fp16 before compute capability 8.0), contiguous,
 compiled; on a CPU bf16 or fp32 by the CPU, channels_last, eager. Whatever
 the settings, eps comes out in fp32, so the sampler state stays fp32.
@@ -72,7 +72,7 @@ def keep_upsampling_layout(module: torch.nn.Module) -> int:
     interpolation then a 3x3 conv named `conv`, no norm, no transposed conv) keep the layout at
     any batch size (in place, idempotent). Nearest upsampling copies values and oneDNN converts a
     convolution's NCHW input to NHWC itself, so eps is bit for bit the same
-    (tests/test_issue47_speed.py); at the default batch of 64 a forward took 7% less CPU in fp32 on
+    (tests/test_speed_levers.py); at the default batch of 64 a forward took 7% less CPU in fp32 on
     an (emulated) AVX2 core and 10% less in bf16 (docs/performance.md, "Issue 47"). Returns how many
     modules were patched."""
     try:
@@ -118,7 +118,7 @@ class CompiledForward:
         try:
             out = self.compiled(x, t).sample
         except Exception as exc:  # noqa: BLE001 (any compiler error: the U-Net still runs eager)
-            from fudbench.batching import is_out_of_memory
+            from fudbench.core.batching import is_out_of_memory
 
             if is_out_of_memory(exc):
                 raise
@@ -149,7 +149,7 @@ class ScoreModelRuntime:
     The U-Net is patched in place (GroupNorm, memory format)."""
 
     def __init__(self, unet, settings: RuntimeSettings = RuntimeSettings()):
-        from fudbench.hardware import resolve_precision
+        from fudbench.core.hardware import resolve_precision
 
         self.unet = unet
         self.settings = check(settings)
@@ -211,7 +211,7 @@ class ScoreModelRuntime:
         """Estimated peak CUDA memory per sample of one sampler step (a U-Net
         forward in this precision and layout, x1.25 for the guided step's
         classifier backward and the sampler state). None on a CPU."""
-        from fudbench.batching import measure_bytes_per_sample
+        from fudbench.core.batching import measure_bytes_per_sample
 
         device = torch.device(device)
         if device.type != "cuda":

@@ -17,12 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Optional, Union
 
-from fudbench.settings import Settings, defaults, setting
+from fudbench.core.settings import Settings, defaults, setting
+from fudbench.core.hardware import AMP_DTYPE_NAMES  # noqa: F401  (amp_dtype names, beside the probe that resolves "auto")
 
-# amp_dtype name -> torch dtype name. The config takes auto, null, bf16 or fp16; the rest are aliases for
-# scripts. "auto" is resolved on the job's device (fudbench.hardware.resolve_precision).
-AMP_DTYPE_NAMES = {"auto": "auto", None: None, "none": None, "fp32": None, "float32": None,
-                   "bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16"}
 CONSTRAINTS = ("hard", "soft")
 KNOWN = ("clean", "renoise_ddim", "renoise_fresh", "renoise")
 KNOWN_ALIASES = {"renoise": "renoise_ddim"}  # `renoise` means DDIM's rule (before: the fresh rule, renoise_fresh)

@@ -1,0 +1,1 @@
+"""The perturbation loops of the faithfulness evaluators (fudbench.evaluators.faithfulness)."""

@@ -1,0 +1,1 @@
+"""The loops of the localisation evaluators (fudbench.evaluators.localisation)."""

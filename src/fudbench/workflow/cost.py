@@ -1,0 +1,417 @@
+"""What a run will cost, before it starts: an estimate per evaluator entry.
+
+`./fud run` and `./fud run -n` print it (fudbench.config.files) from the config
+alone, torch-free: image size, images, models, explainers, kept ratios and each
+evaluator's settings (steps, subsets, fills). The work of an entry is counted in
+passes per image (`Passes`): classifier forwards per image and explainer,
+forwards per image shared by all explainers of a job (Sensitivity-N's subsets,
+R-OMS's random orders: paired noise), score-model (U-Net) steps per image and
+explainer (FUD); a registered evaluator's counts are `BUILTIN_PASSES`, another
+metric's its spec's `cost`. Each pass is priced per image:
+
+    classifier forward  = FORWARD_S[kind] x (side / reference side)^2
+    U-Net step          = UNET_STEP_S[precision] x (side / 32)^2        (the shipped 32 px score model)
+                        = GUIDED_DIFFUSION_STEP_S                      (guided-diffusion 256, FLOP-scaled)
+
+plus START_UP_S per job. The constants are **calibrated on one machine**
+(CALIBRATED_ON) from measured figures, each derivation below; another CPU,
+a loaded one or a GPU is off by its own factor, and the evaluators' own
+overheads (fills, records, OOD scores) vary around a forward's price by about
+2x (the spread is stated where it was measured). It is an estimate, printed as
+one, for deciding before a long run: which evaluator dominates, and how its
+cost grows with the image size (pixels, so 224 px costs 49x a 32 px image).
+
+Not counted: explain jobs, training and fine-tuning (F-Fidelity's surrogate),
+the piq quality jobs, tables and figures.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+CALIBRATED_ON = ("AMD EPYC family 25 model 17 (avx2 fma f16c avx512f avx512_bf16 avx512_vnni), one torch "
+                 "thread per job")
+
+# Seconds per classifier forward of one image, at a reference side, counting the evaluators' own per-item work
+# (masks, fills, records) as part of it ("forward-equivalents").
+#  small_cnn / small_vit: the synthetic benchmark's models at 32 px. docs/performance.md, "The default run on
+#    both kinds of CPU" (commit f609455, the machine idle, AVX512-BF16 column): F-Fidelity's evaluate jobs
+#    took 25 s on the CNN and 12 s on the ViT for the same 21,840 forward-equivalents each (this module's
+#    counts at 13 explainers x 8 images), so the CNN costs about 2.1x the ViT; "the other 8 evaluators (16
+#    jobs) 89 s" (the nine entries besides fud and ffid, 18 jobs, 61,440 forward-equivalents per model) less
+#    START_UP_S per job gives 0.75 ms (CNN) + 0.35 ms (ViT) per forward; tests/test_cost_estimate.py recomputes
+#    the 89 s and FUD's 61-63 s from these constants.
+#  imagenet: an ImageNet-size network (an `import` factory or torchvision) at 224 px, EfficientNet-Lite0
+#    (0.8 GFLOP per forward) as measured: the photo profile's evaluate jobs (config/photos.yaml, 5 photos x
+#    5 explainers), CPU seconds (Snakemake's cpu_time, 2026-11-27, the CPU shared with other jobs) less 4 s of
+#    start-up: insdel 73 s / 975 = 75 ms, IROF 11 s / 425 = 26 ms; together 84 s / 1400 = 60 ms.
+FORWARD_S = {"small_cnn": (32, 7.5e-4), "small_vit": (32, 3.5e-4), "imagenet": (224, 6.0e-2)}
+# Seconds per U-Net step of one sample, the shipped 32 px score model (1.11 M parameters, 0.50 GFLOP):
+# docs/performance.md, same runs: FUD's evaluate jobs 61 + 63 s (bf16) and 135 + 135 s (fp32, AVX2 caps) for
+# 13 explainers x 8 images x 9 ratios x 25 steps each: (62 - 1.3) / 23,400 = 2.6 ms and 5.7 ms (the guidance and
+# the scoring forward included).
+UNET_STEP_S = {"bf16": 2.6e-3, "fp32": 5.7e-3}
+# guided-diffusion's ADM-256 (2.2397 TFLOP per forward, docs/performance.md) priced by FLOP against the shipped
+# model's 0.50 GFLOP: 4479 x the 32 px step. A CPU estimate; on a GPU see docs/performance.md.
+GUIDED_DIFFUSION_STEP_S = {k: v * 2.2397e12 / 0.50e9 for k, v in UNET_STEP_S.items()}
+# Python and torch start-up per job: docs/performance.md, the f609455 run: 20.6% of 653 job-seconds over 105 jobs.
+# A job that the local job server runs (fudbench.workflow.prefork) starts in about 0.2 s instead; the estimate keeps a
+# job's own start-up (a cluster job's; for a local run an upper bound, ~1 s per job too high).
+START_UP_S = 1.3
+# A noisy-linear fill (ROAD's) costs about 1.5 forwards more than the forward it feeds: ROAD's jobs per fill
+# against insdel's per forward, at 32 px (docs/your_own.md, "What each metric costs": 3.1 vs 1.25 ms) and at
+# 224 px (the photo profile: 148 vs 75 ms of CPU).
+NOISY_LINEAR_FILL = 1.5
+# Quantus batches its perturbed inputs: FaithfulnessCorrelation's 50 runs at 224 px cost 8.6 ms of CPU per
+# forward in the photo profile, 0.15 of a forward-equivalent.
+QUANTUS_WEIGHT = 0.15
+# Large batches of large images run slower per image on a CPU (memory-bound): Sensitivity-N at 224 px on
+# EfficientNet-Lite0 took 0.126 s per forward at batch 32 (19 MB of input) and 0.269 s at batch 256 (154 MB),
+# measured in this project (2026-11-27, the 2 cores shared with other jobs, wall time). A batch of more than
+# BATCH_BYTES of input costs 1 + BATCH_SLOPE x log2(its bytes / BATCH_BYTES) times as much per image.
+BATCH_BYTES, BATCH_SLOPE = 32 * 2 ** 20, 0.35
+# One evaluator is flagged when its share of the evaluators' estimated time is at least this.
+DOMINANT_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class Passes:
+    """The work of one evaluator entry per image."""
+
+    forwards: float = 0.0          # classifier forwards per image and explainer
+    shared: float = 0.0            # classifier forwards per image, shared by every explainer of the job
+    unet_steps: float = 0.0        # score-model steps per image and explainer
+    weight: float = 1.0            # cost of one of its forwards in forward-equivalents (fills heavier, batching)
+    note: str = ""                 # what the counts are, for the printout
+    batch: Optional[int] = None    # forwards per batch (default: the entry's batch_size setting)
+
+
+def batch_penalty(batch: Optional[int], side: int, channels: int = 3) -> float:
+    """The per-image cost factor of batches of `batch` images of side x side px (BATCH_BYTES)."""
+    if not batch:
+        return 1.0
+    size = batch * channels * side * side * 4
+    return 1.0 + BATCH_SLOPE * max(0.0, math.log2(size / BATCH_BYTES))
+
+
+def _ratios(evaluation: dict) -> int:
+    return len(evaluation.get("ratios") or [])
+
+
+def _fud(s, ev, shape):
+    copies = 2 if s.get("symmetric") else 1
+    steps = s["steps"] * max(1, s.get("resamplings", 1))
+    r = _ratios(ev) * copies
+    return Passes(forwards=r, unet_steps=r * steps,
+                  note=f"{r} samples x {steps} U-Net steps per explainer")
+
+
+def _insdel(s, ev, shape):
+    n = 2 * (s["n_steps"] + 1) + _ratios(ev)
+    return Passes(forwards=n, note=f"{n} forwards per explainer")
+
+
+def _sensn(s, ev, shape):
+    n = _ratios(ev) * s["n_subsets"] + 1
+    return Passes(shared=n, note=f"{n} forwards shared by the explainers")
+
+
+def _infid(s, ev, shape):
+    n = 2 * s["n_perturb"]
+    return Passes(forwards=n, note=f"{n} forwards per explainer")
+
+
+def _srg_points(s) -> int:
+    segments = s["n_segments"] if s.get("segmentation", "slic") == "slic" else None
+    points = s["n_steps"] + 2
+    return min(points, segments + 1) if segments else points
+
+
+STOCHASTIC_FILLS = ("noise", "gaussian", "uniform", "noisy_linear", "histogram", "train_set", "diffusion_plain")
+
+
+def _srg(s, ev, shape):
+    points = _srg_points(s)
+    fills = sum(s["n_imputations"] if i in STOCHASTIC_FILLS else 1 for i in s["imputers"])
+    own, shared = 2 * points * fills, s["n_random"] * points * fills
+    return Passes(forwards=own, shared=shared,
+                  note=f"{own} forwards per explainer + {shared} shared (R-OMS)")
+
+
+def _road(s, ev, shape):
+    n = len(s["orders"]) * _ratios(ev)
+    weight = 1.0 + (NOISY_LINEAR_FILL if s.get("imputer", "noisy_linear") == "noisy_linear" else 0.0)
+    return Passes(forwards=n, weight=weight,
+                  note=f"{n} fills and forwards per explainer" + (" (noisy-linear)" if weight > 1 else ""))
+
+
+def _idsds(s, ev, shape):
+    n = s["grid"] ** 2
+    return Passes(forwards=n, note=f"{n} forwards per explainer")
+
+
+def _distill(s, ev, shape):
+    n = len(s["fills"]) * _ratios(ev)
+    return Passes(forwards=n, note=f"{n} forwards per explainer")
+
+
+def _gevaert(s, ev, shape):
+    n = len(s["fills"]) * _ratios(ev) * (2 if s.get("insertion", True) else 1)
+    return Passes(forwards=n, note=f"{n} forwards per explainer")
+
+
+def _ffid(s, ev, shape):
+    n = len(s["sparsities"]) * (4 * s["n_samples"] + 2)
+    return Passes(forwards=n, note=f"{n} forwards per explainer (+ the surrogate's fine-tuning, not counted)")
+
+
+def _irof(s, ev, shape):
+    n = s["n_segments"] + 1
+    return Passes(forwards=n, note=f"~{n} forwards per explainer")
+
+
+# Quantus 0.6.0's defaults of the keywords that set its forward count (checked against the installed Quantus
+# by fudbench.evaluators.quantus' tests for the size keywords)
+QUANTUS_DEFAULTS = {"nr_runs": 100, "features_in_step": 1, "nr_samples": 100, "patch_size": 8,
+                    "regions_evaluation": 100, "n_perturb_samples": 10, "perturb_patch_sizes": [4]}
+
+
+def _quantus(s, ev, shape):
+    k = {**QUANTUS_DEFAULTS, **(s.get("settings") or {})}
+    _, h, w = shape
+    pixels, metric = h * w, s["metric"]
+    steps = math.ceil(pixels / k["features_in_step"])
+    n = {"FaithfulnessCorrelation": k["nr_runs"] + 1,
+         "FaithfulnessEstimate": steps + 1,
+         "MonotonicityCorrelation": k["nr_samples"] * steps + 1,
+         "Monotonicity": steps + 1,
+         "PixelFlipping": steps + 1,
+         "RegionPerturbation": min(k["regions_evaluation"], (h // k["patch_size"]) * (w // k["patch_size"])) + 1,
+         "Selectivity": (h // k["patch_size"]) * (w // k["patch_size"]) + 1,
+         "Infidelity": k["n_perturb_samples"] * sum((h // p) * (w // p) for p in k["perturb_patch_sizes"]) + 1,
+         }.get(metric)
+    if n is None:
+        return None
+    return Passes(forwards=n, weight=QUANTUS_WEIGHT, note=f"{n} forwards per explainer (Quantus {metric})")
+
+
+BUILTIN_PASSES: dict[str, Callable] = {
+    "fud": _fud, "insdel": _insdel, "sensn": _sensn, "infid": _infid, "srg": _srg, "idsds": _idsds,
+    "road": _road, "distill": _distill, "gevaert": _gevaert, "ffid": _ffid, "irof": _irof, "quantus": _quantus,
+}
+
+
+def entry_passes(name: str, settings: Optional[dict], evaluation: dict, shape: tuple) -> Optional[Passes]:
+    """The passes per image of a config entry (registered or plug-in); None without a cost model.
+    shape: (C, H, W) of the images."""
+    from fudbench.evaluators import method_of, spec
+
+    import dataclasses
+
+    method = method_of(name, settings)
+    entry = spec(method)
+    resolved = entry.resolve(settings)
+    if entry.cost is not None:
+        passes = entry.cost(resolved, evaluation)
+        passes = Passes(**passes) if isinstance(passes, dict) else passes
+    else:
+        found = BUILTIN_PASSES.get(method)
+        passes = None if found is None else found(resolved, evaluation, shape)
+    if passes is not None and passes.batch is None and isinstance(resolved.get("batch_size"), int):
+        passes = dataclasses.replace(passes, batch=resolved["batch_size"])
+    return passes
+
+
+# --- the run's shape ---------------------------------------------------------------------------------------------
+
+def image_side(config: dict) -> int:
+    """The evaluated images' side in pixels (square: the synthetic size or the crop)."""
+    data = config["data"]
+    if data["source"] == "synthetic":
+        return int(data["synthetic"]["image_size"])
+    return int((data.get(data["source"]) or {}).get("crop", 224))
+
+
+def forward_seconds(classifier: dict, side: int) -> tuple[float, str]:
+    """(seconds per forward-equivalent of one image, how it was priced)."""
+    arch = classifier.get("arch", "import")
+    kind = arch if arch in FORWARD_S else "imagenet"   # import, torchvision_*
+    ref_side, seconds = FORWARD_S[kind]
+    label = (f"as measured at {ref_side} px" if kind == arch
+             else "priced as an ImageNet-size network, EfficientNet-Lite0 (0.8 GFLOP at 224 px)")
+    return seconds * (side / ref_side) ** 2, f"{arch}: {label}"
+
+
+def native_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """The CPU computes bf16 natively (AVX512-BF16 or AMX), as FUD's amp_dtype: auto asks; torch-free."""
+    try:
+        with open(cpuinfo) as f:
+            flags = next((line for line in f if line.startswith("flags")), "")
+    except OSError:
+        return False
+    return any(flag in flags.split() for flag in ("avx512_bf16", "amx_bf16"))
+
+
+def unet_step_seconds(config: dict, side: int, bf16: bool) -> float:
+    precision = "bf16" if bf16 else "fp32"
+    source = ((config.get("models") or {}).get("score_model") or {}).get("source")
+    if source == "guided_diffusion":
+        return GUIDED_DIFFUSION_STEP_S[precision]
+    return UNET_STEP_S[precision] * (side / 32) ** 2
+
+
+@dataclass
+class Row:
+    entry: str
+    method: str
+    passes: Optional[Passes]
+    seconds: Optional[float]          # job-seconds, start-up included
+    jobs: int
+    share: float = 0.0
+
+
+@dataclass
+class Estimate:
+    rows: list
+    side: int
+    n_images: int
+    n_explainers: int
+    n_ratios: int
+    models: list                      # [(name, pricing label, seconds per forward)]
+    cores: Optional[int]
+    bf16: bool
+    device: str
+    warnings: list = field(default_factory=list)
+
+    @property
+    def total(self) -> float:
+        return sum(r.seconds for r in self.rows if r.seconds is not None)
+
+
+def estimate(config: dict, cores: Optional[int] = None, bf16: Optional[bool] = None) -> Estimate:
+    """The estimate of every evaluator entry of a resolved config (fudbench.config.files.resolve_config)."""
+    from fudbench.data.shards import n_shards
+    from fudbench.evaluators import method_of
+
+    side = image_side(config)
+    shape = (3, side, side)
+    data, evaluation = config["data"], config["evaluation"]
+    n, explainers = int(data["n_eval"]), len(config["explainers"])
+    shards = n_shards(n, data["shard_size"])
+    bf16 = native_bf16() if bf16 is None else bf16
+    models = [(name, *reversed(forward_seconds(c, side))) for name, c in config["models"]["classifiers"].items()]
+    unet = unet_step_seconds(config, side, bf16)
+    rows = []
+    for name, settings in config["evaluators"].items():
+        method = method_of(name, settings)
+        try:
+            passes = entry_passes(name, settings, evaluation, shape)
+        except (KeyError, TypeError, ValueError):  # a broken entry: the config check reports it
+            passes = None
+        jobs = len(models) * shards * (2 if method == "srg" else 1)   # srg: + its R-OMS jobs
+        seconds = None
+        if passes is not None:
+            seconds = jobs * START_UP_S
+            per_run = n / shards * max(passes.forwards, passes.shared)   # work items of one protocol run
+            weight = passes.weight * batch_penalty(min(passes.batch or 1, max(1, int(per_run))), side)
+            for _, _, forward in models:
+                per_image = (explainers * (passes.forwards * weight * forward + passes.unet_steps * unet)
+                             + passes.shared * weight * forward)
+                seconds += n * per_image
+        rows.append(Row(name, method, passes, seconds, jobs))
+    est = Estimate(rows, side, n, explainers, len(evaluation.get("ratios") or []), models, cores, bf16,
+                   str(config.get("device", "cpu")))
+    total = est.total
+    for row in rows:
+        row.share = (row.seconds or 0.0) / total if total else 0.0
+    top = max((r for r in rows if r.seconds is not None), key=lambda r: r.seconds, default=None)
+    if top is not None and len(rows) > 1 and top.share >= DOMINANT_SHARE:
+        grows = (f"; its cost grows with the pixels: at {side} x {side} px one image costs "
+                 f"{(side / 32) ** 2:.0f}x a 32 px one" if side > 32 else "")
+        est.warnings.append(
+            f"{top.entry} is {top.share:.0%} of the evaluators' estimated time ({duration(top.seconds)} of "
+            f"{duration(total)}){grows}. To shorten the run: lower its settings "
+            f"({top.passes.note}), lower data.n_eval, or drop it (`{top.entry}: null` under evaluators in an overlay)")
+    unknown = [r.entry for r in rows if r.seconds is None]
+    if unknown:
+        est.warnings.append(f"no cost model for {unknown} (an EvaluatorSpec's `cost`): not in the total")
+    return est
+
+
+def duration(seconds: float) -> str:
+    seconds = float(seconds)
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min" if seconds >= 600 else f"{int(seconds // 60)} min {seconds % 60:02.0f} s"
+    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
+
+
+def format_estimate(est: Estimate) -> str:
+    lines = [f"fud: cost estimate of the evaluators (an ESTIMATE, not a measurement: calibrated on {CALIBRATED_ON}; "
+             f"fudbench.workflow.cost)",
+             f"  {est.n_images} image(s) of {est.side} x {est.side} px, {len(est.models)} model(s), "
+             f"{est.n_explainers} explainer(s), {est.n_ratios} kept ratio(s); FUD's U-Net in "
+             f"{'bf16' if est.bf16 else 'fp32'}"]
+    for name, label, seconds in est.models:
+        lines.append(f"  model {name} ({label}): {seconds * 1e3:.3g} ms per forward-equivalent")
+    width = max([len(r.entry) for r in est.rows] + [9])
+    for row in sorted(est.rows, key=lambda r: -(r.seconds or 0)):
+        if row.seconds is None:
+            lines.append(f"  {row.entry:<{width}}  {'?':>9}        no cost model")
+            continue
+        lines.append(f"  {row.entry:<{width}}  {duration(row.seconds):>9}  {row.share:>4.0%}  {row.passes.note}")
+    total = est.total
+    wall = f"; about {duration(total / est.cores)} on {est.cores} cores if they stay busy" if est.cores else ""
+    lines.append(f"  {'total':<{width}}  {duration(total):>9}  of job time (start-up included){wall}; not "
+                 f"counted: explain, training, quality, tables and figures")
+    if est.device != "cpu":
+        lines.append(f"  device {est.device}: these are CPU figures; GPU figures: docs/performance.md")
+    lines += [f"  warning: {w}" for w in est.warnings]
+    return "\n".join(lines)
+
+
+# --- the command line ----------------------------------------------------------------------------------------------
+
+# Snakemake options that do not run jobs: no estimate before them
+NOT_A_RUN = ("--lint", "--report", "--unlock", "--list-rules", "--list", "-l", "--list-target-rules", "--dag",
+             "--rulegraph", "--filegraph", "--summary", "-S", "--detailed-summary", "-D", "--cleanup-metadata",
+             "--touch", "-t", "--version", "-v", "--help", "-h", "--delete-all-output", "--delete-temp-output",
+             "--archive", "--containerize", "--generate-unit-tests", "--export-cwl", "--list-changes", "--lc",
+             "--list-code-changes", "--list-input-changes", "--list-params-changes", "--li", "--lp")
+QUIET_ENV = "FUD_NO_ESTIMATE"
+
+
+def cores_of(argv: list[str]) -> Optional[int]:
+    for i, arg in enumerate(argv):
+        value = arg.split("=", 1)[1] if arg.startswith(("--cores=", "-c=")) else (
+            argv[i + 1] if arg in ("--cores", "-c", "-j", "--jobs") and i + 1 < len(argv) else None)
+        if value is not None:
+            if value == "all":
+                return os.cpu_count()
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return os.cpu_count()   # profiles/default: cores: all
+
+
+def print_estimate(argv: list[str], config: Callable[[], dict], stream=None) -> bool:
+    """Print the estimate of the run `./fud run ARGV` would start, `config()` its resolved config
+    (fudbench.workflow.command.main passes run_config of ARGV's files and --config values), unless ARGV does
+    not run jobs or FUD_NO_ESTIMATE is set. Never stops the run: a config that does not resolve is the
+    Snakefile's to report. Returns whether it printed."""
+    import sys
+
+    stream = stream or sys.stderr
+    if os.environ.get(QUIET_ENV) or any(a.split("=", 1)[0] in NOT_A_RUN for a in argv):
+        return False
+    try:
+        text = format_estimate(estimate(config(), cores_of(argv)))
+    except Exception as exc:  # noqa: BLE001  (the estimate is advice; the config check reports real problems)
+        print(f"fud: no cost estimate ({type(exc).__name__}: {exc})", file=stream)
+        return False
+    print(text, file=stream, flush=True)
+    return True
