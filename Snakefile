@@ -24,8 +24,11 @@ from fudbench.workflow.preflight import check_free_space, check_results_path, ch
 # stays null), so the files are merged again here (fudbench.config.files.command_line_config).
 _settings = getattr(workflow, "config_settings", None)
 # --config's values are re-read as YAML means them (typed_overrides: Snakemake leaves nested ones strings).
-_given = (command_line_config(_settings.configfiles or [], typed_overrides(_settings.config))
-          if _settings is not None else config)
+_given = (
+    command_line_config(_settings.configfiles or [], typed_overrides(_settings.config))
+    if _settings is not None
+    else config
+)
 _merged = with_default(_given, REPO / "config/config.yaml", REPO / "config/schema.yaml")
 config.clear()
 config.update(_merged)
@@ -40,6 +43,8 @@ check_results_path(f"results/{config['run_name']}")
 # the run's results page (rules/report.smk writes results/<run>/report/front.rst);
 # report/workflow.rst stands in for a run that has not made it yet.
 _FRONT = Path(f"results/{config['run_name']}/report/front.rst").resolve()
+
+
 report: str(_FRONT) if _FRONT.is_file() else "report/workflow.rst"
 
 
@@ -86,9 +91,9 @@ from fudbench.core.damage import remake_damaged, remake_missing
 
 
 rule all:
+    default_target: True
     input:
         all_targets(),
         CUE_TARGETS,  # rules/cue.smk: empty without data.synthetic.cue
         remake_damaged(RESULTS, workflow.rules),
         remake_missing(RESULTS, workflow.rules) if getattr(workflow, "is_main_process", True) else [],
-    default_target: True

@@ -10,6 +10,7 @@ order is reported as reordered, not as different). Prints one line per kind and 
 if anything differs or a file exists in one run only. Used to check that a
 refactoring changed no number (issue 16).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,6 +47,7 @@ def compare_tables(a: pd.DataFrame, b: pd.DataFrame) -> str | None:
     """None if equal; 'reordered' notes tables with the same rows in another order."""
     if compare_frames(a, b) is None:
         return None
+
     def canonical(t):
         return t.sort_values(list(t.columns), key=lambda c: c.astype(str)).reset_index(drop=True)
 
@@ -69,8 +71,10 @@ def _untimed(path: Path) -> pd.DataFrame:
 
 
 def compare(root_a: Path, root_b: Path, tables: bool) -> int:
-    kinds = [("records", "records/**/*.parquet", lambda p, q: compare_frames(pd.read_parquet(p), pd.read_parquet(q))),
-             ("samples", "samples/**/*.npz", compare_npz)]
+    kinds = [
+        ("records", "records/**/*.parquet", lambda p, q: compare_frames(pd.read_parquet(p), pd.read_parquet(q))),
+        ("samples", "samples/**/*.npz", compare_npz),
+    ]
     if tables:
         kinds.append(("tables", "tables/*.csv", lambda p, q: compare_tables(_untimed(p), _untimed(q))))
     problems = 0

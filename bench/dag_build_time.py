@@ -10,6 +10,7 @@ ImageNet directory, missing checkpoints), as in tests/test_paper_profile.py:
 the DAG is built without the assets. It was a test's `< 10 s of CPU`
 assertion, which depended on the machine; here it is a number to report.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,20 @@ def stand_in_paper_config(work: Path) -> Path:
 def dry_run(config: str, work: Path) -> tuple[float, float, int]:
     """(CPU seconds, wall seconds, jobs) of one dry run of `config` in `work`."""
     configfile = stand_in_paper_config(work) if config == "paper" else REPO / CONFIGS[config]
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-n", "--quiet", "rules",
-           "--configfile", str(configfile), "--directory", str(work / "run")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(REPO / "Snakefile"),
+        "-n",
+        "--quiet",
+        "rules",
+        "--configfile",
+        str(configfile),
+        "--directory",
+        str(work / "run"),
+    ]
     before, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
     res = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
     wall, after = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -75,8 +88,13 @@ def main(argv=None) -> list[dict]:
         for _ in range(args.repeats):
             with tempfile.TemporaryDirectory() as tmp:
                 runs.append(dry_run(config, Path(tmp)))
-        row = {"config": config, "jobs": runs[0][2], "repeats": args.repeats,
-               "cpu_s": statistics.median(r[0] for r in runs), "wall_s": statistics.median(r[1] for r in runs)}
+        row = {
+            "config": config,
+            "jobs": runs[0][2],
+            "repeats": args.repeats,
+            "cpu_s": statistics.median(r[0] for r in runs),
+            "wall_s": statistics.median(r[1] for r in runs),
+        }
         rows.append(row)
         print(f"{config:8s} {row['jobs']:6d} {row['cpu_s']:7.2f} {row['wall_s']:7.2f}", flush=True)
     if args.csv:

@@ -11,6 +11,7 @@ numbers. Passes are counted per image:
 a forward of a batch of B images counts B, and so does a backward through it.
 Prints one table row per model x method.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,15 +51,21 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     from fudbench.config.cli import positive_int, script_config, user_file
 
-    ap.add_argument("--config", nargs="+", default=None,
-                    help="config files, merged in order as ./fud run merges them (default: config/config.yaml)")
+    ap.add_argument(
+        "--config",
+        nargs="+",
+        default=None,
+        help="config files, merged in order as ./fud run merges them (default: config/config.yaml)",
+    )
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--images", type=positive_int, default=8)
     ap.add_argument("--size", type=positive_int, default=None, help="image side (default: the config's)")
-    ap.add_argument("--models", nargs="*", type=user_file, default=None,
-                    help="classifier checkpoints (default: random weights)")
-    ap.add_argument("--data", type=user_file, default=None,
-                    help="eval.npz of a run: use its images instead of random ones")
+    ap.add_argument(
+        "--models", nargs="*", type=user_file, default=None, help="classifier checkpoints (default: random weights)"
+    )
+    ap.add_argument(
+        "--data", type=user_file, default=None, help="eval.npz of a run: use its images instead of random ones"
+    )
     ap.add_argument("--methods", nargs="*", default=None, help="config explainer names (default: all in config)")
     args = ap.parse_args()
     cfg = script_config(args.config)[0]
@@ -69,30 +76,36 @@ def main():
         models = {Path(p).stem: load_classifier(p, device) for p in args.models}
     else:
         torch.manual_seed(0)
-        models = {name: build_classifier(c, n_classes, size, [0.5] * 3, [0.25] * 3).eval().requires_grad_(False).to(device)
-                  for name, c in cfg["models"]["classifiers"].items()}
+        models = {
+            name: build_classifier(c, n_classes, size, [0.5] * 3, [0.25] * 3).eval().requires_grad_(False).to(device)
+            for name, c in cfg["models"]["classifiers"].items()
+        }
     explainers = {k: v for k, v in cfg["explainers"].items() if args.methods is None or k in args.methods}
     if args.data:
         from fudbench.core.io import load_npz
 
         data = load_npz(args.data)
-        x = torch.from_numpy(data["images"][:args.images]).float().div(255).to(device)
-        masks = torch.from_numpy(data["masks"][:args.images])
+        x = torch.from_numpy(data["images"][: args.images]).float().div(255).to(device)
+        masks = torch.from_numpy(data["masks"][: args.images])
     else:
         x = torch.rand(args.images, 3, size, size, generator=torch.Generator().manual_seed(0)).to(device)
         masks = (torch.rand(args.images, size, size) > 0.5).to(torch.uint8)
     from fudbench.core.hardware import describe_machine
 
     print(describe_machine(device))
-    print(f"device={device} ({torch.cuda.get_device_name(device) if device.type == 'cuda' else 'CPU'}), "
-          f"threads={torch.get_num_threads()}, images={args.images}, size={size}")
+    print(
+        f"device={device} ({torch.cuda.get_device_name(device) if device.type == 'cuda' else 'CPU'}), "
+        f"threads={torch.get_num_threads()}, images={args.images}, size={size}"
+    )
     print(f"{'model':8s} {'method':12s} {'fwd/img':>9s} {'bwd/img':>9s} {'s/img':>10s}")
     for mname, model in models.items():
         target = model(x).argmax(1)
         for ename, settings in explainers.items():
             cost = measure_explainer(model, ename, settings, x, target, masks, device)
-            print(f"{mname:8s} {ename:12s} {cost['forward']:9.1f} {cost['backward']:9.1f} "
-                  f"{cost['seconds']:10.4f}", flush=True)
+            print(
+                f"{mname:8s} {ename:12s} {cost['forward']:9.1f} {cost['backward']:9.1f} {cost['seconds']:10.4f}",
+                flush=True,
+            )
 
 
 def measure_explainer(model, name: str, settings: dict, x, target, masks, device) -> dict:
@@ -112,8 +125,11 @@ def measure_explainer(model, name: str, settings: dict, x, target, masks, device
     if device.type == "cuda":
         torch.cuda.synchronize()
     n = len(x)
-    return {"forward": counter.forward_images / n, "backward": counter.backward_images / n,
-            "seconds": (time.perf_counter() - t0) / n}
+    return {
+        "forward": counter.forward_images / n,
+        "backward": counter.backward_images / n,
+        "seconds": (time.perf_counter() - t0) / n,
+    }
 
 
 if __name__ == "__main__":

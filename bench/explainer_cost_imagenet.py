@@ -17,6 +17,7 @@ FLOPs per image = forward passes x F_fwd + backward passes x F_bwd, with F_fwd
 FlopCounterMode on the meta device. --tiny runs both models at 32x32 so the
 script finishes in seconds on a CPU.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,8 +65,12 @@ def main(argv=None) -> list[dict]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     from fudbench.config.cli import positive_int, script_config, user_file
 
-    ap.add_argument("--config", nargs="+", default=None,
-                    help="config files, merged in order as ./fud run merges them (default: config/config.yaml)")
+    ap.add_argument(
+        "--config",
+        nargs="+",
+        default=None,
+        help="config files, merged in order as ./fud run merges them (default: config/config.yaml)",
+    )
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--images", type=positive_int, default=8)
     ap.add_argument("--models", nargs="+", default=["resnet50", "vit_b_16"], choices=["resnet50", "vit_b_16"])
@@ -90,10 +95,13 @@ def main(argv=None) -> list[dict]:
     from fudbench.core.hardware import describe_machine
 
     print(describe_machine(device))
-    print(f"device={device} ({name}), peak bf16={peak or 'n/a'} TFLOP/s, threads={torch.get_num_threads()}, "
-          f"images={args.images}, size={size}")
-    print(f"{'model':9s} {'method':11s} {'fwd/img':>8s} {'bwd/img':>8s} {'s/img':>9s} {'TFLOP/img':>10s} "
-          f"{'TFLOP/s':>8s}")
+    print(
+        f"device={device} ({name}), peak bf16={peak or 'n/a'} TFLOP/s, threads={torch.get_num_threads()}, "
+        f"images={args.images}, size={size}"
+    )
+    print(
+        f"{'model':9s} {'method':11s} {'fwd/img':>8s} {'bwd/img':>8s} {'s/img':>9s} {'TFLOP/img':>10s} {'TFLOP/s':>8s}"
+    )
     rows = []
     for mname in args.models:
         torch.manual_seed(0)
@@ -104,14 +112,28 @@ def main(argv=None) -> list[dict]:
         for ename, settings in cfg["explainers"].items():
             if args.methods is not None and ename not in args.methods:
                 continue
-            cost = measure_explainer(model, ename, imagenet_settings(ename, settings, args.batch_size, args.tiny),
-                                     x, target, masks, device)
+            cost = measure_explainer(
+                model, ename, imagenet_settings(ename, settings, args.batch_size, args.tiny), x, target, masks, device
+            )
             flop = cost["forward"] * f_fwd + cost["backward"] * f_bwd
             tflops, pct = achieved_tflops(flop, cost["seconds"], peak)
-            rows.append({"device": name, "model": mname, "method": ename, "size": size, **cost,
-                         "tflop_per_image": flop / 1e12, "tflops": tflops, "pct_peak": pct})
-            print(f"{mname:9s} {ename:11s} {cost['forward']:8.1f} {cost['backward']:8.1f} {cost['seconds']:9.4f} "
-                  f"{flop / 1e12:10.4f} {tflops:8.3f}", flush=True)
+            rows.append(
+                {
+                    "device": name,
+                    "model": mname,
+                    "method": ename,
+                    "size": size,
+                    **cost,
+                    "tflop_per_image": flop / 1e12,
+                    "tflops": tflops,
+                    "pct_peak": pct,
+                }
+            )
+            print(
+                f"{mname:9s} {ename:11s} {cost['forward']:8.1f} {cost['backward']:8.1f} {cost['seconds']:9.4f} "
+                f"{flop / 1e12:10.4f} {tflops:8.3f}",
+                flush=True,
+            )
             write_rows(args.csv, rows)  # after every row: a run stopped by a time limit keeps what it finished
     write_rows(args.csv, rows)
     return rows

@@ -7,6 +7,7 @@ Prints the machine (fudbench.core.hardware.describe_machine) and one row per mod
 method; a method a model cannot run (LRP on the ViT) is reported as refused.
 Timed after a one-image warm-up call; the batch is explained in one call.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,11 @@ METHODS = {
     "DeepLift": {"method": "captum", "attr": "DeepLift"},
     "GradientShap": {"method": "captum", "attr": "GradientShap", "settings": {"n_samples": 8}},
     "SmoothGrad": {"method": "captum", "attr": "Saliency", "noise_tunnel": {"nt_samples": 16, "stdevs": 0.15}},
-    "Occlusion4": {"method": "captum", "attr": "Occlusion", "settings": {"sliding_window_shapes": [3, 4, 4],
-                                                                         "strides": [3, 2, 2]}},
+    "Occlusion4": {
+        "method": "captum",
+        "attr": "Occlusion",
+        "settings": {"sliding_window_shapes": [3, 4, 4], "strides": [3, 2, 2]},
+    },
     "KernelShap": {"method": "captum", "attr": "KernelShap", "feature_patch": 4, "settings": {"n_samples": 64}},
     "GradCAM": {"method": "cam", "cam": "GradCAM"},
     "ScoreCAM": {"method": "cam", "cam": "ScoreCAM"},
@@ -56,8 +60,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     from fudbench.config.cli import positive_int, script_config
 
-    ap.add_argument("--config", nargs="+", default=None,
-                    help="config files, merged in order as ./fud run merges them (default: config/config.yaml)")
+    ap.add_argument(
+        "--config",
+        nargs="+",
+        default=None,
+        help="config files, merged in order as ./fud run merges them (default: config/config.yaml)",
+    )
     ap.add_argument("--size", type=positive_int, default=32)
     ap.add_argument("--images", type=positive_int, default=8)
     ap.add_argument("--device", default="cpu")
@@ -67,8 +75,11 @@ def main():
     device = torch.device(args.device)
     n_classes = 2 * len(cfg["data"]["synthetic"]["shapes"])
     torch.manual_seed(0)
-    models = {n: build_classifier(c, n_classes, args.size, [0.5] * 3, [0.25] * 3).eval().requires_grad_(False)
-              .to(device) for n, c in cfg["models"]["classifiers"].items() if c["arch"] in ("small_cnn", "small_vit")}
+    models = {
+        n: build_classifier(c, n_classes, args.size, [0.5] * 3, [0.25] * 3).eval().requires_grad_(False).to(device)
+        for n, c in cfg["models"]["classifiers"].items()
+        if c["arch"] in ("small_cnn", "small_vit")
+    }
     x = torch.rand(args.images, 3, args.size, args.size, generator=torch.Generator().manual_seed(0)).to(device)
     print(describe_machine(device))
     print(f"# images={args.images}, size={args.size}, threads={torch.get_num_threads()}")

@@ -16,6 +16,7 @@ Energy AUROC and Kendall tau in both precisions, and
   on which the tables compare explainers;
 - mad: mean |pixel difference| between the two precisions' samples.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,9 +41,13 @@ def main(argv=None) -> pd.DataFrame:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     from fudbench.config.cli import positive_int, script_config, user_file
 
-    ap.add_argument("--config", nargs="+", default=None,
-                    help="the run's config files, merged in order as ./fud run merges them (default: "
-                         "config/config.yaml); --results defaults to that run's results/<run_name>")
+    ap.add_argument(
+        "--config",
+        nargs="+",
+        default=None,
+        help="the run's config files, merged in order as ./fud run merges them (default: "
+        "config/config.yaml); --results defaults to that run's results/<run_name>",
+    )
     ap.add_argument("--results", type=user_file, default=None)
     ap.add_argument("--models", nargs="+", default=None)
     ap.add_argument("--explainers", nargs="+", default=["ig", "sm", "random", "oracle_d00"])
@@ -59,8 +64,10 @@ def main(argv=None) -> pd.DataFrame:
     inp = _inputs(args, cfg)
     paths, device = inp["paths"], torch.device(args.device)
     configured = cfg["evaluators"]["fud"]
-    variants = {"fp32": {**configured, "amp_dtype": None, "channels_last": False, "compile": False},
-                "configured": configured}
+    variants = {
+        "fp32": {**configured, "amp_dtype": None, "channels_last": False, "compile": False},
+        "configured": configured,
+    }
     assets = {"score_model": str(paths["score_model"])}
     evaluators = {k: build_evaluator("fud", v, cfg["evaluation"], assets, device) for k, v in variants.items()}
     data = load_npz(paths["images"])
@@ -76,15 +83,30 @@ def main(argv=None) -> pd.DataFrame:
             out[name] = (res, per_image, summarise(res.records, res.samples, x.cpu(), clean_energy))
         d = out["configured"][1] - out["fp32"][1]
         sd = float(out["fp32"][1].std(ddof=1))
-        rows.append({"model": model_name, "explainer": explainer, "n": n,
-                     "fud_fp32": out["fp32"][2]["fud"], "fud_conf": out["configured"][2]["fud"],
-                     "d_fud_mean": float(d.mean()), "d_fud_maxabs": float(d.abs().max()),
-                     "fud_sd": sd, "ci_half": 1.96 * sd / np.sqrt(n),
-                     "auroc_fp32": out["fp32"][2]["auroc"], "auroc_conf": out["configured"][2]["auroc"],
-                     "tau_fp32": out["fp32"][2]["tau"], "tau_conf": out["configured"][2]["tau"],
-                     "mad": float(np.abs(out["configured"][0].samples.astype(np.float32)
-                                         - out["fp32"][0].samples.astype(np.float32)).mean()),
-                     "s_per_sample_fp32": out["fp32"][2]["seconds"], "s_per_sample_conf": out["configured"][2]["seconds"]})
+        rows.append(
+            {
+                "model": model_name,
+                "explainer": explainer,
+                "n": n,
+                "fud_fp32": out["fp32"][2]["fud"],
+                "fud_conf": out["configured"][2]["fud"],
+                "d_fud_mean": float(d.mean()),
+                "d_fud_maxabs": float(d.abs().max()),
+                "fud_sd": sd,
+                "ci_half": 1.96 * sd / np.sqrt(n),
+                "auroc_fp32": out["fp32"][2]["auroc"],
+                "auroc_conf": out["configured"][2]["auroc"],
+                "tau_fp32": out["fp32"][2]["tau"],
+                "tau_conf": out["configured"][2]["tau"],
+                "mad": float(
+                    np.abs(
+                        out["configured"][0].samples.astype(np.float32) - out["fp32"][0].samples.astype(np.float32)
+                    ).mean()
+                ),
+                "s_per_sample_fp32": out["fp32"][2]["seconds"],
+                "s_per_sample_conf": out["configured"][2]["seconds"],
+            }
+        )
         print(f"  {model_name} {explainer}: done", file=sys.stderr, flush=True)
     table = pd.DataFrame(rows)
     dest = Path(args.csv) if args.csv else inp["results"] / "bench" / "fud_precision.csv"
@@ -94,9 +116,11 @@ def main(argv=None) -> pd.DataFrame:
     from fudbench.core.hardware import describe_machine
 
     print(describe_machine(device, configured))
-    print(f"configured: amp_dtype={configured.get('amp_dtype')}, channels_last={configured.get('channels_last')}, "
-          f"compile={configured.get('compile', 'auto')} -> {evaluators['configured'].curves[0][1].runtime.precision.label}"
-          f"; fp32 reference: eager; written to {dest}")
+    print(
+        f"configured: amp_dtype={configured.get('amp_dtype')}, channels_last={configured.get('channels_last')}, "
+        f"compile={configured.get('compile', 'auto')} -> {evaluators['configured'].curves[0][1].runtime.precision.label}"
+        f"; fp32 reference: eager; written to {dest}"
+    )
     return table
 
 

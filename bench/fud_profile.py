@@ -22,6 +22,7 @@ not a measurement of such a CPU):
 
     ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 ./fud python bench/fud_profile.py
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,8 +39,10 @@ sys.path.insert(0, str(REPO / "src"))
 def cpu_seconds() -> float:
     """User + system CPU seconds of this process and its finished children so far
     (torch.compile's C++ compiler runs in child processes)."""
-    return sum(r.ru_utime + r.ru_stime for r in (resource.getrusage(resource.RUSAGE_SELF),
-                                                  resource.getrusage(resource.RUSAGE_CHILDREN)))
+    return sum(
+        r.ru_utime + r.ru_stime
+        for r in (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN))
+    )
 
 
 def build(dtype: str, layout: str, steps: int, compile_: bool, model: str):
@@ -50,9 +53,12 @@ def build(dtype: str, layout: str, steps: int, compile_: bool, model: str):
     from fudbench.models.score import load_score_model
 
     fud = dict(load_yaml(REPO / "config/config.yaml")["evaluators"]["fud"])
-    fud.update(steps=steps, amp_dtype=None if dtype == "fp32" else dtype,
-               channels_last={"channels_last": True, "contiguous": False, "auto": "auto"}[layout],
-               compile=compile_)
+    fud.update(
+        steps=steps,
+        amp_dtype=None if dtype == "fp32" else dtype,
+        channels_last={"channels_last": True, "contiguous": False, "auto": "auto"}[layout],
+        compile=compile_,
+    )
     for k in ("batch_size", "symmetric", "granularity", "patch_size", "n_segments", "compactness"):
         fud.pop(k, None)
     unet, schedule = load_score_model(REPO / "assets/score_model_synthetic.pt", "cpu")
@@ -82,9 +88,12 @@ def forward_table(unet, dtypes, layouts, batches, repeats: int) -> list[dict]:
     size = unet.config.sample_size
     for dtype in dtypes:
         for layout in layouts:
-            rt = ScoreModelRuntime(copy.deepcopy(unet).eval(), RuntimeSettings(
-                amp_dtype=None if dtype == "fp32" else dtype, channels_last=layout == "channels_last",
-                compile=False))
+            rt = ScoreModelRuntime(
+                copy.deepcopy(unet).eval(),
+                RuntimeSettings(
+                    amp_dtype=None if dtype == "fp32" else dtype, channels_last=layout == "channels_last", compile=False
+                ),
+            )
             for b in batches:
                 x = torch.randn(b, 3, size, size, generator=torch.Generator().manual_seed(0))
                 t = torch.full((b,), 500, dtype=torch.long)
@@ -97,10 +106,21 @@ def forward_table(unet, dtypes, layouts, batches, repeats: int) -> list[dict]:
                         times.append(time.perf_counter() - t0)
                     cpu = (cpu_seconds() - c0) / repeats
                 ms = 1000 * min(times)
-                rows.append({"dtype": dtype, "layout": layout, "batch": b, "ms_forward": ms,
-                             "ms_per_sample": ms / b, "cpu_s_forward": cpu})
-                print(f"  {dtype:5s} {layout:14s} batch {b:4d}: {ms:8.1f} ms per forward, {ms / b:6.2f} ms per "
-                      f"sample, {cpu:6.3f} CPU s per forward", flush=True)
+                rows.append(
+                    {
+                        "dtype": dtype,
+                        "layout": layout,
+                        "batch": b,
+                        "ms_forward": ms,
+                        "ms_per_sample": ms / b,
+                        "cpu_s_forward": cpu,
+                    }
+                )
+                print(
+                    f"  {dtype:5s} {layout:14s} batch {b:4d}: {ms:8.1f} ms per forward, {ms / b:6.2f} ms per "
+                    f"sample, {cpu:6.3f} CPU s per forward",
+                    flush=True,
+                )
     return rows
 
 
@@ -117,8 +137,11 @@ def profiled_fill(sampler, classifier, n: int, top: int) -> dict:
     c0, t0 = cpu_seconds(), time.perf_counter()
     sampler.fill(x, keep, ctx)
     wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
-    print(f"fill of {n} samples x {sampler.steps} steps (unprofiled): {wall:.2f} s wall, {cpu:.2f} CPU s, "
-          f"{cpu / n:.4f} CPU s per sample", flush=True)
+    print(
+        f"fill of {n} samples x {sampler.steps} steps (unprofiled): {wall:.2f} s wall, {cpu:.2f} CPU s, "
+        f"{cpu / n:.4f} CPU s per sample",
+        flush=True,
+    )
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         sampler.fill(x, keep, ctx)
     events = prof.key_averages()
@@ -126,8 +149,9 @@ def profiled_fill(sampler, classifier, n: int, top: int) -> dict:
     print(f"torch.profiler, top {top} operators by self CPU time (of {total / 1e6:.2f} s):")
     print(f"  {'operator':40s} {'calls':>7s} {'self s':>8s} {'share':>6s}")
     for e in sorted(events, key=lambda e: -e.self_cpu_time_total)[:top]:
-        print(f"  {e.key[:40]:40s} {e.count:7d} {e.self_cpu_time_total / 1e6:8.3f} "
-              f"{e.self_cpu_time_total / total:6.1%}")
+        print(
+            f"  {e.key[:40]:40s} {e.count:7d} {e.self_cpu_time_total / 1e6:8.3f} {e.self_cpu_time_total / total:6.1%}"
+        )
     return {"wall_s": wall, "cpu_s": cpu, "cpu_s_per_sample": cpu / n}
 
 
@@ -166,18 +190,25 @@ def main(argv=None) -> dict:
         x, keep = inputs(args.batch, compiled.runtime.unet.config.sample_size)
         from fudbench.imputers.base import ImputeContext
 
-        ctx = ImputeContext(classifier=classifier, target=torch.zeros(args.batch, dtype=torch.long),
-                            seeds=list(range(args.batch)))
+        ctx = ImputeContext(
+            classifier=classifier, target=torch.zeros(args.batch, dtype=torch.long), seeds=list(range(args.batch))
+        )
         c0, t0 = cpu_seconds(), time.perf_counter()
         compiled.warm_up(x)
-        print(f"torch.compile of the U-Net at batch {args.batch}: {time.perf_counter() - t0:.1f} s wall, "
-              f"{cpu_seconds() - c0:.1f} CPU s (failed: {compiled.runtime.compile_failed})", flush=True)
+        print(
+            f"torch.compile of the U-Net at batch {args.batch}: {time.perf_counter() - t0:.1f} s wall, "
+            f"{cpu_seconds() - c0:.1f} CPU s (failed: {compiled.runtime.compile_failed})",
+            flush=True,
+        )
         compiled.with_steps(1).fill(x, keep, ctx)
         c0, t0 = cpu_seconds(), time.perf_counter()
         compiled.fill(x, keep, ctx)
         wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
-        print(f"compiled fill: {wall:.2f} s wall, {cpu:.2f} CPU s ({cpu / args.batch:.4f} per sample; eager "
-              f"{out['fill']['cpu_s_per_sample']:.4f})", flush=True)
+        print(
+            f"compiled fill: {wall:.2f} s wall, {cpu:.2f} CPU s ({cpu / args.batch:.4f} per sample; eager "
+            f"{out['fill']['cpu_s_per_sample']:.4f})",
+            flush=True,
+        )
         out["compiled_fill"] = {"wall_s": wall, "cpu_s": cpu}
     return out
 

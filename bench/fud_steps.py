@@ -25,6 +25,7 @@ Per model x explainer x step count it reports
             same sample at the reference step count.
 Writes a CSV (default results/<run>/bench/fud_steps.csv) and prints the table.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,11 +52,18 @@ def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     from fudbench.config.cli import positive_int, user_file
 
-    ap.add_argument("--config", nargs="+", default=None,
-                    help="the run's config files, merged in order as ./fud run merges them (default: "
-                         "config/config.yaml)")
-    ap.add_argument("--results", type=user_file, default=None,
-                    help="the run's results directory (default: results/<run_name> of --config's run)")
+    ap.add_argument(
+        "--config",
+        nargs="+",
+        default=None,
+        help="the run's config files, merged in order as ./fud run merges them (default: config/config.yaml)",
+    )
+    ap.add_argument(
+        "--results",
+        type=user_file,
+        default=None,
+        help="the run's results directory (default: results/<run_name> of --config's run)",
+    )
     ap.add_argument("--models", nargs="+", default=None, help="default: the config's classifiers")
     ap.add_argument("--explainers", nargs="+", default=["ig", "sm", "random"])
     ap.add_argument("--steps", type=int, nargs="+", default=[10, 25, 50, 100])
@@ -74,8 +82,7 @@ def _inputs(args, cfg) -> dict:
     """Every input path, checked before any sampling starts."""
     results = Path(args.results or REPO / "results" / cfg["run_name"])
     models = args.models or list(cfg["models"]["classifiers"])
-    paths = {"images": results / "data" / "eval.npz",
-             "score_model": results / "models" / "score_model.pt"}
+    paths = {"images": results / "data" / "eval.npz", "score_model": results / "models" / "score_model.pt"}
     if not paths["score_model"].exists():
         shipped = cfg.get("models", {}).get("score_model", {}).get("shipped")
         if shipped and (REPO / shipped).exists():
@@ -87,8 +94,10 @@ def _inputs(args, cfg) -> dict:
             paths[(m, e)] = results / "attributions" / m / e / "shard0.npz"
     missing = [str(p) for p in paths.values() if not Path(p).exists()]
     if missing:
-        raise SystemExit("missing inputs (run the default workflow up to the explain jobs, or pass --results "
-                         "/ --models / --explainers):\n  " + "\n  ".join(missing))
+        raise SystemExit(
+            "missing inputs (run the default workflow up to the explain jobs, or pass --results "
+            "/ --models / --explainers):\n  " + "\n  ".join(missing)
+        )
     return {"results": results, "models": models, "paths": paths}
 
 
@@ -105,8 +114,16 @@ def shard0_inputs(inp: dict, data: dict, args, device):
             n = len(attr["ids"]) if args.limit is None else min(args.limit, len(attr["ids"]))
             ids = attr["ids"][:n]
             x = torch.from_numpy(data["images"][ids]).float().div(255).to(device)
-            yield (model_name, model, explainer, ids, x, torch.from_numpy(attr["targets"][:n]).to(device),
-                   torch.from_numpy(attr["attributions"][:n]).to(device), energies(model, x))
+            yield (
+                model_name,
+                model,
+                explainer,
+                ids,
+                x,
+                torch.from_numpy(attr["targets"][:n]).to(device),
+                torch.from_numpy(attr["attributions"][:n]).to(device),
+                energies(model, x),
+            )
 
 
 def summarise(records: pd.DataFrame, samples: np.ndarray, originals: torch.Tensor, clean_energy: np.ndarray) -> dict:
@@ -115,13 +132,22 @@ def summarise(records: pd.DataFrame, samples: np.ndarray, originals: torch.Tenso
     flat = torch.from_numpy(samples.astype(np.float32)).reshape(n * r, *samples.shape[2:])
     q = quality_metrics(flat, originals.repeat_interleave(r, dim=0), metrics=("PSNR", "SSIM"))
     per_image = records.groupby("image")
-    tau = per_image.apply(lambda g: removal_tau(g["removed"].to_numpy(), g["confidence"].to_numpy())) \
-        if r > 1 else pd.Series([np.nan])
+    tau = (
+        per_image.apply(lambda g: removal_tau(g["removed"].to_numpy(), g["confidence"].to_numpy()))
+        if r > 1
+        else pd.Series([np.nan])
+    )
     fud = per_image.apply(lambda g: normalised_auc(g["kept"], g["confidence"])) if r > 1 else pd.Series([np.nan])
-    return {"auroc": ood_metrics(clean_energy, records["energy"].to_numpy())["auroc"],
-            "PSNR": float(np.mean(q["PSNR"])), "SSIM": float(np.mean(q["SSIM"])),
-            "tau": float(tau.mean()), "fud": float(fud.mean()), "confidence": float(records["confidence"].mean()),
-            "seconds": float(records["seconds"].mean()), "n_samples": int(n * r)}
+    return {
+        "auroc": ood_metrics(clean_energy, records["energy"].to_numpy())["auroc"],
+        "PSNR": float(np.mean(q["PSNR"])),
+        "SSIM": float(np.mean(q["SSIM"])),
+        "tau": float(tau.mean()),
+        "fud": float(fud.mean()),
+        "confidence": float(records["confidence"].mean()),
+        "seconds": float(records["seconds"].mean()),
+        "n_samples": int(n * r),
+    }
 
 
 def main(argv=None) -> pd.DataFrame:
@@ -129,7 +155,6 @@ def main(argv=None) -> pd.DataFrame:
     if args.threads:
         torch.set_num_threads(args.threads)
     from fudbench.evaluators import build_evaluator
-    from fudbench.models.classifiers import load_classifier
     from fudbench.workflow.pipeline import paired_seed_key
     from fudbench.protocols import TopKCurve
 
@@ -147,32 +172,52 @@ def main(argv=None) -> pd.DataFrame:
     steps = sorted(set(args.steps))
     reference = steps[-1]
     data = load_npz(paths["images"])
-    evaluator = build_evaluator("fud", {**fud_settings, "steps": reference}, {**cfg["evaluation"], "ratios": ratios},
-                                {"score_model": str(paths["score_model"])}, device)
+    evaluator = build_evaluator(
+        "fud",
+        {**fud_settings, "steps": reference},
+        {**cfg["evaluation"], "ratios": ratios},
+        {"score_model": str(paths["score_model"])},
+        device,
+    )
     curve, base = evaluator.curves[0]
     rows, finals = [], {}
     for model_name, model, explainer, ids, x, y, a, clean_energy in shard0_inputs(inp, data, args, device):
         for s in steps:
-            imputer = base.with_steps(s) if hasattr(base, "with_steps") else build_evaluator(
-                "fud", {**fud_settings, "steps": s}, {**cfg["evaluation"], "ratios": ratios},
-                {"score_model": str(paths["score_model"])}, device).curves[0][1]
-            protocol = TopKCurve("fud", ratios, mode="keep", batch_size=curve.batch_size,
-                                 reduction=curve.reduction, keep_samples=True)
+            imputer = (
+                base.with_steps(s)
+                if hasattr(base, "with_steps")
+                else build_evaluator(
+                    "fud",
+                    {**fud_settings, "steps": s},
+                    {**cfg["evaluation"], "ratios": ratios},
+                    {"score_model": str(paths["score_model"])},
+                    device,
+                ).curves[0][1]
+            )
+            protocol = TopKCurve(
+                "fud", ratios, mode="keep", batch_size=curve.batch_size, reduction=curve.reduction, keep_samples=True
+            )
             # The workflow's seed key, so each step count starts from the workflow's noise.
-            res = protocol.run(model, x, y, a, imputer, ids, (*paired_seed_key(cfg["seed"], model_name, "fud"),
-                                                              "fud"))
+            res = protocol.run(model, x, y, a, imputer, ids, (*paired_seed_key(cfg["seed"], model_name, "fud"), "fud"))
             finals[(model_name, explainer, s)] = res.samples
-            rows.append({"model": model_name, "explainer": explainer, "steps": s,
-                         **summarise(res.records, res.samples, x.cpu(), clean_energy)})
+            rows.append(
+                {
+                    "model": model_name,
+                    "explainer": explainer,
+                    "steps": s,
+                    **summarise(res.records, res.samples, x.cpu(), clean_energy),
+                }
+            )
             print(f"  {model_name} {explainer} {s} steps: done", file=sys.stderr, flush=True)
     table = pd.DataFrame(rows)
     ref = table[table["steps"] == reference].set_index(["model", "explainer"])
     for col in COMPARED:
         at_ref = ref.loc[list(zip(table["model"], table["explainer"])), col].to_numpy()
         table[f"d_{col}"] = table[col].to_numpy() - at_ref
-    table["mad_ref"] = [float(np.abs(finals[(m, e, s)].astype(np.float32)
-                                     - finals[(m, e, reference)].astype(np.float32)).mean())
-                        for m, e, s in zip(table["model"], table["explainer"], table["steps"])]
+    table["mad_ref"] = [
+        float(np.abs(finals[(m, e, s)].astype(np.float32) - finals[(m, e, reference)].astype(np.float32)).mean())
+        for m, e, s in zip(table["model"], table["explainer"], table["steps"])
+    ]
     out = Path(args.csv) if args.csv else inp["results"] / "bench" / "fud_steps.csv"
     write_csv(out, table, index=False)
     with pd.option_context("display.width", 200, "display.max_columns", 30, "display.precision", 4):

@@ -27,6 +27,7 @@ cuDNN autotuning, allocations) is not timed; its seconds are the `warmup_s`
 column. The CSV is rewritten after every row, so a run stopped by a time
 limit keeps the rows it finished.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,18 +50,25 @@ from fudbench.models.guided_diffusion import ADM256, ADMConfig, build_adm_unet, 
 # Dense (no sparsity) bf16 tensor-core peaks, TFLOP/s, from NVIDIA's data sheets;
 # fp16 is the same on these parts. The first substring found in the device name wins.
 PEAK_BF16_TFLOPS = (
-    ("H200", 989.0),           # H200 SXM
+    ("H200", 989.0),  # H200 SXM
     ("H100 NVL", 835.0),
     ("H100 PCIe", 756.0),
-    ("H100", 989.0),           # H100 SXM5 ("NVIDIA H100 80GB HBM3")
-    ("A100", 312.0),           # SXM4 and PCIe
+    ("H100", 989.0),  # H100 SXM5 ("NVIDIA H100 80GB HBM3")
+    ("A100", 312.0),  # SXM4 and PCIe
     ("L40S", 362.0),
 )
 
 # A reduced ADM (same block types, scale-shift norm, resnet up/down-sampling,
 # attention at 16 px) for --tiny.
-TINY_ADM = ADMConfig(image_size=32, model_channels=32, num_res_blocks=1, attention_resolutions=(16,),
-                     channel_mult=(1, 2), num_head_channels=32, norm_groups=8)
+TINY_ADM = ADMConfig(
+    image_size=32,
+    model_channels=32,
+    num_res_blocks=1,
+    attention_resolutions=(16,),
+    channel_mult=(1, 2),
+    num_head_channels=32,
+    norm_groups=8,
+)
 IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
 
 
@@ -148,8 +156,9 @@ def time_sampler(sampler: DiffusionImputer, classifier, batch: int, size: int, d
     g = torch.Generator().manual_seed(batch)
     x = torch.rand(batch, 3, size, size, generator=g).to(device)
     mask = (torch.rand(batch, 1, size, size, generator=g) < 0.5).float().to(device)
-    ctx = ImputeContext(classifier=classifier, target=torch.randint(0, 10, (batch,), generator=g).to(device),
-                        seeds=list(range(batch)))
+    ctx = ImputeContext(
+        classifier=classifier, target=torch.randint(0, 10, (batch,), generator=g).to(device), seeds=list(range(batch))
+    )
     _sync(device)
     t0 = time.perf_counter()
     sampler.with_steps(2).fill(x, mask, ctx)  # warm-up: allocator, cuDNN autotuning, compilation
@@ -172,24 +181,50 @@ def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--steps", type=int, nargs="+", default=[10, 25, 50, 100])
-    ap.add_argument("--batch-sizes", nargs="+", default=None,
-                    help="integers and/or 'auto' (default: 1 8 32 64 auto on cuda, 1 4 on cpu)")
-    ap.add_argument("--dtype", choices=["auto", "bf16", "fp16", "fp32"], default=None,
-                    help="U-Net autocast dtype (default: bf16 on cuda, fp32 on cpu; auto: FUD's default)")
-    ap.add_argument("--compile", nargs="?", const="true", default="false", choices=["auto", "true", "false"],
-                    help="torch.compile the U-Net (bare --compile: true; auto: FUD's default, on on a GPU)")
-    ap.add_argument("--channels-last", nargs="?", const="true", default="false", choices=["auto", "true", "false"],
-                    help="U-Net in channels_last (bare flag: true; auto: FUD's default, on a CPU only)")
+    ap.add_argument(
+        "--batch-sizes",
+        nargs="+",
+        default=None,
+        help="integers and/or 'auto' (default: 1 8 32 64 auto on cuda, 1 4 on cpu)",
+    )
+    ap.add_argument(
+        "--dtype",
+        choices=["auto", "bf16", "fp16", "fp32"],
+        default=None,
+        help="U-Net autocast dtype (default: bf16 on cuda, fp32 on cpu; auto: FUD's default)",
+    )
+    ap.add_argument(
+        "--compile",
+        nargs="?",
+        const="true",
+        default="false",
+        choices=["auto", "true", "false"],
+        help="torch.compile the U-Net (bare --compile: true; auto: FUD's default, on on a GPU)",
+    )
+    ap.add_argument(
+        "--channels-last",
+        nargs="?",
+        const="true",
+        default="false",
+        choices=["auto", "true", "false"],
+        help="U-Net in channels_last (bare flag: true; auto: FUD's default, on a CPU only)",
+    )
     ap.add_argument("--classifier", default="resnet50", choices=["resnet50", "vit_b_16"])
     ap.add_argument("--guidance-start", type=float, default=0.05)
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--max-auto-batch", type=int, default=512)
-    ap.add_argument("--plan", nargs="+", default=None, metavar="STEPS:BATCH",
-                    help="these (steps, batch) pairs in this order instead of --steps x --batch-sizes "
-                         "(e.g. 10:32 100:32 10:1 10:auto)")
+    ap.add_argument(
+        "--plan",
+        nargs="+",
+        default=None,
+        metavar="STEPS:BATCH",
+        help="these (steps, batch) pairs in this order instead of --steps x --batch-sizes "
+        "(e.g. 10:32 100:32 10:1 10:auto)",
+    )
     ap.add_argument("--tiny", action="store_true", help="reduced U-Net at 32x32: seconds on a CPU")
-    ap.add_argument("--threads", type=int, default=None,
-                    help="CPU threads for torch (default: torch's; use 1 on a busy machine)")
+    ap.add_argument(
+        "--threads", type=int, default=None, help="CPU threads for torch (default: torch's; use 1 on a busy machine)"
+    )
     ap.add_argument("--csv", default=None, help="also write the rows here")
     args = ap.parse_args(argv)
     if args.batch_sizes is None:
@@ -227,24 +262,38 @@ def main(argv=None) -> list[dict]:
     unet = build_adm_unet(diffusers_config(adm), device).eval().requires_grad_(False)
     classifier = build_classifier(args.classifier, clf_size, device)
     f_unet, f_guidance = model_flops(adm, args.classifier, clf_size)
-    base = fud_sampler(unet, schedule(1000), {
-        "steps": max(args.steps), "guidance_scale": 4.0, "guidance_start": args.guidance_start,
-        "amp_dtype": None if args.dtype == "fp32" else args.dtype, "channels_last": args.channels_last,
-        "compile": args.compile})
+    base = fud_sampler(
+        unet,
+        schedule(1000),
+        {
+            "steps": max(args.steps),
+            "guidance_scale": 4.0,
+            "guidance_start": args.guidance_start,
+            "amp_dtype": None if args.dtype == "fp32" else args.dtype,
+            "channels_last": args.channels_last,
+            "compile": args.compile,
+        },
+    )
     precision = base.runtime.precision
     name, peak = peak_tflops(device)
     from fudbench.core.hardware import describe_machine
 
     print(describe_machine(device))
-    print(f"device={device} ({name}), peak bf16={peak or 'n/a'} TFLOP/s, dtype={args.dtype}, "
-          f"compile={args.compile}, channels_last={args.channels_last}, threads={torch.get_num_threads()}; "
-          f"U-Net runs as: {precision.label}")
+    print(
+        f"device={device} ({name}), peak bf16={peak or 'n/a'} TFLOP/s, dtype={args.dtype}, "
+        f"compile={args.compile}, channels_last={args.channels_last}, threads={torch.get_num_threads()}; "
+        f"U-Net runs as: {precision.label}"
+    )
     n_params = sum(p.numel() for p in unet.parameters()) / 1e6
-    print(f"U-Net {'tiny ' if args.tiny else 'ADM-256 '}{size}px: {n_params:.1f} M "
-          f"parameters, {f_unet / 1e12:.4f} TFLOP per forward; guidance ({args.classifier} at {clf_size}px, "
-          f"forward + input gradient): {f_guidance / 1e9:.2f} GFLOP")
-    print(f"{'steps':>5s} {'batch':>5s} {'s/sample':>10s} {'samples/s':>10s} {'TFLOP/s':>9s} {'% peak':>7s} "
-          f"{'peak GiB':>9s} {'warm-up s':>9s}")
+    print(
+        f"U-Net {'tiny ' if args.tiny else 'ADM-256 '}{size}px: {n_params:.1f} M "
+        f"parameters, {f_unet / 1e12:.4f} TFLOP per forward; guidance ({args.classifier} at {clf_size}px, "
+        f"forward + input gradient): {f_guidance / 1e9:.2f} GFLOP"
+    )
+    print(
+        f"{'steps':>5s} {'batch':>5s} {'s/sample':>10s} {'samples/s':>10s} {'TFLOP/s':>9s} {'% peak':>7s} "
+        f"{'peak GiB':>9s} {'warm-up s':>9s}"
+    )
     rows = []
     for steps, b in args.pairs:
         sampler = base.with_steps(steps)
@@ -254,10 +303,18 @@ def main(argv=None) -> list[dict]:
             batch = fit_batch_size(args.max_auto_batch, per_sample, device)
         else:
             batch = int(b)
-        row = {"device": name, "dtype": precision.amp_dtype or "fp32", "compile": precision.compile,
-               "channels_last": precision.channels_last,
-               "classifier": args.classifier, "size": size, "steps": steps, "batch": batch,
-               "batch_request": b, "tflop_per_sample": flop_per_sample / 1e12}
+        row = {
+            "device": name,
+            "dtype": precision.amp_dtype or "fp32",
+            "compile": precision.compile,
+            "channels_last": precision.channels_last,
+            "classifier": args.classifier,
+            "size": size,
+            "steps": steps,
+            "batch": batch,
+            "batch_request": b,
+            "tflop_per_sample": flop_per_sample / 1e12,
+        }
         try:
             timing = time_sampler(sampler, classifier, batch, size, device, args.repeats)
         except Exception as exc:  # noqa: BLE001
@@ -267,20 +324,42 @@ def main(argv=None) -> list[dict]:
         if timing is None:
             free_cached_memory()
             print(f"{steps:5d} {batch:5d} {'out of memory':>10s}", flush=True)
-            rows.append({**row, "seconds_per_sample": math.nan, "samples_per_second": math.nan,
-                         "tflops": math.nan, "pct_peak": math.nan, "peak_gib": math.nan, "warmup_s": math.nan,
-                         "compile_failed": base.runtime.compile_failed or "", "oom": True})
+            rows.append(
+                {
+                    **row,
+                    "seconds_per_sample": math.nan,
+                    "samples_per_second": math.nan,
+                    "tflops": math.nan,
+                    "pct_peak": math.nan,
+                    "peak_gib": math.nan,
+                    "warmup_s": math.nan,
+                    "compile_failed": base.runtime.compile_failed or "",
+                    "oom": True,
+                }
+            )
             write_rows(args.csv, rows)
             continue
         sps = timing["seconds"] / batch
         tflops, pct = achieved_tflops(flop_per_sample, sps, peak)
-        rows.append({**row, "seconds_per_sample": sps, "samples_per_second": 1 / sps, "tflops": tflops,
-                     "pct_peak": pct, "peak_gib": timing["peak_gib"], "warmup_s": timing["warmup_s"],
-                     "compile_failed": base.runtime.compile_failed or "", "oom": False})
+        rows.append(
+            {
+                **row,
+                "seconds_per_sample": sps,
+                "samples_per_second": 1 / sps,
+                "tflops": tflops,
+                "pct_peak": pct,
+                "peak_gib": timing["peak_gib"],
+                "warmup_s": timing["warmup_s"],
+                "compile_failed": base.runtime.compile_failed or "",
+                "oom": False,
+            }
+        )
         write_rows(args.csv, rows)
-        print(f"{steps:5d} {batch:5d} {sps:10.4f} {1 / sps:10.2f} {tflops:9.3f} "
-              f"{'n/a' if not peak else f'{pct:.1f}':>7s} {timing['peak_gib']:9.2f} {timing['warmup_s']:9.1f}",
-              flush=True)
+        print(
+            f"{steps:5d} {batch:5d} {sps:10.4f} {1 / sps:10.2f} {tflops:9.3f} "
+            f"{'n/a' if not peak else f'{pct:.1f}':>7s} {timing['peak_gib']:9.2f} {timing['warmup_s']:9.1f}",
+            flush=True,
+        )
     write_rows(args.csv, rows)
     return rows
 

@@ -30,6 +30,7 @@ runs it that way. The time limits (TIMEOUTS) are budgets planned from the
 first H200 measurement (docs/performance.md), summing to under 8 minutes;
 --time-scale multiplies them for a slower GPU.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,8 +50,14 @@ sys.path.insert(0, str(REPO / "src"))
 STEPS = ("env", "throughput_eager", "throughput_compiled", "explainer_cost", "paper_standin", "fud_precision")
 # seconds per step (full size on an H100 / H200; tiny size on 2 CPU cores). Planned, not measured on a GPU:
 # see docs/performance.md, "GPU acceptance suite".
-TIMEOUTS = {"env": (10, 30), "throughput_eager": (100, 60), "throughput_compiled": (120, 60),
-            "explainer_cost": (30, 60), "paper_standin": (160, 240), "fud_precision": (50, 60)}
+TIMEOUTS = {
+    "env": (10, 30),
+    "throughput_eager": (100, 60),
+    "throughput_compiled": (120, 60),
+    "explainer_cost": (30, 60),
+    "paper_standin": (160, 240),
+    "fud_precision": (50, 60),
+}
 PAPER_EXPLAINERS = ["agi", "attexplore", "big", "eg", "fig", "gig", "ig", "isa", "la", "mfaba", "sm"]
 
 
@@ -61,8 +68,14 @@ def run_step(name: str, cmd: list[str], limit: float, log: Path, env=None) -> di
     with open(log, "w") as fh:
         fh.write("$ " + " ".join(map(str, cmd)) + "\n")
         fh.flush()
-        proc = subprocess.Popen([str(c) for c in cmd], cwd=REPO, stdout=fh, stderr=subprocess.STDOUT,
-                                start_new_session=True, env={**os.environ, **(env or {})})
+        proc = subprocess.Popen(
+            [str(c) for c in cmd],
+            cwd=REPO,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, **(env or {})},
+        )
         try:
             rc = proc.wait(timeout=limit)
             status = "ok" if rc == 0 else f"failed (exit {rc})"
@@ -95,13 +108,24 @@ def environment(device: str) -> dict:
 
     from fudbench.core.hardware import cpu_info, resolve_precision
 
-    info = {"date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
-            "commit": _git("rev-parse", "--short", "HEAD"), "uncommitted_changes": bool(_git("status", "--porcelain")),
-            "device": device, "cpu": cpu_info()["model"], "cores": os.cpu_count(), "python": platform.python_version(),
-            "torch": torch.__version__, "cuda": torch.version.cuda or "", "gpu": "", "driver": "",
-            "gpu_memory": "", "compute_capability": ""}
+    info = {
+        "date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
+        "commit": _git("rev-parse", "--short", "HEAD"),
+        "uncommitted_changes": bool(_git("status", "--porcelain")),
+        "device": device,
+        "cpu": cpu_info()["model"],
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda or "",
+        "gpu": "",
+        "driver": "",
+        "gpu_memory": "",
+        "compute_capability": "",
+    }
     try:
         import diffusers
+
         info["diffusers"] = diffusers.__version__
     except ImportError:
         info["diffusers"] = ""
@@ -111,8 +135,16 @@ def environment(device: str) -> dict:
         info["compute_capability"] = "%d.%d" % torch.cuda.get_device_capability(dev)
         smi = shutil.which("nvidia-smi")
         if smi:
-            out = subprocess.run([smi, "--query-gpu=driver_version,memory.total", "--format=csv,noheader"],
-                                 capture_output=True, text=True, timeout=15).stdout.strip().splitlines()
+            out = (
+                subprocess.run(
+                    [smi, "--query-gpu=driver_version,memory.total", "--format=csv,noheader"],
+                    capture_output=True,
+                    text=True,
+                    timeout=15,
+                )
+                .stdout.strip()
+                .splitlines()
+            )
             if out:
                 info["driver"], info["gpu_memory"] = [v.strip() for v in (out[0].split(",") + [""])[:2]]
     p = resolve_precision("auto", "auto", device, warn=lambda m: None, compile="auto")
@@ -133,8 +165,22 @@ def plan(args, out: Path) -> dict:
     scale = args.time_scale
     limit = {k: v[1 if tiny else 0] * scale for k, v in TIMEOUTS.items()}
     if tiny:
-        through = ["--tiny", "--steps", "2", "4", "--batch-sizes", "1", "2", "auto", "--max-auto-batch", "4",
-                   "--threads", "1", "--repeats", "1"]
+        through = [
+            "--tiny",
+            "--steps",
+            "2",
+            "4",
+            "--batch-sizes",
+            "1",
+            "2",
+            "auto",
+            "--max-auto-batch",
+            "4",
+            "--threads",
+            "1",
+            "--repeats",
+            "1",
+        ]
         explain = ["--tiny", "--images", "1", "--methods", "sm", "ig", "--threads", "1"]
         models, limit_images = ["resnet50"], "1"
     else:
@@ -148,22 +194,80 @@ def plan(args, out: Path) -> dict:
     through += ["--dtype", "auto", "--channels-last", "auto"]  # FUD's defaults on the device
     steps = {
         "env": (None, limit["env"]),
-        "throughput_eager": ([py, "bench/fud_throughput.py", "--device", dev, *through, "--compile", "false",
-                              "--csv", out / "throughput_eager.csv"], limit["throughput_eager"]),
-        "throughput_compiled": ([py, "bench/fud_throughput.py", "--device", dev, *through, "--compile", "true",
-                                 "--csv", out / "throughput_compiled.csv"], limit["throughput_compiled"]),
-        "explainer_cost": ([py, "bench/explainer_cost_imagenet.py", "--device", dev, *explain,
-                            "--csv", out / "explainer_cost.csv"], limit["explainer_cost"]),
-        "paper_standin": ([py, "bench/gpu_suite.py", "--paper-standin", standin, "--device", dev,
-                           *(["--tiny"] if tiny else []), "--cores", str(args.cores)], limit["paper_standin"]),
-        "fud_precision": ([py, "bench/fud_precision.py", "--config", standin / "config.yaml",
-                           "--results", standin / "run" / "results" / "paper_standin", "--models", *models,
-                           "--explainers", "sm", "ig", "--limit", limit_images, "--device", dev,
-                           "--csv", out / "fud_precision.csv"], limit["fud_precision"]),
+        "throughput_eager": (
+            [
+                py,
+                "bench/fud_throughput.py",
+                "--device",
+                dev,
+                *through,
+                "--compile",
+                "false",
+                "--csv",
+                out / "throughput_eager.csv",
+            ],
+            limit["throughput_eager"],
+        ),
+        "throughput_compiled": (
+            [
+                py,
+                "bench/fud_throughput.py",
+                "--device",
+                dev,
+                *through,
+                "--compile",
+                "true",
+                "--csv",
+                out / "throughput_compiled.csv",
+            ],
+            limit["throughput_compiled"],
+        ),
+        "explainer_cost": (
+            [py, "bench/explainer_cost_imagenet.py", "--device", dev, *explain, "--csv", out / "explainer_cost.csv"],
+            limit["explainer_cost"],
+        ),
+        "paper_standin": (
+            [
+                py,
+                "bench/gpu_suite.py",
+                "--paper-standin",
+                standin,
+                "--device",
+                dev,
+                *(["--tiny"] if tiny else []),
+                "--cores",
+                str(args.cores),
+            ],
+            limit["paper_standin"],
+        ),
+        "fud_precision": (
+            [
+                py,
+                "bench/fud_precision.py",
+                "--config",
+                standin / "config.yaml",
+                "--results",
+                standin / "run" / "results" / "paper_standin",
+                "--models",
+                *models,
+                "--explainers",
+                "sm",
+                "ig",
+                "--limit",
+                limit_images,
+                "--device",
+                dev,
+                "--csv",
+                out / "fud_precision.csv",
+            ],
+            limit["fud_precision"],
+        ),
     }
     if tiny and not args.tiny_compile:
-        steps["throughput_compiled"] = ("skipped: --tiny (compiling on a CPU takes longer than the rest of the "
-                                        "suite; add --tiny-compile)", 0)
+        steps["throughput_compiled"] = (
+            "skipped: --tiny (compiling on a CPU takes longer than the rest of the suite; add --tiny-compile)",
+            0,
+        )
     return steps
 
 
@@ -180,8 +284,16 @@ def paper_standin(work: Path, device: str, tiny: bool, cores: int) -> int:
     # the merged config, for the scripts that read one config file (bench/fud_precision.py)
     (work / "config.yaml").write_text(yaml.safe_dump(resolve_config(files), sort_keys=False))
     print(f"[paper_standin] assets written in {time.perf_counter() - t0:.0f} s: {overlay}", flush=True)
-    cmd = [str(REPO / "fud"), "run", "--directory", str(work / "run"), "--cores", str(cores),
-           "--configfile", *map(str, files)]
+    cmd = [
+        str(REPO / "fud"),
+        "run",
+        "--directory",
+        str(work / "run"),
+        "--cores",
+        str(cores),
+        "--configfile",
+        *map(str, files),
+    ]
     print("$ " + " ".join(cmd), flush=True)
     rc = subprocess.run(cmd, cwd=REPO).returncode
     if rc != 0:
@@ -194,12 +306,17 @@ def paper_standin(work: Path, device: str, tiny: bool, cores: int) -> int:
 
     t10 = pd.read_csv(table10) if table10 else None
     named = "" if t10 is None else str(t10["device"].iloc[0])
-    report = {"tables": len(tables), "figures": len(figures),
-              "table10": None if t10 is None else t10.to_dict("records"),
-              "table10_device": named, "wall_s": round(time.perf_counter() - t0, 1)}
+    report = {
+        "tables": len(tables),
+        "figures": len(figures),
+        "table10": None if t10 is None else t10.to_dict("records"),
+        "table10_device": named,
+        "wall_s": round(time.perf_counter() - t0, 1),
+    }
     (work / "result.json").write_text(json.dumps(report, indent=1, default=str))
-    print(f"[paper_standin] {len(tables)} table files, {len(figures)} figure files; Table 10 device: {named}",
-          flush=True)
+    print(
+        f"[paper_standin] {len(tables)} table files, {len(figures)} figure files; Table 10 device: {named}", flush=True
+    )
     if t10 is None:
         print("[paper_standin] Table 10 missing", flush=True)
         return 3
@@ -227,41 +344,99 @@ def write_summary(out: Path, env: dict, rows: list[dict]) -> None:
     for key in ("gpu", "driver", "torch", "cuda", "commit"):
         summary[key] = env.get(key, "")
     write_csv(out / "summary.csv", summary, index=False)
-    md = [f"# GPU acceptance suite, {env.get('date_utc')}", "",
-          f"- device: {env.get('gpu') or 'CPU'} ({env.get('device')}; compute capability "
-          f"{env.get('compute_capability') or 'n/a'}, {env.get('gpu_memory') or 'n/a'}), driver "
-          f"{env.get('driver') or 'n/a'}",
-          f"- torch {env.get('torch')}, CUDA {env.get('cuda') or 'none'}, diffusers {env.get('diffusers')}, "
-          f"Python {env.get('python')}; CPU {env.get('cpu')} ({env.get('cores')} cores)",
-          f"- commit {env.get('commit')}{' (with uncommitted changes)' if env.get('uncommitted_changes') else ''}",
-          f"- FUD's defaults here: {env.get('fud_defaults')}", "",
-          "## Steps", "", _md_table(summary, ["step", "status", "seconds", "limit_s"]), ""]
+    md = [
+        f"# GPU acceptance suite, {env.get('date_utc')}",
+        "",
+        f"- device: {env.get('gpu') or 'CPU'} ({env.get('device')}; compute capability "
+        f"{env.get('compute_capability') or 'n/a'}, {env.get('gpu_memory') or 'n/a'}), driver "
+        f"{env.get('driver') or 'n/a'}",
+        f"- torch {env.get('torch')}, CUDA {env.get('cuda') or 'none'}, diffusers {env.get('diffusers')}, "
+        f"Python {env.get('python')}; CPU {env.get('cpu')} ({env.get('cores')} cores)",
+        f"- commit {env.get('commit')}{' (with uncommitted changes)' if env.get('uncommitted_changes') else ''}",
+        f"- FUD's defaults here: {env.get('fud_defaults')}",
+        "",
+        "## Steps",
+        "",
+        _md_table(summary, ["step", "status", "seconds", "limit_s"]),
+        "",
+    ]
     timed_out = [r["step"] for r in rows if r["status"] == "timed out"]
     md += [f"Timed out: {', '.join(timed_out) if timed_out else 'none'}.", ""]
-    sections = [("Sampler throughput, eager", "throughput_eager.csv",
-                 ["steps", "batch", "dtype", "channels_last", "compile", "seconds_per_sample", "tflops", "pct_peak",
-                  "peak_gib", "warmup_s"]),
-                ("Sampler throughput, compiled", "throughput_compiled.csv",
-                 ["steps", "batch", "dtype", "channels_last", "compile", "seconds_per_sample", "tflops", "pct_peak",
-                  "peak_gib", "warmup_s", "compile_failed"]),
-                ("FUD in fp32 vs the default precision (same inputs)", "fud_precision.csv",
-                 ["model", "explainer", "n", "fud_fp32", "fud_conf", "d_fud_mean", "d_fud_maxabs", "ci_half", "mad",
-                  "s_per_sample_fp32", "s_per_sample_conf"]),
-                ("Explainer cost", "explainer_cost.csv", ["model", "method", "size", "seconds", "forward", "backward",
-                                                          "tflops"])]
+    sections = [
+        (
+            "Sampler throughput, eager",
+            "throughput_eager.csv",
+            [
+                "steps",
+                "batch",
+                "dtype",
+                "channels_last",
+                "compile",
+                "seconds_per_sample",
+                "tflops",
+                "pct_peak",
+                "peak_gib",
+                "warmup_s",
+            ],
+        ),
+        (
+            "Sampler throughput, compiled",
+            "throughput_compiled.csv",
+            [
+                "steps",
+                "batch",
+                "dtype",
+                "channels_last",
+                "compile",
+                "seconds_per_sample",
+                "tflops",
+                "pct_peak",
+                "peak_gib",
+                "warmup_s",
+                "compile_failed",
+            ],
+        ),
+        (
+            "FUD in fp32 vs the default precision (same inputs)",
+            "fud_precision.csv",
+            [
+                "model",
+                "explainer",
+                "n",
+                "fud_fp32",
+                "fud_conf",
+                "d_fud_mean",
+                "d_fud_maxabs",
+                "ci_half",
+                "mad",
+                "s_per_sample_fp32",
+                "s_per_sample_conf",
+            ],
+        ),
+        (
+            "Explainer cost",
+            "explainer_cost.csv",
+            ["model", "method", "size", "seconds", "forward", "backward", "tflops"],
+        ),
+    ]
     status = {r["step"]: r["status"] for r in rows}
     for title, name, cols in sections:
         md += [f"## {title}", ""]
-        step = name[:-len(".csv")]
-        md.append(_md_table(pd.read_csv(out / name), cols) if (out / name).is_file()
-                  else f"(no rows: {status.get(step, 'not run')})")
+        step = name[: -len(".csv")]
+        md.append(
+            _md_table(pd.read_csv(out / name), cols)
+            if (out / name).is_file()
+            else f"(no rows: {status.get(step, 'not run')})"
+        )
         md.append("")
     result = out / "paper_standin" / "result.json"
     md += ["## Paper profile on stand-in assets", ""]
     if result.is_file():
         r = json.loads(result.read_text())
-        md.append(f"{r['tables']} table files and {r['figures']} figure files written in {r['wall_s']} s; "
-                  f"Table 10 names: {r['table10_device']}")
+        md.append(
+            f"{r['tables']} table files and {r['figures']} figure files written in {r['wall_s']} s; "
+            f"Table 10 names: {r['table10_device']}"
+        )
         if r.get("table10"):
             md += ["", _md_table(pd.DataFrame(r["table10"]), ["steps", "mean", "std", "n_images"])]
     else:
@@ -280,14 +455,17 @@ def main(argv=None) -> int:
     ap.add_argument("--tiny", action="store_true", help="toy size on a CPU (what the tests run)")
     ap.add_argument("--tiny-compile", action="store_true", help="with --tiny: also the compiled throughput")
     ap.add_argument("--steps", nargs="+", choices=STEPS, default=list(STEPS), help="run only these steps")
-    ap.add_argument("--time-scale", type=positive_float, default=1.0,
-                    help="multiply every step's time limit (a finite number > 0)")
-    ap.add_argument("--cores", type=positive_int, default=None,
-                    help="Snakemake's --cores (default: 2 with --tiny, all)")
+    ap.add_argument(
+        "--time-scale", type=positive_float, default=1.0, help="multiply every step's time limit (a finite number > 0)"
+    )
+    ap.add_argument(
+        "--cores", type=positive_int, default=None, help="Snakemake's --cores (default: 2 with --tiny, all)"
+    )
     ap.add_argument("--paper-standin", type=user_file, default=None, help=argparse.SUPPRESS)  # the step's process
     args = ap.parse_args(argv)
     if args.device is None:
         import torch
+
         args.device = "cpu" if args.tiny or not torch.cuda.is_available() else "cuda"
     args.cores = args.cores or (2 if args.tiny else os.cpu_count())
     if args.paper_standin:
@@ -310,8 +488,15 @@ def main(argv=None) -> int:
             t0 = time.perf_counter()
             env = environment(args.device)
             (out / "env.json").write_text(json.dumps(env, indent=1))
-            rows.append({"step": name, "status": "ok", "seconds": round(time.perf_counter() - t0, 1),
-                         "limit_s": round(limit), "log": str(out / "env.json")})
+            rows.append(
+                {
+                    "step": name,
+                    "status": "ok",
+                    "seconds": round(time.perf_counter() - t0, 1),
+                    "limit_s": round(limit),
+                    "log": str(out / "env.json"),
+                }
+            )
             continue
         rows.append(run_step(name, cmd, limit, out / f"{name}.log"))
     if not env:

@@ -10,6 +10,7 @@ slows Python-heavy jobs (matplotlib, pandas) by up to ~2x and tensor-heavy ones 
 compare jobs with each other and runs with runs profiled the same way; for wall and CPU seconds
 without the profiler use the jobs' logs (bench/workflow_overhead.py).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,8 +32,7 @@ def table(folder: Path, top: int) -> list[dict]:
     rows = []
     for path in sorted(folder.glob("*.prof")):
         stats = pstats.Stats(str(path))
-        rows.append({"job": path.stem, "seconds": stats.total_tt,
-                     "leaders": own_time_leaders(stats, top)})
+        rows.append({"job": path.stem, "seconds": stats.total_tt, "leaders": own_time_leaders(stats, top)})
     return sorted(rows, key=lambda r: -r["seconds"])
 
 
@@ -55,8 +55,14 @@ def main(argv=None) -> list[dict]:
             w = csv.writer(fh)
             w.writerow(["job", "seconds", "share", "leaders"])
             for r in rows:
-                w.writerow([r["job"], f"{r['seconds']:.3f}", f"{r['seconds'] / total:.4f}",
-                            "; ".join(f"{label} {s:.3f}" for label, s in r["leaders"])])
+                w.writerow(
+                    [
+                        r["job"],
+                        f"{r['seconds']:.3f}",
+                        f"{r['seconds'] / total:.4f}",
+                        "; ".join(f"{label} {s:.3f}" for label, s in r["leaders"]),
+                    ]
+                )
     return rows
 
 

@@ -20,6 +20,7 @@ at a stated fraction of an H100's dense bf16 peak (989 TFLOP/s). Small
 32 px U-Nets use a GPU poorly, so the fraction is a guess: the output gives
 5% and 20%.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,9 +47,11 @@ def benchmark_times(results: Path) -> pd.DataFrame:
         raise SystemExit(f"{results}/benchmarks: no benchmark files (is this a finished run?)")
     d = pd.DataFrame(rows)
     if d["cpu_s"].sum() < 0.2 * d["wall_s"].sum():
-        print(f"warning: {results}'s jobs used {d['cpu_s'].sum():.0f} CPU s in {d['wall_s'].sum():.0f} s of wall: "
-              "a run made with the job server counts its waiting processes only (rerun with FUD_PREFORK=off)",
-              file=sys.stderr)
+        print(
+            f"warning: {results}'s jobs used {d['cpu_s'].sum():.0f} CPU s in {d['wall_s'].sum():.0f} s of wall: "
+            "a run made with the job server counts its waiting processes only (rerun with FUD_PREFORK=off)",
+            file=sys.stderr,
+        )
     return d.groupby("rule").agg(jobs=("wall_s", "size"), wall_s=("wall_s", "sum"), cpu_s=("cpu_s", "sum"))
 
 
@@ -87,9 +90,12 @@ def main(argv=None) -> int:
     from fudbench.config.cli import script_config, user_file
 
     ap.add_argument("results", type=user_file, help="a finished run's results/<run_name>")
-    ap.add_argument("--configfile", nargs="+", required=True,
-                    help="the run's config files, merged in order as ./fud run merges them (overlays over "
-                         "config/config.yaml)")
+    ap.add_argument(
+        "--configfile",
+        nargs="+",
+        required=True,
+        help="the run's config files, merged in order as ./fud run merges them (overlays over config/config.yaml)",
+    )
     ap.add_argument("--images", type=int, nargs="+", default=[64, 128, 256], help="evaluated images to extrapolate to")
     args = ap.parse_args(argv)
     config = script_config(args.configfile)[0]
@@ -101,8 +107,10 @@ def main(argv=None) -> int:
     print(times.round(1).to_string())
     wall, cpu = times["wall_s"].sum(), times["cpu_s"].sum()
     scaled = times.loc[[r for r in SCALED_RULES if r in times.index], "cpu_s"].sum()
-    print(f"\nmeasured at {n_eval} images: {cpu / 3600:.2f} CPU hours over all jobs "
-          f"({scaled / 3600:.2f} in {', '.join(SCALED_RULES)}); job wall times sum to {wall / 3600:.2f} h")
+    print(
+        f"\nmeasured at {n_eval} images: {cpu / 3600:.2f} CPU hours over all jobs "
+        f"({scaled / 3600:.2f} in {', '.join(SCALED_RULES)}); job wall times sum to {wall / 3600:.2f} h"
+    )
     models = len(config["models"]["classifiers"])
     explainers = len(config["explainers"])
     forwards = fud_forwards_per_image(config)

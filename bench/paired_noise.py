@@ -13,6 +13,7 @@ unpaired (recomputed here). Everything else is the run's: models, images,
 attributions, settings. Prints one row per (model, family, metric) and a
 summary line per metric.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,10 +39,17 @@ def unpaired_scores(results: Path, config: dict, evaluators, models, explainers)
     for model in models:
         for evaluator in evaluators:
             for shard in range(n_shards(data["n_eval"], data["shard_size"])):
-                job = ShardEvaluation(results / f"models/{model}.pt", results / "data/eval.npz", shard,
-                                      data["shard_size"], evaluator, config["evaluators"][evaluator],
-                                      {k: config["evaluation"][k] for k in ("ratios", "reduction")}, assets,
-                                      torch.device("cpu"))
+                job = ShardEvaluation(
+                    results / f"models/{model}.pt",
+                    results / "data/eval.npz",
+                    shard,
+                    data["shard_size"],
+                    evaluator,
+                    config["evaluators"][evaluator],
+                    {k: config["evaluation"][k] for k in ("ratios", "reduction")},
+                    assets,
+                    torch.device("cpu"),
+                )
                 for explainer in explainers:
                     key = (*paired_seed_key(config["seed"], model, evaluator), explainer)  # the old, unpaired key
                     records, _ = job.run(results / f"attributions/{model}/{explainer}/shard{shard}.npz", key)
@@ -62,11 +70,18 @@ def main(argv=None) -> int:
     from fudbench.config.cli import positive_int, script_config, user_file
 
     ap.add_argument("results", type=user_file, help="a finished run's results directory, e.g. results/synthetic")
-    ap.add_argument("--config", nargs="+", default=None,
-                    help="the run's config files, merged in order as ./fud run merges them (default: "
-                         "config/config.yaml)")
-    ap.add_argument("--evaluators", nargs="+", default=["fud", "sensn", "road"],
-                    help="stochastic evaluators to re-evaluate (default: fud sensn road)")
+    ap.add_argument(
+        "--config",
+        nargs="+",
+        default=None,
+        help="the run's config files, merged in order as ./fud run merges them (default: config/config.yaml)",
+    )
+    ap.add_argument(
+        "--evaluators",
+        nargs="+",
+        default=["fud", "sensn", "road"],
+        help="stochastic evaluators to re-evaluate (default: fud sensn road)",
+    )
     ap.add_argument("--boot", type=positive_int, default=1000)
     args = ap.parse_args(argv)
     config = script_config(args.config)[0]
@@ -80,18 +95,24 @@ def main(argv=None) -> int:
     missing = [e for e in args.evaluators if e not in config["evaluators"]]
     if missing:
         ap.error(f"evaluators {missing} are not in {args.config}")
-    curves = [c for e in args.evaluators for c, spec in configured_curves({e: config["evaluators"][e]}).items()
-              if spec.score is not None]
+    curves = [
+        c
+        for e in args.evaluators
+        for c, spec in configured_curves({e: config["evaluators"][e]}).items()
+        if spec.score is not None
+    ]
     paired = pd.read_parquet(args.results / "analysis/per_image.parquet")
-    unpaired = unpaired_scores(args.results, config, args.evaluators, list(config["models"]["classifiers"]),
-                               sorted(degraded))
+    unpaired = unpaired_scores(
+        args.results, config, args.evaluators, list(config["models"]["classifiers"]), sorted(degraded)
+    )
     rows = []
     for label, per_image in (("paired", paired), ("unpaired", unpaired)):
         t = ground_truth_correlations(per_image, degraded, n_boot=args.boot, seed=config["seed"], curves=curves)
         t = t[t["kind"] == "macro"].assign(noise=label, width=lambda d: d["ci_high"] - d["ci_low"])
         rows.append(t[["model", "family", "metric", "noise", "spearman", "ci_low", "ci_high", "width"]])
-    table = pd.concat(rows).pivot_table(index=["model", "family", "metric"], columns="noise",
-                                        values=["spearman", "width"])
+    table = pd.concat(rows).pivot_table(
+        index=["model", "family", "metric"], columns="noise", values=["spearman", "width"]
+    )
     table.columns = [f"{v}_{n}" for v, n in table.columns]
     table["width_ratio"] = table["width_paired"] / table["width_unpaired"]
     print(table.round(3).to_string())

@@ -11,6 +11,7 @@ that one (e.g. a copy of an earlier commit: `git archive <commit> | tar -x -C /t
 whether the two measured the same numbers bit for bit. Run it with one thread's worth of CPU
 free; CPU seconds, unlike wall time, survive a shared machine.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,25 +46,37 @@ def jobs(results: Path, cfg: dict, evaluators=None) -> list[dict]:
     explainers = cfg["analysis"].get("pooled_explainers") or list(cfg["explainers"])
     out = []
     for evaluator in evaluators or list(cfg["evaluators"]):
-        shards = sorted({p.name for p in (results / "samples" / models[0] / explainers[0] / evaluator).glob("shard*.npz")})
+        shards = sorted(
+            {p.name for p in (results / "samples" / models[0] / explainers[0] / evaluator).glob("shard*.npz")}
+        )
         for shard in shards:
-            samples = {f"{m}|{e}": str(results / "samples" / m / e / evaluator / shard) for m in models
-                       for e in explainers}
+            samples = {
+                f"{m}|{e}": str(results / "samples" / m / e / evaluator / shard) for m in models for e in explainers
+            }
             if not all(Path(p).is_file() for p in samples.values()):
                 continue
-            out.append({"evaluator": evaluator, "images": str(results / "data" / "eval.npz"),
-                        "samples": samples, "shard": int(shard[5:-4]), "shard_size": cfg["data"]["shard_size"],
-                        "metrics": cfg["evaluation"]["quality"]["metrics"],
-                        "images_per_shard": cfg["evaluation"]["quality"]["images_per_shard"]})
+            out.append(
+                {
+                    "evaluator": evaluator,
+                    "images": str(results / "data" / "eval.npz"),
+                    "samples": samples,
+                    "shard": int(shard[5:-4]),
+                    "shard_size": cfg["data"]["shard_size"],
+                    "metrics": cfg["evaluation"]["quality"]["metrics"],
+                    "images_per_shard": cfg["evaluation"]["quality"]["images_per_shard"],
+                }
+            )
     return out
 
 
 def run(src: Path, job: dict, out: Path) -> dict:
-    res = subprocess.run([sys.executable, "-c", JOB, str(src), json.dumps({**job, "out": str(out)})],
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-c", JOB, str(src), json.dumps({**job, "out": str(out)})], capture_output=True, text=True
+    )
     if res.returncode:
-        raise RuntimeError(f"quality job {job['evaluator']} shard {job['shard']} failed with {src}:\n"
-                           f"{res.stderr[-3000:]}")
+        raise RuntimeError(
+            f"quality job {job['evaluator']} shard {job['shard']} failed with {src}:\n{res.stderr[-3000:]}"
+        )
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 

@@ -18,6 +18,7 @@ FUD authors' perturbation), FaithfulnessCorrelation vs Sensitivity-N (both a
 correlation of attribution sums with output drops over random subsets).
 Prints the machine, the table and the seconds per image of each metric.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,7 +26,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import torch
 from scipy.stats import kendalltau, spearmanr
@@ -44,19 +44,26 @@ from fudbench.models.classifiers import load_classifier  # noqa: E402
 QUANTUS = {
     "qt_pf": {"method": "quantus", "metric": "PixelFlipping", "settings": {"features_in_step": 32}},
     "qt_sel": {"method": "quantus", "metric": "Selectivity", "settings": {"patch_size": 4}},
-    "qt_rp": {"method": "quantus", "metric": "RegionPerturbation", "settings": {"patch_size": 4,
-                                                                               "regions_evaluation": 16}},
-    "qt_inf": {"method": "quantus", "metric": "Infidelity", "settings": {"n_perturb_samples": 32,
-                                                                         "perturb_patch_sizes": [4]}},
-    "qt_fc": {"method": "quantus", "metric": "FaithfulnessCorrelation", "settings": {"nr_runs": 50,
-                                                                                     "subset_size": 32}},
+    "qt_rp": {
+        "method": "quantus",
+        "metric": "RegionPerturbation",
+        "settings": {"patch_size": 4, "regions_evaluation": 16},
+    },
+    "qt_inf": {
+        "method": "quantus",
+        "metric": "Infidelity",
+        "settings": {"n_perturb_samples": 32, "perturb_patch_sizes": [4]},
+    },
+    "qt_fc": {"method": "quantus", "metric": "FaithfulnessCorrelation", "settings": {"nr_runs": 50, "subset_size": 32}},
 }
 # (Quantus entry, its curve, built-in entry, its curve)
-PAIRS = [("qt_pf", "quantus_pixel_flipping@qt_pf", "insdel", "deletion"),
-         ("qt_sel", "quantus_selectivity@qt_sel", "srg", "srg_mif__mean"),
-         ("qt_rp", "quantus_region_perturbation@qt_rp", "road", "road_morf"),
-         ("qt_inf", "quantus_infidelity@qt_inf", "infid", "infidelity"),
-         ("qt_fc", "quantus_faithfulness_correlation@qt_fc", "sensn", "sensitivity_n")]
+PAIRS = [
+    ("qt_pf", "quantus_pixel_flipping@qt_pf", "insdel", "deletion"),
+    ("qt_sel", "quantus_selectivity@qt_sel", "srg", "srg_mif__mean"),
+    ("qt_rp", "quantus_region_perturbation@qt_rp", "road", "road_morf"),
+    ("qt_inf", "quantus_infidelity@qt_inf", "infid", "infidelity"),
+    ("qt_fc", "quantus_faithfulness_correlation@qt_fc", "sensn", "sensitivity_n"),
+]
 
 
 def main(argv=None) -> pd.DataFrame:
@@ -75,10 +82,12 @@ def main(argv=None) -> pd.DataFrame:
         y = model(x).argmax(1)
     ids = list(range(args.images))
     evaluation = {"ratios": config["evaluation"]["ratios"], "reduction": config["evaluation"]["reduction"]}
-    builtin = {e: {k: v for k, v in config["evaluators"][e].items() if k != "imputer_options"}
-               for _, _, e, _ in PAIRS}
-    builtin["srg"] = {**config["evaluators"]["srg"], "imputers": ["mean"], "imputer_options": {"mean": {"mean":
-                                                                                                        [0.0] * 3}}}
+    builtin = {e: {k: v for k, v in config["evaluators"][e].items() if k != "imputer_options"} for _, _, e, _ in PAIRS}
+    builtin["srg"] = {
+        **config["evaluators"]["srg"],
+        "imputers": ["mean"],
+        "imputer_options": {"mean": {"mean": [0.0] * 3}},
+    }
     entries = {**QUANTUS, **builtin}
     frames, seconds = [], {}
     for explainer in args.explainers:
@@ -88,7 +97,8 @@ def main(argv=None) -> pd.DataFrame:
         for name, settings in entries.items():
             t0 = time.perf_counter()
             records, _ = build_evaluator(name, settings, evaluation, {}, "cpu").run(
-                model, x, y, a, ids, (config["seed"], "evaluate", "cnn", name))
+                model, x, y, a, ids, (config["seed"], "evaluate", "cnn", name)
+            )
             seconds[name] = seconds.get(name, 0.0) + (time.perf_counter() - t0) / (len(ids) * len(args.explainers))
             frames.append(records.assign(model="cnn", explainer=explainer))
     per_image = per_image_scores(pd.concat(frames, ignore_index=True))
@@ -102,11 +112,18 @@ def main(argv=None) -> pd.DataFrame:
         rho = spearmanr(qs, bs).statistic
         qm, bm = qs.groupby("explainer").mean(), bs.groupby("explainer").mean()
         tau = kendalltau(qm, bm).statistic
-        rows.append({"quantus": q_curve.split("@")[0], "built_in": b_curve, "spearman_per_image": round(rho, 3),
-                     "kendall_explainer_ranking": round(tau, 3),
-                     "quantus_ranking": " > ".join(qm.sort_values(ascending=False).index),
-                     "built_in_ranking": " > ".join(bm.sort_values(ascending=False).index),
-                     "quantus_s_per_image": round(seconds[q], 4), "built_in_s_per_image": round(seconds[b], 4)})
+        rows.append(
+            {
+                "quantus": q_curve.split("@")[0],
+                "built_in": b_curve,
+                "spearman_per_image": round(rho, 3),
+                "kendall_explainer_ranking": round(tau, 3),
+                "quantus_ranking": " > ".join(qm.sort_values(ascending=False).index),
+                "built_in_ranking": " > ".join(bm.sort_values(ascending=False).index),
+                "quantus_s_per_image": round(seconds[q], 4),
+                "built_in_s_per_image": round(seconds[b], 4),
+            }
+        )
     table = pd.DataFrame(rows)
     print(table.to_string(index=False))
     if args.csv:

@@ -9,6 +9,7 @@ cost next to no CPU) twice, once as `python -m snakemake` and once as
 the user + system CPU of Snakemake and its children (the jobs' shells), with
 the machine's CPU model and flags.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,13 +37,22 @@ rule one:
 def run(module: str, jobs: int, cores: int, sleep: float) -> dict:
     with tempfile.TemporaryDirectory() as work:
         (Path(work) / "Snakefile").write_text(SNAKEFILE % sleep)
-        env = dict(os.environ, BENCH_JOBS=str(jobs),
-                   PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1] / "src"),
-                                               os.environ.get("PYTHONPATH", "")]))
+        env = dict(
+            os.environ,
+            BENCH_JOBS=str(jobs),
+            PYTHONPATH=os.pathsep.join(
+                [str(Path(__file__).resolve().parents[1] / "src"), os.environ.get("PYTHONPATH", "")]
+            ),
+        )
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        res = subprocess.run([sys.executable, "-m", module, "--cores", str(cores), "-q"], cwd=work, env=env,
-                             capture_output=True, text=True)
+        res = subprocess.run(
+            [sys.executable, "-m", module, "--cores", str(cores), "-q"],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         wall = time.perf_counter() - t0
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if res.returncode != 0:

@@ -10,6 +10,7 @@ Prints per batch and layout the median and min thread-CPU seconds per forward an
 sample. `diffusers upsampling` is the layout before issue 47 (diffusers' Upsample2D makes a
 channels_last batch of 64 or more contiguous; the runtime now keeps it channels_last).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,10 +42,14 @@ def main(argv=None) -> list[dict]:
     print(describe_machine("cpu", {"amp_dtype": "auto", "channels_last": "auto"}))
     unet, _ = load_score_model(args.checkpoint)
     amp = None if args.dtype == "fp32" else "bf16"
-    variants = {"contiguous": ScoreModelRuntime(copy.deepcopy(unet).eval(), RuntimeSettings(amp_dtype=amp,
-                                                                                             channels_last=False)),
-                "channels_last": ScoreModelRuntime(copy.deepcopy(unet).eval(), RuntimeSettings(amp_dtype=amp,
-                                                                                               channels_last=True))}
+    variants = {
+        "contiguous": ScoreModelRuntime(
+            copy.deepcopy(unet).eval(), RuntimeSettings(amp_dtype=amp, channels_last=False)
+        ),
+        "channels_last": ScoreModelRuntime(
+            copy.deepcopy(unet).eval(), RuntimeSettings(amp_dtype=amp, channels_last=True)
+        ),
+    }
     old = ScoreModelRuntime(copy.deepcopy(unet).eval(), RuntimeSettings(amp_dtype=amp, channels_last=True))
     for m in old.unet.modules():  # back to diffusers' own Upsample2D forward
         if getattr(m, "_fud_layout", False):
@@ -67,8 +72,11 @@ def main(argv=None) -> list[dict]:
         for name, ts in times.items():
             med = statistics.median(ts)
             rows.append({"batch": b, "layout": name, "dtype": args.dtype, "cpu_s_median": med, "cpu_s_min": min(ts)})
-            print(f"batch {b:3d} {args.dtype} {name:36s}: {med:.3f} CPU s per forward (min {min(ts):.3f}), "
-                  f"{1000 * med / b:.2f} ms per sample", flush=True)
+            print(
+                f"batch {b:3d} {args.dtype} {name:36s}: {med:.3f} CPU s per forward (min {min(ts):.3f}), "
+                f"{1000 * med / b:.2f} ms per sample",
+                flush=True,
+            )
     return rows
 
 

@@ -11,6 +11,7 @@ newer one, cap the kernels' instruction sets (oneDNN, ATen and MKL):
     ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 \\
         ./fud python bench/unet_precision.py
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,12 +45,15 @@ def main(argv=None) -> list[dict]:
     x = torch.randn(args.batch, 3, size, size, generator=torch.Generator().manual_seed(0))
     t = torch.full((args.batch,), 500, dtype=torch.long)
     rows = []
-    print(f"score U-Net {size}x{size}, batch {args.batch}, {torch.get_num_threads()} threads: ms per forward "
-          f"(best of {args.repeats})")
+    print(
+        f"score U-Net {size}x{size}, batch {args.batch}, {torch.get_num_threads()} threads: ms per forward "
+        f"(best of {args.repeats})"
+    )
     for amp in (None, "bf16"):
         for layout in (False, True):
-            runtime = ScoreModelRuntime(copy.deepcopy(unet).eval(), RuntimeSettings(amp_dtype=amp,
-                                                                                     channels_last=layout))
+            runtime = ScoreModelRuntime(
+                copy.deepcopy(unet).eval(), RuntimeSettings(amp_dtype=amp, channels_last=layout)
+            )
             with torch.no_grad():
                 runtime.eps(x, t)  # warm-up (oneDNN primitives)
                 times = []
@@ -59,12 +63,16 @@ def main(argv=None) -> list[dict]:
                     times.append(time.perf_counter() - t0)
             row = {"precision": amp or "fp32", "channels_last": layout, "ms": 1000 * min(times)}
             rows.append(row)
-            print(f"  {row['precision']:5s} {'channels_last' if layout else 'contiguous':14s} {row['ms']:9.0f}",
-                  flush=True)
+            print(
+                f"  {row['precision']:5s} {'channels_last' if layout else 'contiguous':14s} {row['ms']:9.0f}",
+                flush=True,
+            )
     auto = resolve_precision("auto", "auto", "cpu", warn=lambda m: None)
     fastest = min(rows, key=lambda r: r["ms"])
-    print(f"auto picks: {auto.label} ({auto.reason}); fastest here: {fastest['precision']}"
-          f"{', channels_last' if fastest['channels_last'] else ''}")
+    print(
+        f"auto picks: {auto.label} ({auto.reason}); fastest here: {fastest['precision']}"
+        f"{', channels_last' if fastest['channels_last'] else ''}"
+    )
     return rows
 
 

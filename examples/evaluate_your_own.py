@@ -8,6 +8,7 @@ a method of your own (gradient x input, a plain function) is compared with
 Integrated Gradients and a random map under insertion / deletion,
 Sensitivity-N and ROAD. Prints each metric's mean score per method.
 """
+
 import pandas as pd
 import torch
 
@@ -26,13 +27,33 @@ def gradient_times_input(model, x, target, seeds=None):
 
 
 def main() -> pd.DataFrame:
-    data = make_benchmark({"image_size": 16, "shapes": ["circle", "square"], "dark": 0.1, "light": 0.9,
-                           "object_scale": [0.5, 0.8], "n_train": 256, "n_val": 32, "n_test": 16}, n_eval=16, seed=0)
+    data = make_benchmark(
+        {
+            "image_size": 16,
+            "shapes": ["circle", "square"],
+            "dark": 0.1,
+            "light": 0.9,
+            "object_scale": [0.5, 0.8],
+            "n_train": 256,
+            "n_val": 32,
+            "n_test": 16,
+        },
+        n_eval=16,
+        seed=0,
+    )
     as_float = lambda split: torch.from_numpy(data["splits"][split]["images"]).float() / 255  # noqa: E731
     labels = lambda split: torch.from_numpy(data["splits"][split]["labels"])  # noqa: E731
     model = build_classifier({"arch": "small_cnn", "width": 8}, 4, 16, [0.5] * 3, [0.25] * 3)
-    train_classifier(model, as_float("train"), labels("train"), as_float("val"), labels("val"),
-                     {"epochs": 3, "batch_size": 32, "lr": 0.003, "weight_decay": 0.0}, seed=0, device="cpu")
+    train_classifier(
+        model,
+        as_float("train"),
+        labels("train"),
+        as_float("val"),
+        labels("val"),
+        {"epochs": 3, "batch_size": 32, "lr": 0.003, "weight_decay": 0.0},
+        seed=0,
+        device="cpu",
+    )
     model.eval()
     images = as_float("eval")
     targets = model(images).argmax(1)

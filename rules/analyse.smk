@@ -29,6 +29,12 @@ rule table:
     output:
         tex=f"{RESULTS}/tables/{{table}}.tex",
         csv=reported_table(f"{RESULTS}/tables/{{table}}.csv", "table"),
+    log:
+        f"{RESULTS}/logs/table/{{table}}.log",
+    wildcard_constraints:
+        table="table4_kendall|table7_scores|srg_scores|road_scores|ffidelity_scores|appendix_scores",
+    conda:
+        ENV_ANALYSIS
     params:
         analysis={k: config["analysis"][k] for k in ("bootstrap", "ci")},
         seed=config["seed"],
@@ -36,12 +42,6 @@ rule table:
         explainers=EXPLAINERS,
         # the report's caption, naming what ran (fudbench.report.captions)
         report_captions=lambda w: {"table": report_caption(w.table, config)},
-    wildcard_constraints:
-        table="table4_kendall|table7_scores|srg_scores|road_scores|ffidelity_scores|appendix_scores",
-    log:
-        f"{RESULTS}/logs/table/{{table}}.log",
-    conda:
-        ENV_ANALYSIS
     script:
         "../scripts/write_table.py"
 
@@ -51,15 +51,15 @@ rule plot_confidence:
         records=rules.aggregate_records.output.records,
     output:
         reported_figure("confidence_vs_ratio"),
+    log:
+        f"{RESULTS}/logs/plot_confidence.log",
+    conda:
+        ENV_REPORT
     params:
         plots=config["plots"],
         models=MODELS,
         explainers=EXPLAINERS,
         report_captions={"confidence_vs_ratio": report_caption("confidence_vs_ratio", config)},
-    log:
-        f"{RESULTS}/logs/plot_confidence.log",
-    conda:
-        ENV_REPORT
     script:
         "../scripts/plot_confidence.py"
 
@@ -74,15 +74,15 @@ rule plot_qualitative:
     output:
         fig4=reported_figure("fig4_qualitative"),
         grid=reported_figure("qualitative_samples"),
+    log:
+        f"{RESULTS}/logs/plot_qualitative.log",
+    conda:
+        ENV_REPORT
     params:
         plots=config["plots"],
         models=MODELS,
         curves=qualitative_curves(config),
         report_captions={k: report_caption(k, config) for k in ("fig4_qualitative", "qualitative_samples")},
-    log:
-        f"{RESULTS}/logs/plot_qualitative.log",
-    conda:
-        ENV_REPORT
     script:
         "../scripts/plot_qualitative.py"
 
@@ -95,8 +95,12 @@ rule plot_qualitative:
 from fudbench.analysis.feature_ood import KNN_K, REFERENCE_IMAGES, RIDGE
 
 _OOD = config["analysis"].get("ood_reference") or {}
-OOD_REFERENCE = {"n_images": _OOD.get("images", REFERENCE_IMAGES), "ridge": _OOD.get("ridge", RIDGE),
-                 "knn_k": _OOD.get("knn_k", KNN_K), "batch_size": 256}
+OOD_REFERENCE = {
+    "n_images": _OOD.get("images", REFERENCE_IMAGES),
+    "ridge": _OOD.get("ridge", RIDGE),
+    "knn_k": _OOD.get("knn_k", KNN_K),
+    "batch_size": 256,
+}
 OOD_SOURCE = config["data"]["source"]
 # the data source's part of the reference spec (feature_ood.reference_images) and the files it reads
 OOD_REFERENCE_SOURCE = (
@@ -128,23 +132,23 @@ rule ood_reference:
         model=f"{RESULTS}/models/{{model}}.pt",
     output:
         f"{RESULTS}/ood_reference/{{model}}.npz",
-    params:
-        reference={**OOD_REFERENCE, "images": OOD_REFERENCE_SOURCE},
-        job=job_params(),
-    threads: 1
-    # every evaluate job of the model waits for it, FUD's (the longest) too: without a priority it
-    # ran after the other model's short jobs and held one of FUD's two jobs back by a minute
-    priority: 20
-    resources:
-        gpu=GPU,
-        mem_mb=6000,
-        runtime=60,
     log:
         f"{RESULTS}/logs/ood_reference/{{model}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/ood_reference/{{model}}.tsv"
+    # every evaluate job of the model waits for it, FUD's (the longest) too: without a priority it
+    # ran after the other model's short jobs and held one of FUD's two jobs back by a minute
+    priority: 20
     conda:
         ENV_TORCH
+    threads: 1
+    resources:
+        gpu=GPU,
+        mem_mb=6000,
+        runtime=60,
+    params:
+        reference={**OOD_REFERENCE, "images": OOD_REFERENCE_SOURCE},
+        job=job_params(),
     script:
         "../scripts/ood_reference.py"
 
@@ -157,15 +161,15 @@ rule clean_energy:
         references=expand(rules.ood_reference.output[0], model=MODELS),
     output:
         f"{RESULTS}/analysis/clean_energy.parquet",
-    params:
-        models=MODELS,
-        job=job_params(),
-    resources:
-        gpu=GPU,
     log:
         f"{RESULTS}/logs/clean_energy.log",
     conda:
         ENV_TORCH
+    resources:
+        gpu=GPU,
+    params:
+        models=MODELS,
+        job=job_params(),
     script:
         "../scripts/clean_energy.py"
 
@@ -178,6 +182,12 @@ rule table_ood:
     output:
         tex=f"{RESULTS}/tables/{{table}}.tex",
         csv=reported_table(f"{RESULTS}/tables/{{table}}.csv", "table_ood"),
+    log:
+        f"{RESULTS}/logs/table_ood/{{table}}.log",
+    wildcard_constraints:
+        table="table2_ood|table11_ood",
+    conda:
+        ENV_ANALYSIS
     params:
         analysis={k: config["analysis"][k] for k in ("bootstrap", "ci", "ood_pooling")},
         seed=config["seed"],
@@ -185,12 +195,6 @@ rule table_ood:
         explainers=POOLED_EXPLAINERS,
         report_captions=lambda w: {"table_ood": report_caption(w.table, config)},
         tex_caption=lambda w: ood_tex_caption(w.table, config),
-    wildcard_constraints:
-        table="table2_ood|table11_ood",
-    log:
-        f"{RESULTS}/logs/table_ood/{{table}}.log",
-    conda:
-        ENV_ANALYSIS
     script:
         "../scripts/table_ood.py"
 
@@ -202,13 +206,13 @@ rule table8_ood:
     output:
         tex=f"{RESULTS}/tables/table8_ood.tex",
         csv=reported_table(f"{RESULTS}/tables/table8_ood.csv", "table8_ood"),
-    params:
-        models=MODELS,
-        report_captions={"table8_ood": report_caption("table8_ood", config)},
     log:
         f"{RESULTS}/logs/table_ood/table8_ood.log",
     conda:
         ENV_ANALYSIS
+    params:
+        models=MODELS,
+        report_captions={"table8_ood": report_caption("table8_ood", config)},
     script:
         "../scripts/table8_ood.py"
 
@@ -224,21 +228,23 @@ rule table3_quality:
     input:
         ALL_QUALITY,
     output:
+        **({"radar": reported_figure("fig2_quality_radar")} if REPORT_ITEMS["fig2_quality_radar"] else {}),
         tex=f"{RESULTS}/tables/table3_quality.tex",
         csv=reported_table(f"{RESULTS}/tables/table3_quality.csv", "table3_quality"),
         # Fig. 2 only where a radar has a shape: 2+ evaluators, 3+ metrics (fudbench.report.captions.applies)
-        **({"radar": reported_figure("fig2_quality_radar")} if REPORT_ITEMS["fig2_quality_radar"] else {}),
+    log:
+        f"{RESULTS}/logs/table3_quality.log",
+    conda:
+        ENV_TORCH
     params:
         analysis={k: config["analysis"][k] for k in ("bootstrap", "ci")},
         seed=config["seed"],
         plots=config["plots"],
         table="table3_quality",
         explainers=POOLED_EXPLAINERS,
-        report_captions={k: report_caption(k, config) for k in ("table3_quality", "fig2_quality_radar") if REPORT_ITEMS[k]},
-    log:
-        f"{RESULTS}/logs/table3_quality.log",
-    conda:
-        ENV_TORCH
+        report_captions={
+            k: report_caption(k, config) for k in ("table3_quality", "fig2_quality_radar") if REPORT_ITEMS[k]
+        },
     script:
         "../scripts/table_quality.py"
 
@@ -249,6 +255,10 @@ rule table9_quality:
     output:
         tex=f"{RESULTS}/tables/table9_quality.tex",
         csv=reported_table(f"{RESULTS}/tables/table9_quality.csv", "table9_quality"),
+    log:
+        f"{RESULTS}/logs/table9_quality.log",
+    conda:
+        ENV_TORCH
     params:
         analysis={k: config["analysis"][k] for k in ("bootstrap", "ci")},
         seed=config["seed"],
@@ -256,9 +266,5 @@ rule table9_quality:
         explainers=POOLED_EXPLAINERS,
         report_captions={"table9_quality": report_caption("table9_quality", config)},
         tex_caption=quality_tex_caption("table9_quality", config),
-    log:
-        f"{RESULTS}/logs/table9_quality.log",
-    conda:
-        ENV_TORCH
     script:
         "../scripts/table_quality.py"

@@ -175,8 +175,8 @@ def results_figure(stem, caption):
     """figure_paths(stem), the PNG (else the first format) in the report's Results category."""
     paths = figure_paths(stem)
     shown = next((p for p in paths if p.endswith(".png")), paths[0])
-    return [report(p, caption=f"../report/captions/{caption}.rst", category="Results") if p == shown else p
-            for p in paths]
+    captioned = f"../report/captions/{caption}.rst"
+    return [report(p, caption=captioned, category="Results") if p == shown else p for p in paths]
 
 
 def results_page_targets():
@@ -209,8 +209,7 @@ def diagnostics_targets():
 
 
 # Appendix tables, present when a configured evaluator writes curves they show.
-APPENDIX_TABLES = ("srg_scores", "road_scores", "ffidelity_scores", "appendix_scores", "table9_quality",
-                   "table11_ood")
+APPENDIX_TABLES = ("srg_scores", "road_scores", "ffidelity_scores", "appendix_scores", "table9_quality", "table11_ood")
 
 
 def configured_appendix_curves():
@@ -237,8 +236,11 @@ def meta_targets():
         return []
     return [
         *table_paths("meta_ground_truth"),
-        *([f"{RESULTS}/tables/metric_agreement.csv", *figure_paths("metric_agreement")]
-          if len(agreement_metrics(config["evaluators"], config["analysis"].get("meta_metrics"))) >= 2 else []),
+        *(
+            [f"{RESULTS}/tables/metric_agreement.csv", *figure_paths("metric_agreement")]
+            if len(agreement_metrics(config["evaluators"], config["analysis"].get("meta_metrics"))) >= 2
+            else []
+        ),
         *table_paths("report_card"),
         *figure_paths("report_card"),
         *table_paths("claims"),
@@ -253,13 +255,21 @@ def all_targets():
         f"{RESULTS}/run_info.json",
         f"{RESULTS}/tables/run_info.csv",
         *results_page_targets(),  # rules/report.smk: the report's front page
-        *[p for t in ("table4_kendall", "table7_scores", "table2_ood", "table8_ood", "table3_quality")
-          if REPORT_ITEMS[t] for p in table_paths(t)],
+        *[
+            p
+            for t in ("table4_kendall", "table7_scores", "table2_ood", "table8_ood", "table3_quality")
+            if REPORT_ITEMS[t]
+            for p in table_paths(t)
+        ],
         *(figure_paths("fig2_quality_radar") if REPORT_ITEMS["fig2_quality_radar"] else []),
         *(figure_paths("confidence_vs_ratio") if REPORT_ITEMS["confidence_vs_ratio"] else []),
         *figure_paths("dataset_examples"),
         *(figure_paths("score_model_samples") if SCORE_MODEL_USED else []),
-        *(figure_paths("qualitative_samples") + figure_paths("fig4_qualitative") if REPORT_ITEMS["qualitative"] else []),
+        *(
+            figure_paths("qualitative_samples") + figure_paths("fig4_qualitative")
+            if REPORT_ITEMS["qualitative"]
+            else []
+        ),
         *diagnostics_targets(),
         *appendix_targets(),
         *meta_targets(),

@@ -21,37 +21,41 @@ if CUE:
             csv=reported_table(f"{RESULTS}/tables/cue_intervention.csv", "cue_intervention"),
             dose_tex=f"{RESULTS}/tables/cue_dose.tex",
             dose_csv=reported_table(f"{RESULTS}/tables/cue_dose.csv", "cue_dose"),
-        params:
-            synthetic=config["data"]["synthetic"],
-            seed=config["seed"],
-            device="cpu",   # 4 x n_test forwards per model: not worth a GPU request (profiles/slurm)
-            models=MODELS,
-            check=CUE_CHECK,
-            ci=config["analysis"]["ci"],
         log:
             f"{RESULTS}/logs/cue_intervention.log",
         conda:
             ENV_TORCH
+        params:
+            synthetic=config["data"]["synthetic"],
+            seed=config["seed"],
+            device="cpu",  # 4 x n_test forwards per model: not worth a GPU request (profiles/slurm)
+            models=MODELS,
+            check=CUE_CHECK,
+            ci=config["analysis"]["ci"],
         script:
             "../scripts/cue_intervention.py"
 
     rule cue_truth:
         input:
-            attributions=expand(f"{RESULTS}/attributions/{{model}}/{{explainer}}/shard{{shard}}.npz",
-                                model=MODELS, explainer=EXPLAINERS, shard=SHARDS),
+            attributions=expand(
+                f"{RESULTS}/attributions/{{model}}/{{explainer}}/shard{{shard}}.npz",
+                model=MODELS,
+                explainer=EXPLAINERS,
+                shard=SHARDS,
+            ),
             images=rules.make_dataset.output.eval,
         output:
             coverage=f"{RESULTS}/analysis/cue_coverage.parquet",
             tex=f"{RESULTS}/tables/cue_truth.tex",
             csv=reported_table(f"{RESULTS}/tables/cue_truth.csv", "cue_truth"),
-        params:
-            reduction=config["evaluation"]["reduction"],   # the metrics' per-pixel scores
-            analysis={k: config["analysis"][k] for k in ("bootstrap", "ci")},
-            seed=config["seed"],
         log:
             f"{RESULTS}/logs/cue_truth.log",
         conda:
             ENV_ANALYSIS
+        params:
+            reduction=config["evaluation"]["reduction"],  # the metrics' per-pixel scores
+            analysis={k: config["analysis"][k] for k in ("bootstrap", "ci")},
+            seed=config["seed"],
         script:
             "../scripts/cue_truth.py"
 
@@ -66,15 +70,15 @@ if CUE:
             per_image=f"{RESULTS}/analysis/cue_spearman_per_image.csv",
             endpoint_tex=f"{RESULTS}/tables/cue_endpoint.tex",
             endpoint_csv=reported_table(f"{RESULTS}/tables/cue_endpoint.csv", "cue_endpoint"),
+        log:
+            f"{RESULTS}/logs/cue_verdict.log",
+        conda:
+            ENV_ANALYSIS
         params:
             explainers=config["explainers"],
             evaluators=config["evaluators"],
             check=CUE_CHECK,
             analysis={k: config["analysis"][k] for k in ("bootstrap", "ci")},
             seed=config["seed"],
-        log:
-            f"{RESULTS}/logs/cue_verdict.log",
-        conda:
-            ENV_ANALYSIS
         script:
             "../scripts/cue_verdict.py"

@@ -9,7 +9,6 @@
 from fudbench.assets.check import present, resolved_imagenet
 from fudbench.data.folder import evaluated_files, mask_file, resolved_folder
 
-
 if config["data"]["source"] == "folder":
     FOLDER = resolved_folder(config["data"]["folder"], REPO)
 
@@ -19,26 +18,29 @@ if config["data"]["source"] == "folder":
             labels=FOLDER["labels"],
             images=[f"{FOLDER['root']}/{f}" for f, _ in evaluated_files(FOLDER, config["data"]["n_eval"])],
             # their object masks (data.folder.masks), if any
-            masks=[str(mask_file(FOLDER, f)) for f, _ in evaluated_files(FOLDER, config["data"]["n_eval"])]
-            if FOLDER.get("masks") else [],
+            masks=(
+                [str(mask_file(FOLDER, f)) for f, _ in evaluated_files(FOLDER, config["data"]["n_eval"])]
+                if FOLDER.get("masks")
+                else []
+            ),
         output:
             eval=f"{RESULTS}/data/eval.npz",
             classes=f"{RESULTS}/data/classes.json",
             manifest=f"{RESULTS}/data/manifest.csv",
             examples=f"{RESULTS}/data/examples.npz",
             summary=f"{RESULTS}/data/folder_sample.json",
-        params:
-            folder=FOLDER,
-            n_eval=config["data"]["n_eval"],
-        resources:
-            mem_mb=4000,
-            runtime=30,
         log:
             f"{RESULTS}/logs/make_dataset.log",
         benchmark:
             f"{RESULTS}/benchmarks/make_dataset.tsv"
         conda:
             ENV_TORCH
+        resources:
+            mem_mb=4000,
+            runtime=30,
+        params:
+            folder=FOLDER,
+            n_eval=config["data"]["n_eval"],
         script:
             "../scripts/prepare_folder.py"
 
@@ -57,18 +59,18 @@ elif config["data"]["source"] == "imagenet":
             manifest=f"{RESULTS}/data/manifest.csv",
             examples=f"{RESULTS}/data/examples.npz",
             summary=f"{RESULTS}/data/imagenet_sample.json",
-        params:
-            imagenet=IMAGENET,
-            n_eval=config["data"]["n_eval"],
-        resources:
-            mem_mb=4000,
-            runtime=30,
         log:
             f"{RESULTS}/logs/make_dataset.log",
         benchmark:
             f"{RESULTS}/benchmarks/make_dataset.tsv"
         conda:
             ENV_TORCH
+        resources:
+            mem_mb=4000,
+            runtime=30,
+        params:
+            imagenet=IMAGENET,
+            n_eval=config["data"]["n_eval"],
         script:
             "../scripts/prepare_imagenet.py"
 
@@ -85,17 +87,17 @@ else:
             test=f"{RESULTS}/data/test.npz",
             eval=f"{RESULTS}/data/eval.npz",
             classes=f"{RESULTS}/data/classes.json",
-        params:
-            synthetic=config["data"]["synthetic"],
-            n_eval=config["data"]["n_eval"],
-            eval_offset=config["data"].get("eval_offset", 0),
-            seed=config["seed"],
         log:
             f"{RESULTS}/logs/make_dataset.log",
         benchmark:
             f"{RESULTS}/benchmarks/make_dataset.tsv"
         conda:
             ENV_TORCH
+        params:
+            synthetic=config["data"]["synthetic"],
+            n_eval=config["data"]["n_eval"],
+            eval_offset=config["data"].get("eval_offset", 0),
+            seed=config["seed"],
         script:
             "../scripts/make_dataset.py"
 
@@ -113,12 +115,12 @@ rule plot_dataset_examples:
         labels=FOLDER["labels"] if config["data"]["source"] == "folder" else [],
     output:
         reported_figure("dataset_examples"),
-    params:
-        plots=config["plots"],
-        report_captions={"dataset_examples": report_caption("dataset_examples", config)},
     log:
         f"{RESULTS}/logs/plot_dataset_examples.log",
     conda:
         ENV_REPORT
+    params:
+        plots=config["plots"],
+        report_captions={"dataset_examples": report_caption("dataset_examples", config)},
     script:
         "../scripts/plot_dataset_examples.py"

@@ -10,23 +10,23 @@ rule fud_diagnostics:
     output:
         traces=f"{RESULTS}/diagnostics/{{model}}_traces.parquet",
         constraint=f"{RESULTS}/diagnostics/{{model}}_constraint.npz",
-    params:
-        diagnostics=DIAG,
-        fud=lambda w: config["evaluators"]["fud"],
-        evaluation={k: config["evaluation"][k] for k in ("ratios", "reduction")},
-        shard_size=config["data"]["shard_size"],
-        job=job_params(),
-    threads: 1
-    resources:
-        gpu=GPU,
-        mem_mb=6000,
-        runtime=120,
     log:
         f"{RESULTS}/logs/fud_diagnostics/{{model}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/fud_diagnostics/{{model}}.tsv"
     conda:
         ENV_TORCH
+    threads: 1
+    resources:
+        gpu=GPU,
+        mem_mb=6000,
+        runtime=120,
+    params:
+        diagnostics=DIAG,
+        fud=lambda w: config["evaluators"]["fud"],
+        evaluation={k: config["evaluation"][k] for k in ("ratios", "reduction")},
+        shard_size=config["data"]["shard_size"],
+        job=job_params(),
     script:
         "../scripts/fud_diagnostics.py"
 
@@ -39,6 +39,10 @@ rule plot_fud_diagnostics:
         fig3=reported_figure("fig3_auroc_by_step"),
         fig5=reported_figure("fig5_l2_by_step"),
         fig6=reported_figure("fig6_final_l2"),
+    log:
+        f"{RESULTS}/logs/plot_fud_diagnostics.log",
+    conda:
+        ENV_ANALYSIS
     params:
         diagnostics=DIAG,
         fud=lambda w: config["evaluators"]["fud"],
@@ -46,10 +50,6 @@ rule plot_fud_diagnostics:
         num_train_timesteps=(config["models"].get("score_model") or {}).get("num_train_timesteps", 1000),
         models=MODELS,
         plots=config["plots"],
-    log:
-        f"{RESULTS}/logs/plot_fud_diagnostics.log",
-    conda:
-        ENV_ANALYSIS
     script:
         "../scripts/plot_fud_diagnostics.py"
 
@@ -61,16 +61,16 @@ rule table5_constraint:
     output:
         tex=f"{RESULTS}/tables/table5_constraint.tex",
         csv=reported_table(f"{RESULTS}/tables/table5_constraint.csv", "table5_constraint"),
+    log:
+        f"{RESULTS}/logs/table5_constraint.log",
+    conda:
+        ENV_TORCH
     params:
         models=MODELS,
         explainer=DIAG["explainer"],
         quality=config["evaluation"]["quality"],
         analysis={k: config["analysis"][k] for k in ("bootstrap", "ci")},
         seed=config["seed"],
-    log:
-        f"{RESULTS}/logs/table5_constraint.log",
-    conda:
-        ENV_TORCH
     script:
         "../scripts/table5_constraint.py"
 
@@ -84,23 +84,23 @@ rule fud_timing:
         attributions=f"{RESULTS}/attributions/{TIMING['model']}/{DIAG['explainer']}/shard0.npz",
     output:
         f"{RESULTS}/timing/fud_timing.parquet",
-    params:
-        timing=TIMING,
-        fud=lambda w: config["evaluators"]["fud"],
-        evaluation={k: config["evaluation"][k] for k in ("ratios", "reduction")},
-        shard_size=config["data"]["shard_size"],
-        job=job_params(),
-    threads: 1
-    resources:
-        gpu=GPU,
-        mem_mb=6000,
-        runtime=120,
     log:
         f"{RESULTS}/logs/fud_timing.log",
     benchmark:
         f"{RESULTS}/benchmarks/fud_timing.tsv"
     conda:
         ENV_TORCH
+    threads: 1
+    resources:
+        gpu=GPU,
+        mem_mb=6000,
+        runtime=120,
+    params:
+        timing=TIMING,
+        fud=lambda w: config["evaluators"]["fud"],
+        evaluation={k: config["evaluation"][k] for k in ("ratios", "reduction")},
+        shard_size=config["data"]["shard_size"],
+        job=job_params(),
     script:
         "../scripts/fud_timing.py"
 

@@ -31,31 +31,31 @@ rule evaluate:
     output:
         records=evaluate_outputs("records", "parquet"),
         samples=evaluate_outputs("samples", "npz"),
+    log:
+        f"{RESULTS}/logs/evaluate/{{model}}/{{evaluator}}/shard{{shard}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/evaluate/{{model}}/{{evaluator}}/shard{{shard}}.tsv"
+    # Longest first: FUD's jobs (every explainer's masks through the score
+    # model), then F-Fidelity's (10 stochastic samples per image, sparsity and
+    # explainer) start as soon as their inputs are there, before the short
+    # jobs, so the cores are not left with one long job alone at the end.
+    priority: lambda w: LONG_EVALUATE_PRIORITY.get(method_of(w.evaluator, config["evaluators"][w.evaluator]), 0)
+    conda:
+        ENV_TORCH
+    threads: 1
+    resources:
+        gpu=GPU,
+        mem_mb=6000,
+        runtime=240,
     params:
         evaluator=lambda w: evaluator_settings(w.evaluator),
         evaluation={k: config["evaluation"][k] for k in ("ratios", "reduction")},
         explainers=EXPLAINERS,
         shard_size=config["data"]["shard_size"],
         kept_images=samples_kept_per_shard(),
-        seed_group=lambda w: SEED_GROUPS[w.model],   # explain / evaluate noise: fudbench.core.seeding
+        seed_group=lambda w: SEED_GROUPS[w.model],  # explain / evaluate noise: fudbench.core.seeding
         cache=lambda w: f"{RESULTS}/cache/evaluate/{w.model}/{w.evaluator}/shard{w.shard}",
         job=job_params(),
-    threads: 1
-    # Longest first: FUD's jobs (every explainer's masks through the score
-    # model), then F-Fidelity's (10 stochastic samples per image, sparsity and
-    # explainer) start as soon as their inputs are there, before the short
-    # jobs, so the cores are not left with one long job alone at the end.
-    priority: lambda w: LONG_EVALUATE_PRIORITY.get(method_of(w.evaluator, config["evaluators"][w.evaluator]), 0)
-    resources:
-        gpu=GPU,
-        mem_mb=6000,
-        runtime=240,
-    log:
-        f"{RESULTS}/logs/evaluate/{{model}}/{{evaluator}}/shard{{shard}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/evaluate/{{model}}/{{evaluator}}/shard{{shard}}.tsv"
-    conda:
-        ENV_TORCH
     script:
         "../scripts/evaluate.py"
 
@@ -70,23 +70,23 @@ rule srg_reference:
         images=rules.make_dataset.output.eval,
     output:
         f"{RESULTS}/srg_reference/{{evaluator}}/{{model}}/shard{{shard}}.parquet",
+    log:
+        f"{RESULTS}/logs/srg_reference/{{evaluator}}/{{model}}/shard{{shard}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/srg_reference/{{evaluator}}/{{model}}/shard{{shard}}.tsv"
+    priority: 20  # a second's job that its model's SRG evaluate jobs wait for (as ood_reference)
+    conda:
+        ENV_TORCH
+    threads: 1
+    resources:
+        gpu=GPU,
+        mem_mb=6000,
+        runtime=240,
     params:
         evaluator=lambda w: evaluator_settings(w.evaluator),
         target=config["target"],
         shard_size=config["data"]["shard_size"],
         job=job_params(),
-    threads: 1
-    priority: 20  # a second's job that its model's SRG evaluate jobs wait for (as ood_reference)
-    resources:
-        gpu=GPU,
-        mem_mb=6000,
-        runtime=240,
-    log:
-        f"{RESULTS}/logs/srg_reference/{{evaluator}}/{{model}}/shard{{shard}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/srg_reference/{{evaluator}}/{{model}}/shard{{shard}}.tsv"
-    conda:
-        ENV_TORCH
     script:
         "../scripts/srg_reference.py"
 
@@ -107,16 +107,16 @@ rule gallery:
         ),
     output:
         f"{RESULTS}/gallery/gallery.npz",
+    log:
+        f"{RESULTS}/logs/gallery.log",
+    conda:
+        ENV_ANALYSIS
     params:
         n_images=config["evaluation"]["gallery_images"],
         models=MODELS,
         explainers=EXPLAINERS,
         evaluators=EVALUATORS,
         key_format=GALLERY_FORMAT,  # a gallery of an older key layout is remade (a changed param)
-    log:
-        f"{RESULTS}/logs/gallery.log",
-    conda:
-        ENV_ANALYSIS
     script:
         "../scripts/gallery.py"
 
@@ -136,17 +136,17 @@ rule quality:
         ),
     output:
         f"{RESULTS}/quality/{{evaluator}}/shard{{shard}}.parquet",
-    params:
-        quality=config["evaluation"]["quality"],
-        models=MODELS,
-        explainers=POOLED_EXPLAINERS,
-        shard_size=config["data"]["shard_size"],
-    threads: 1
     log:
         f"{RESULTS}/logs/quality/{{evaluator}}/shard{{shard}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/quality/{{evaluator}}/shard{{shard}}.tsv"
     conda:
         ENV_TORCH
+    threads: 1
+    params:
+        quality=config["evaluation"]["quality"],
+        models=MODELS,
+        explainers=POOLED_EXPLAINERS,
+        shard_size=config["data"]["shard_size"],
     script:
         "../scripts/quality.py"

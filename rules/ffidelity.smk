@@ -8,8 +8,9 @@
 FFID_ENTRIES = entries_of(config["evaluators"], "ffid")
 
 # A shipped classifier may ship its surrogate too (models.classifiers.<m>.shipped_surrogate).
-SHIPPED_SURROGATES = {m: CLASSIFIERS[m]["shipped_surrogate"] for m in SHIPPED
-                      if CLASSIFIERS[m].get("shipped_surrogate")}
+SHIPPED_SURROGATES = {
+    m: CLASSIFIERS[m]["shipped_surrogate"] for m in SHIPPED if CLASSIFIERS[m].get("shipped_surrogate")
+}
 SURROGATES_TRAINED = [m for m in MODELS if m not in SHIPPED_SURROGATES]
 
 # What the surrogate's weights depend on: beta and the fine-tuning settings of the first ffid entry.
@@ -27,15 +28,15 @@ if FFID_ENTRIES and SHIPPED_SURROGATES:
         output:
             model=f"{RESULTS}/models/{{model}}_surrogate.pt",
             metrics=f"{RESULTS}/models/{{model}}_surrogate_metrics.json",
-        params:
-            training_inputs=lambda w: surrogate_training_inputs(config, w.model, FFID_FINETUNING),
+        log:
+            f"{RESULTS}/logs/verify_surrogate/{{model}}.log",
         wildcard_constraints:
             model="|".join(SHIPPED_SURROGATES),
         priority: 20  # a second's check that F-Fidelity's long evaluate jobs wait for
-        log:
-            f"{RESULTS}/logs/verify_surrogate/{{model}}.log",
         conda:
             ENV_TORCH
+        params:
+            training_inputs=lambda w: surrogate_training_inputs(config, w.model, FFID_FINETUNING),
         script:
             "../scripts/verify_surrogate.py"
 
@@ -50,21 +51,21 @@ if FFID_ENTRIES and SURROGATES_TRAINED:
         output:
             model=f"{RESULTS}/models/{{model}}_surrogate.pt",
             metrics=f"{RESULTS}/models/{{model}}_surrogate_metrics.json",
-        params:
-            ffid=FFID_FINETUNING,
-            job=job_params(),
+        log:
+            f"{RESULTS}/logs/train_surrogate/{{model}}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/train_surrogate/{{model}}.tsv"
         wildcard_constraints:
             model="|".join(SURROGATES_TRAINED),
+        conda:
+            ENV_TORCH
         threads: 1  # see train_classifier
         resources:
             gpu=GPU,
             mem_mb=4000,
             runtime=60,
-        log:
-            f"{RESULTS}/logs/train_surrogate/{{model}}.log",
-        benchmark:
-            f"{RESULTS}/benchmarks/train_surrogate/{{model}}.tsv"
-        conda:
-            ENV_TORCH
+        params:
+            ffid=FFID_FINETUNING,
+            job=job_params(),
         script:
             "../scripts/train_surrogate.py"

@@ -17,16 +17,16 @@ rule meta_table:
     output:
         tex=f"{RESULTS}/tables/meta_ground_truth.tex",
         csv=reported_table(f"{RESULTS}/tables/meta_ground_truth.csv", "meta_ground_truth"),
+    log:
+        f"{RESULTS}/logs/meta_table.log",
+    conda:
+        ENV_ANALYSIS
     params:
         degraded={name: list(v) for name, v in DEGRADED.items()},
         analysis={k: config["analysis"][k] for k in ("bootstrap", "ci")},
         seed=config["seed"],
         models=MODELS,
         metrics=META_METRICS,
-    log:
-        f"{RESULTS}/logs/meta_table.log",
-    conda:
-        ENV_ANALYSIS
     script:
         "../scripts/meta_table.py"
 
@@ -37,6 +37,10 @@ rule plot_agreement:
     output:
         figures=reported_figure("metric_agreement"),
         csv=f"{RESULTS}/tables/metric_agreement.csv",
+    log:
+        f"{RESULTS}/logs/plot_agreement.log",
+    conda:
+        ENV_REPORT
     params:
         # all of them: without the families a meta profile keeps only its two anchors (tau = +-1)
         explainers=EXPLAINERS,
@@ -45,10 +49,6 @@ rule plot_agreement:
         models=MODELS,
         plots=config["plots"],
         metrics=META_METRICS,
-    log:
-        f"{RESULTS}/logs/plot_agreement.log",
-    conda:
-        ENV_REPORT
     script:
         "../scripts/plot_agreement.py"
 
@@ -60,10 +60,14 @@ rule report_card:
     input:
         per_image=rules.aggregate_records.output.per_image,
         records=rules.aggregate_records.output.records,
-        gate=lambda w: gate_input(GATED),   # the family gate, where the run has one (below)
+        gate=lambda w: gate_input(GATED),  # the family gate, where the run has one (below)
     output:
         tex=f"{RESULTS}/tables/report_card.tex",
         csv=reported_table(f"{RESULTS}/tables/report_card.csv", "report_card"),
+    log:
+        f"{RESULTS}/logs/report_card.log",
+    conda:
+        ENV_ANALYSIS
     params:
         explainers=config["explainers"],
         evaluators=config["evaluators"],
@@ -71,10 +75,6 @@ rule report_card:
         analysis={k: config["analysis"][k] for k in ("bootstrap", "ci")},
         target_half_width=config["analysis"].get("meta_target_half_width", 0.2),
         seed=config["seed"],
-    log:
-        f"{RESULTS}/logs/report_card.log",
-    conda:
-        ENV_ANALYSIS
     script:
         "../scripts/report_card.py"
 
@@ -84,12 +84,12 @@ rule plot_report_card:
         csv=rules.report_card.output.csv,
     output:
         figures=reported_figure("report_card"),
-    params:
-        plots=config["plots"],
     log:
         f"{RESULTS}/logs/plot_report_card.log",
     conda:
         ENV_REPORT
+    params:
+        plots=config["plots"],
     script:
         "../scripts/plot_report_card.py"
 
@@ -102,15 +102,15 @@ rule claims:
     output:
         tex=f"{RESULTS}/tables/claims.tex",
         csv=reported_table(f"{RESULTS}/tables/claims.csv", "claims"),
+    log:
+        f"{RESULTS}/logs/claims.log",
+    conda:
+        ENV_ANALYSIS
     params:
         explainers=config["explainers"],
         evaluators=config["evaluators"],
         analysis={k: config["analysis"][k] for k in ("bootstrap", "ci")},
         seed=config["seed"],
-    log:
-        f"{RESULTS}/logs/claims.log",
-    conda:
-        ENV_ANALYSIS
     script:
         "../scripts/claims.py"
 
@@ -130,22 +130,26 @@ if GATED:
 
     rule family_gate:
         input:
-            attributions=expand(f"{RESULTS}/attributions/{{model}}/{{explainer}}/shard{{shard}}.npz",
-                                model=MODELS, explainer=GATE_EXPLAINERS, shard=SHARDS),
+            attributions=expand(
+                f"{RESULTS}/attributions/{{model}}/{{explainer}}/shard{{shard}}.npz",
+                model=MODELS,
+                explainer=GATE_EXPLAINERS,
+                shard=SHARDS,
+            ),
             images=rules.make_dataset.output.eval,
         output:
             tex=f"{RESULTS}/tables/family_gate.tex",
             csv=reported_table(f"{RESULTS}/tables/family_gate.csv", "family_gate"),
+        log:
+            f"{RESULTS}/logs/family_gate.log",
+        conda:
+            ENV_TORCH
         params:
             degraded={name: list(v) for name, v in DEGRADED.items()},
             random_entry=RANDOM_ENTRIES[0] if RANDOM_ENTRIES else None,
             reduction=config["evaluation"]["reduction"],
             ratios=config["evaluation"]["ratios"],
             ci=config["analysis"]["ci"],
-        log:
-            f"{RESULTS}/logs/family_gate.log",
-        conda:
-            ENV_TORCH
         script:
             "../scripts/family_gate.py"
 
@@ -154,9 +158,12 @@ if GATED:
 # FUD symmetric and FUD bottom vs paper FUD on the gated scatter-matched families.
 from fudbench.meta.endpoint import scatter_matched
 
-ENDPOINT = GATED and bool(config["evaluators"].get("fud", {}) or {}) \
-    and bool((config["evaluators"].get("fud") or {}).get("symmetric")) \
+ENDPOINT = (
+    GATED
+    and bool(config["evaluators"].get("fud", {}) or {})
+    and bool((config["evaluators"].get("fud") or {}).get("symmetric"))
     and any(scatter_matched(family) for family, _ in DEGRADED.values())
+)
 
 
 if ENDPOINT:
@@ -168,13 +175,13 @@ if ENDPOINT:
         output:
             tex=f"{RESULTS}/tables/endpoint.tex",
             csv=reported_table(f"{RESULTS}/tables/endpoint.csv", "endpoint"),
-        params:
-            explainers=config["explainers"],
-            evaluators=config["evaluators"],
-            ci=config["analysis"]["ci"],
         log:
             f"{RESULTS}/logs/endpoint.log",
         conda:
             ENV_ANALYSIS
+        params:
+            explainers=config["explainers"],
+            evaluators=config["evaluators"],
+            ci=config["analysis"]["ci"],
         script:
             "../scripts/endpoint.py"

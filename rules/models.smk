@@ -30,26 +30,26 @@ if TRAINED:
         output:
             model=f"{RESULTS}/models/{{model}}.pt",
             metrics=f"{RESULTS}/models/{{model}}_metrics.json",
-        params:
-            classifier=lambda w: config["models"]["classifiers"][w.model],
-            gates=config["models"]["gates"],
-            job=job_params(),
-        wildcard_constraints:
-            model="|".join(TRAINED),
-        # One thread: a 2-thread job waits for both cores to be free at once, and the
-        # stream of 1-thread jobs rarely leaves them so (it starved the second model).
-        threads: 1
-        priority: 20  # everything downstream waits for the classifiers
-        resources:
-            gpu=GPU,
-            mem_mb=4000,
-            runtime=60,
         log:
             f"{RESULTS}/logs/train_classifier/{{model}}.log",
         benchmark:
             f"{RESULTS}/benchmarks/train_classifier/{{model}}.tsv"
+        wildcard_constraints:
+            model="|".join(TRAINED),
+        priority: 20  # everything downstream waits for the classifiers
         conda:
             ENV_TORCH
+        # One thread: a 2-thread job waits for both cores to be free at once, and the
+        # stream of 1-thread jobs rarely leaves them so (it starved the second model).
+        threads: 1
+        resources:
+            gpu=GPU,
+            mem_mb=4000,
+            runtime=60,
+        params:
+            classifier=lambda w: config["models"]["classifiers"][w.model],
+            gates=config["models"]["gates"],
+            job=job_params(),
         script:
             "../scripts/train_classifier.py"
 
@@ -65,21 +65,21 @@ if SHIPPED:
         output:
             model=f"{RESULTS}/models/{{model}}.pt",
             metrics=f"{RESULTS}/models/{{model}}_metrics.json",
+        log:
+            f"{RESULTS}/logs/verify_classifier/{{model}}.log",
+        wildcard_constraints:
+            model="|".join(SHIPPED),
+        priority: 20  # as train_classifier: everything downstream waits for it
+        conda:
+            ENV_TORCH
+        threads: 1
+        resources:
+            mem_mb=2000,
+            runtime=10,
         params:
             training_inputs=lambda w: classifier_training_inputs(config, w.model),
             gates=config["models"]["gates"],
             min_accuracy=lambda w: config["models"]["classifiers"][w.model].get("min_accuracy"),
-        wildcard_constraints:
-            model="|".join(SHIPPED),
-        threads: 1
-        priority: 20  # as train_classifier: everything downstream waits for it
-        resources:
-            mem_mb=2000,
-            runtime=10,
-        log:
-            f"{RESULTS}/logs/verify_classifier/{{model}}.log",
-        conda:
-            ENV_TORCH
         script:
             "../scripts/verify_classifier.py"
 
@@ -99,23 +99,23 @@ if PRETRAINED:
         output:
             model=f"{RESULTS}/models/{{model}}.pt",
             metrics=f"{RESULTS}/models/{{model}}_metrics.json",
-        params:
-            classifier=lambda w: resolved_classifier(CLASSIFIERS[w.model], REPO),
-            gates=config["models"]["gates"],
-            job=job_params(),
+        log:
+            f"{RESULTS}/logs/prepare_classifier/{{model}}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/prepare_classifier/{{model}}.tsv"
         wildcard_constraints:
             model="|".join(PRETRAINED),
+        conda:
+            ENV_TORCH
         threads: 2
         resources:
             gpu=GPU,
             mem_mb=8000,
             runtime=30,
-        log:
-            f"{RESULTS}/logs/prepare_classifier/{{model}}.log",
-        benchmark:
-            f"{RESULTS}/benchmarks/prepare_classifier/{{model}}.tsv"
-        conda:
-            ENV_TORCH
+        params:
+            classifier=lambda w: resolved_classifier(CLASSIFIERS[w.model], REPO),
+            gates=config["models"]["gates"],
+            job=job_params(),
         script:
             "../scripts/prepare_classifier.py"
 
@@ -128,21 +128,21 @@ if SCORE_SOURCE == "train":
         output:
             model=f"{RESULTS}/models/score_model.pt",
             manifest=f"{RESULTS}/models/score_model.json",
-        params:
-            score_model=config["models"]["score_model"],
-            job=job_params(),
-            training_inputs=score_model_training_inputs(config),
-        threads: 2
-        resources:
-            gpu=GPU,
-            mem_mb=8000,
-            runtime=240,
         log:
             f"{RESULTS}/logs/train_score_model.log",
         benchmark:
             f"{RESULTS}/benchmarks/train_score_model.tsv"
         conda:
             ENV_TORCH
+        threads: 2
+        resources:
+            gpu=GPU,
+            mem_mb=8000,
+            runtime=240,
+        params:
+            score_model=config["models"]["score_model"],
+            job=job_params(),
+            training_inputs=score_model_training_inputs(config),
         script:
             "../scripts/train_score_model.py"
 
@@ -154,13 +154,13 @@ elif SCORE_SOURCE == "shipped":
         output:
             model=f"{RESULTS}/models/score_model.pt",
             manifest=f"{RESULTS}/models/score_model.json",
-        params:
-            training_inputs=score_model_training_inputs(config),
-        priority: 20  # FUD's evaluate jobs, the longest, wait for it
         log:
             f"{RESULTS}/logs/verify_score_model.log",
+        priority: 20  # FUD's evaluate jobs, the longest, wait for it
         conda:
             ENV_TORCH
+        params:
+            training_inputs=score_model_training_inputs(config),
         script:
             "../scripts/verify_score_model.py"
 
@@ -179,17 +179,17 @@ elif SCORE_SOURCE == "guided_diffusion":
             model=f"{RESULTS}/models/score_model.pt",
             weights=f"{RESULTS}/models/score_model.safetensors",
             manifest=f"{RESULTS}/models/score_model.json",
-        params:
-            guided_diffusion=GUIDED_DIFFUSION,
-        resources:
-            mem_mb=12000,
-            runtime=30,
         log:
             f"{RESULTS}/logs/convert_score_model.log",
         benchmark:
             f"{RESULTS}/benchmarks/convert_score_model.tsv"
         conda:
             ENV_TORCH
+        resources:
+            mem_mb=12000,
+            runtime=30,
+        params:
+            guided_diffusion=GUIDED_DIFFUSION,
         script:
             "../scripts/convert_score_model.py"
 
@@ -207,12 +207,10 @@ if SCORE_MODEL_USED:
         output:
             report=f"{RESULTS}/models/score_model_check.json",
             samples=f"{RESULTS}/models/score_model_samples.npz",
-        params:
-            gates=config["models"]["gates"],
-            models=MODELS,
-            # the U-Net's precision and layout as FUD runs it (the gate checks that sampler)
-            precision={k: config["evaluators"].get("fud", {}).get(k, "auto") for k in ("amp_dtype", "channels_last")},
-            job=job_params(),
+        log:
+            f"{RESULTS}/logs/check_score_model.log",
+        conda:
+            ENV_TORCH
         # One thread: a 2-thread job waits for both cores to be free at once, and the
         # stream of 1-thread jobs rarely leaves them so (it starved the second model).
         threads: 1
@@ -220,25 +218,26 @@ if SCORE_MODEL_USED:
             gpu=GPU,
             mem_mb=16000 if SCORE_SOURCE == "guided_diffusion" else 4000,
             runtime=60,
-        log:
-            f"{RESULTS}/logs/check_score_model.log",
-        conda:
-            ENV_TORCH
+        params:
+            gates=config["models"]["gates"],
+            models=MODELS,
+            # the U-Net's precision and layout as FUD runs it (the gate checks that sampler)
+            precision={k: config["evaluators"].get("fud", {}).get(k, "auto") for k in ("amp_dtype", "channels_last")},
+            job=job_params(),
         script:
             "../scripts/check_score_model.py"
-
 
     rule plot_score_model_samples:
         input:
             samples=rules.check_score_model.output.samples,
         output:
             figure_paths("score_model_samples"),
-        params:
-            plots=config["plots"],
         log:
             f"{RESULTS}/logs/plot_score_model_samples.log",
         conda:
             ENV_REPORT
+        params:
+            plots=config["plots"],
         script:
             "../scripts/plot_score_model_samples.py"
 
@@ -249,12 +248,12 @@ rule model_quality:
         score_model=rules.check_score_model.output.report if SCORE_MODEL_USED else [],
     output:
         f"{RESULTS}/models/quality.json",
-    params:
-        models=MODELS,
-        gates=config["models"]["gates"],
     log:
         f"{RESULTS}/logs/model_quality.log",
     conda:
         ENV_ANALYSIS
+    params:
+        models=MODELS,
+        gates=config["models"]["gates"],
     script:
         "../scripts/model_quality.py"

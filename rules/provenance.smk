@@ -12,19 +12,20 @@ rule run_info:
     output:
         info=f"{RESULTS}/run_info.json",
         table=reported_table(f"{RESULTS}/tables/run_info.csv", "run_info"),
-    params:
-        machine={**cpu_info(), "onednn_max_cpu_isa": onednn_isa_cap()},
-        fud=lambda w: {k: resolved_settings(FUD_ENTRY).get(k) for k in ("amp_dtype", "channels_last")}
-        if FUD_ENTRY else None,
-        job=job_params(),
+    log:
+        f"{RESULTS}/logs/run_info.log",
+    conda:
+        ENV_TORCH
     threads: 1
     resources:
         gpu=GPU,
         mem_mb=1000,
         runtime=5,
-    log:
-        f"{RESULTS}/logs/run_info.log",
-    conda:
-        ENV_TORCH
+    params:
+        machine={**cpu_info(), "onednn_max_cpu_isa": onednn_isa_cap()},
+        fud=lambda w: (
+            {k: resolved_settings(FUD_ENTRY).get(k) for k in ("amp_dtype", "channels_last")} if FUD_ENTRY else None
+        ),
+        job=job_params(),
     script:
         "../scripts/run_info.py"

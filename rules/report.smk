@@ -11,11 +11,15 @@ rule results_page:
     input:
         per_image=rules.aggregate_records.output.per_image,
     output:
+        **({"vs_random": results_figure("results_vs_random", "results_vs_random")} if RANDOM_REFERENCE else {}),
         csv=report(f"{RESULTS}/tables/results.csv", caption="../report/captions/results.rst", category="Results"),
         paired=f"{RESULTS}/tables/results_paired.csv",
         front=f"{RESULTS}/report/front.rst",
         overview=results_figure("results_overview", "results_overview"),
-        **({"vs_random": results_figure("results_vs_random", "results_vs_random")} if RANDOM_REFERENCE else {}),
+    log:
+        f"{RESULTS}/logs/results_page.log",
+    conda:
+        ENV_ANALYSIS  # scipy (inference.mean_interval) and matplotlib
     params:
         description=run_description(config),
         explainers=config["explainers"],
@@ -24,9 +28,5 @@ rule results_page:
         ci=config["analysis"]["ci"],
         bootstrap=config["analysis"]["bootstrap"],
         dpi=config["plots"]["dpi"],
-    log:
-        f"{RESULTS}/logs/results_page.log",
-    conda:
-        ENV_ANALYSIS  # scipy (inference.mean_interval) and matplotlib
     script:
         "../scripts/results_page.py"

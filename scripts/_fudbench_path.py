@@ -6,6 +6,7 @@ installed in the environment. It also makes an uncaught exception write its
 traceback to the job's log file from the first line of the job on, and
 registers the config's plug-in evaluators (fudbench.evaluators.use_plugins).
 """
+
 import sys
 from pathlib import Path
 

@@ -1,4 +1,5 @@
 """Concatenate every evaluate job's records; compute per-image scores and tau."""
+
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 

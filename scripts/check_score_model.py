@@ -3,6 +3,7 @@
 A U-Net of another resolution than the images (guided-diffusion's 256 px for
 224 px classifiers) samples at its own size; the samples are then resized to
 the classifiers' size, as FUD's resolution bridge does."""
+
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import json
 
@@ -24,10 +25,18 @@ unet, schedule = load_score_model(snakemake.input.score_model, device)
 real, _, _ = load_split(snakemake.input.test)
 class_names = json.load(open(snakemake.input.classes))
 size = unet.config.sample_size
-samples = unconditional_samples(unet, schedule, p.gates["n_samples"], size, p.gates["sample_steps"],
-                                p.job["seed"], device, batch_size=64 if size <= 64 else 16,
-                                amp_dtype=p.precision["amp_dtype"],
-                                channels_last=bool(p.precision["channels_last"]))
+samples = unconditional_samples(
+    unet,
+    schedule,
+    p.gates["n_samples"],
+    size,
+    p.gates["sample_steps"],
+    p.job["seed"],
+    device,
+    batch_size=64 if size <= 64 else 16,
+    amp_dtype=p.precision["amp_dtype"],
+    channels_last=bool(p.precision["channels_last"]),
+)
 if size != real.shape[-1]:
     samples = resize_images(samples, real.shape[-1]).clamp(0, 1)  # antialiasing can overshoot [0, 1]
 classifiers = {m: load_classifier(path, device) for m, path in zip(p.models, snakemake.input.classifiers)}
@@ -35,7 +44,10 @@ report = score_model_report(samples, real, classifiers, class_names)
 report["sample_steps"] = p.gates["sample_steps"]
 report["sampled_at"] = size
 for m, r in report["classifiers"].items():
-    print(f"[gate] score model under {m}: energy AUROC samples vs real = {r['auroc']:.3f} "
-          f"(0.5 = indistinguishable), FPR95 {r['fpr95']:.3f}", flush=True)
+    print(
+        f"[gate] score model under {m}: energy AUROC samples vs real = {r['auroc']:.3f} "
+        f"(0.5 = indistinguishable), FPR95 {r['fpr95']:.3f}",
+        flush=True,
+    )
 write_json(snakemake.output.report, report)
 write_npz(snakemake.output.samples, samples=(samples.numpy() * 255).round().astype(np.uint8))

@@ -2,6 +2,7 @@
 the run's curves and config, each decided with Holm's adjustment within the
 claim; the family gate (tables/family_gate.csv) where the rule gives it as
 the optional input `gate`."""
+
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 
@@ -15,8 +16,15 @@ log = setup_job(snakemake)
 p = snakemake.params
 gate = optional_input(snakemake, "gate")  # absent: no gate (said in the table and the caption)
 per_image = pd.read_parquet(snakemake.input.per_image).dropna(subset=["score"])
-claims = decide_claims(per_image, p.explainers, configured_curve_scores(p.evaluators), n_boot=p.analysis["bootstrap"],
-                       ci=p.analysis["ci"], seed=p.seed, gate=gate)
+claims = decide_claims(
+    per_image,
+    p.explainers,
+    configured_curve_scores(p.evaluators),
+    n_boot=p.analysis["bootstrap"],
+    ci=p.analysis["ci"],
+    seed=p.seed,
+    gate=gate,
+)
 write_csv(snakemake.output.csv, claims, index=False, float_format="%.6g")
 write_text(snakemake.output.tex, claims_table(claims, p.analysis["ci"]))
 with pd.option_context("display.width", 200, "display.max_columns", 12):

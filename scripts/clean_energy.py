@@ -2,6 +2,7 @@
 set): Energy, and the feature-based Mahalanobis and k-NN distances against the
 classifier's reference (rule ood_reference); and the same scores of the sanity
 copies, the clean images with 10% of their pixels zeroed (Table 2's sanity row)."""
+
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 import torch
@@ -33,9 +34,15 @@ frames = []
 for model, path, reference in zip(p.models, snakemake.input.classifiers, snakemake.input.references):
     classifier, detector = load_classifier(path, device), FeatureDetector.load(reference)
     clean, sanity = scores(classifier, model, detector, images), scores(classifier, model, detector, sanity_images)
-    frames.append(pd.DataFrame({"model": model, "image": ids, **clean,
-                                **{f"sanity_{k}": v for k, v in sanity.items()}}))
-    log.info("%s: mean clean energy %.3f, 10%%-zeroed %.3f; Mahalanobis %.3f vs %.3f", model,
-             clean["energy"].mean(), sanity["energy"].mean(), clean["mahalanobis"].mean(),
-             sanity["mahalanobis"].mean())
+    frames.append(
+        pd.DataFrame({"model": model, "image": ids, **clean, **{f"sanity_{k}": v for k, v in sanity.items()}})
+    )
+    log.info(
+        "%s: mean clean energy %.3f, 10%%-zeroed %.3f; Mahalanobis %.3f vs %.3f",
+        model,
+        clean["energy"].mean(),
+        sanity["energy"].mean(),
+        clean["mahalanobis"].mean(),
+        sanity["mahalanobis"].mean(),
+    )
 write_parquet(snakemake.output[0], pd.concat(frames, ignore_index=True))

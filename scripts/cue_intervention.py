@@ -2,6 +2,7 @@
 split clean, with the cue removed, the object removed and the cue recoloured, each
 counterfactual rendered from the generator's own draws; and the dose-response (a share
 of the cue's pixels removed, tables/cue_dose)."""
+
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import json
 
@@ -21,12 +22,15 @@ log = setup_job(snakemake)
 p = snakemake.params
 check = CueCheck.from_config(p.check)
 test = load_npz(snakemake.input.test)
-data = generate_cue_split(SyntheticSpec.from_config(p.synthetic), len(test["labels"]), p.seed, "test",
-                          counterfactuals=True)
+data = generate_cue_split(
+    SyntheticSpec.from_config(p.synthetic), len(test["labels"]), p.seed, "test", counterfactuals=True
+)
 # The counterfactuals are only counterfactuals of these images if the draws are the same.
 if not (np.array_equal(data["images"], test["images"]) and np.array_equal(data["labels"], test["labels"])):
-    raise SystemExit(f"{snakemake.input.test} is not the test split that data.synthetic and seed make now: "
-                     "rerun make_dataset (delete the file)")
+    raise SystemExit(
+        f"{snakemake.input.test} is not the test split that data.synthetic and seed make now: "
+        "rerun make_dataset (delete the file)"
+    )
 n_classes = len(json.load(open(snakemake.input.classes)))
 device = resolve_device(p.device)
 
@@ -39,8 +43,9 @@ for name, path in zip(p.models, snakemake.input.models):
     @torch.no_grad()
     def predict_proba(images, model=model):
         x = torch.from_numpy(images).float().div_(255)
-        return torch.cat([model(x[i:i + 256].to(device)).float().softmax(1).cpu()
-                          for i in range(0, len(x), 256)]).numpy()
+        return torch.cat(
+            [model(x[i : i + 256].to(device)).float().softmax(1).cpu() for i in range(0, len(x), 256)]
+        ).numpy()
 
     rows += intervention_check(name, lambda images: predict_proba(images).argmax(1), data, n_classes, check, p.ci)
     dose_rows += dose_response(name, predict_proba, data["images"], data["no_cue"], ranks, data["labels"], ci=p.ci)
@@ -55,8 +60,11 @@ with pd.option_context("display.width", 200, "display.max_columns", 12):
     log.info("dose-response:\n%s", doses.to_string(index=False))
 failed = failed_checks(table)
 if failed:
-    msg = ("[cue] intervention check FAILED for " + "; ".join(f"{m}: {', '.join(c)}" for m, c in failed.items())
-           + ": the cue is not shown to be the evidence these models use, so their cue verdicts are not licensed")
+    msg = (
+        "[cue] intervention check FAILED for "
+        + "; ".join(f"{m}: {', '.join(c)}" for m, c in failed.items())
+        + ": the cue is not shown to be the evidence these models use, so their cue verdicts are not licensed"
+    )
     log.error(msg)
     if check.strict:  # Snakemake deletes a failed job's tables; the numbers stay in its log
         raise SystemExit(msg + " (analysis.cue.strict: false flags it in the tables instead)")

@@ -7,6 +7,7 @@ cells, and the endpoint cells.
 
 Not a Snakemake script: run by hand on a run's tables (or studies/planted_cue/results).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,10 @@ def _ci(lo, hi, signed=True) -> str:
 def dose_markdown(dose: pd.DataFrame) -> str:
     out = []
     for (model, order), g in dose.groupby(["model", "order"], sort=False):
-        cells = [f"{r.accuracy:.2f} / {r.target_prob:.2f} {_ci(r.target_prob_ci_low, r.target_prob_ci_high, False)}"
-                 for r in g.itertuples()]
+        cells = [
+            f"{r.accuracy:.2f} / {r.target_prob:.2f} {_ci(r.target_prob_ci_low, r.target_prob_ci_high, False)}"
+            for r in g.itertuples()
+        ]
         out.append(f"| {model} | {order} | " + " | ".join(cells) + f" | {g['monotone'].iloc[0]} |")
     doses = " | ".join(f"{d:g}" for d in dose["dose"].unique())
     head = f"| model | order | {doses} | steps |\n|" + "---|" * (dose["dose"].nunique() + 3)
@@ -36,8 +39,12 @@ def dose_markdown(dose: pd.DataFrame) -> str:
 def verdict_markdown(v: pd.DataFrame, model: str, explainers: str) -> str:
     d = v[(v["model"] == model) & (v["explainers"] == explainers)]
     cols = [(t, isa) for t in TRUTHS for isa in (True, False)]
-    head = ("| metric | " + " | ".join(f"{t} {'with' if isa else 'w/o'} ISA: per-image / macro" for t, isa in cols)
-            + " |\n|" + "---|" * (len(cols) + 1))
+    head = (
+        "| metric | "
+        + " | ".join(f"{t} {'with' if isa else 'w/o'} ISA: per-image / macro" for t, isa in cols)
+        + " |\n|"
+        + "---|" * (len(cols) + 1)
+    )
     rows = []
     for metric, g in d.groupby("metric", sort=False):
         g = g.set_index(["truth", "with_isa"])
@@ -49,8 +56,10 @@ def verdict_markdown(v: pd.DataFrame, model: str, explainers: str) -> str:
             r = g.loc[key]
             word = {"recovers": "R", "reverses": "**X**"}.get(r["verdict"], "u")
             mword = {"recovers": "R", "reverses": "**X**"}.get(r["macro_verdict"], "u")
-            cells.append(f"{r['spearman']:+.2f} {_ci(r['ci_low'], r['ci_high'])} {word} / "
-                         f"{r['macro_spearman']:+.2f} {_ci(r['macro_ci_low'], r['macro_ci_high'])} {mword}")
+            cells.append(
+                f"{r['spearman']:+.2f} {_ci(r['ci_low'], r['ci_high'])} {word} / "
+                f"{r['macro_spearman']:+.2f} {_ci(r['macro_ci_low'], r['macro_ci_high'])} {mword}"
+            )
         rows.append(f"| {metric} | " + " | ".join(cells) + " |")
     return head + "\n" + "\n".join(rows)
 
@@ -65,9 +74,12 @@ def undecided(v: pd.DataFrame, explainers: str) -> str:
 
 def endpoint_markdown(e: pd.DataFrame) -> str:
     head = "| model | comparison | truth | ISA | estimate | interval | raw p | n |\n|---|---|---|---|---|---|---|---|"
-    rows = [f"| {r.model} | {r.comparison}{' (primary)' if r.primary else ''} | {r.truth} | "
-            f"{'with' if r.with_isa else 'without'} | {r.estimate:+.3f} | {_ci(r.ci_low, r.ci_high)} | {r.p:.3g} | "
-            f"{r.n_images} |" for r in e.itertuples()]
+    rows = [
+        f"| {r.model} | {r.comparison}{' (primary)' if r.primary else ''} | {r.truth} | "
+        f"{'with' if r.with_isa else 'without'} | {r.estimate:+.3f} | {_ci(r.ci_low, r.ci_high)} | {r.p:.3g} | "
+        f"{r.n_images} |"
+        for r in e.itertuples()
+    ]
     return head + "\n" + "\n".join(rows)
 
 

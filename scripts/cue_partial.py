@@ -9,6 +9,7 @@ bootstrap's resamples do not depend on the metric). Not a Snakemake script.
 Writes OUT/cue_verdict.csv, OUT/cue_spearman_per_image.csv and OUT/cue_endpoint.csv
 (the endpoint is empty until FUD's records exist); needs the run's cue_coverage.parquet.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,9 +40,15 @@ def main() -> None:
     per_image = pd.concat([per_image, derived_scores(records, per_image)], ignore_index=True)
     coverage = pd.read_parquet(a.results / "analysis/cue_coverage.parquet")
     ana = cfg["analysis"]
-    verdicts, rho = cue_verdict_frames(per_image.dropna(subset=["score"]), coverage, cfg["explainers"],
-                                       configured_curve_scores(cfg["evaluators"]), n_boot=ana["bootstrap"],
-                                       ci=ana["ci"], seed=cfg["seed"])
+    verdicts, rho = cue_verdict_frames(
+        per_image.dropna(subset=["score"]),
+        coverage,
+        cfg["explainers"],
+        configured_curve_scores(cfg["evaluators"]),
+        n_boot=ana["bootstrap"],
+        ci=ana["ci"],
+        seed=cfg["seed"],
+    )
     a.out.mkdir(parents=True, exist_ok=True)
     write_csv(a.out / "cue_verdict.csv", verdicts, index=False, float_format="%.6g")
     write_csv(a.out / "cue_spearman_per_image.csv", rho, index=False, float_format="%.6g")

@@ -1,5 +1,6 @@
 """Planted cue, coverage of the cue by every map (fudbench.meta.cue): per image
 (analysis/cue_coverage.parquet) and its means per model and explainer (tables/cue_truth)."""
+
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import re
 

@@ -1,5 +1,6 @@
 """The pre-registered endpoint (fudbench.meta.endpoint): FUD symmetric and FUD
 bottom against paper FUD on the scatter-matched families that pass the gate."""
+
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 

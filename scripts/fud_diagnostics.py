@@ -5,6 +5,7 @@
 - hard- vs soft-constraint samples at one kept fraction (Table 5).
 Masks come from one explainer's attributions of shard 0.
 """
+
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import numpy as np
 import pandas as pd
@@ -29,8 +30,9 @@ data = load_eval_shard(inp.images, 0, p.shard_size)
 attr = load_npz(inp.attributions, made_by="explain")
 n = diag["n_images"]
 if n > len(data["ids"]):  # the config check refuses this at parse time; never cap silently
-    raise ValueError(f"config key 'analysis.diagnostics.n_images': {n} images requested, but shard 0 holds "
-                     f"{len(data['ids'])}")
+    raise ValueError(
+        f"config key 'analysis.diagnostics.n_images': {n} images requested, but shard 0 holds {len(data['ids'])}"
+    )
 ids = data["ids"][:n]
 x = torch.from_numpy(data["images"][:n]).to(device)
 y = torch.from_numpy(attr["targets"][:n]).to(device)
@@ -46,8 +48,9 @@ def run(settings: dict, ratios):
     r = len(ratios)
     xs, ys = x.repeat_interleave(r, 0), y.repeat_interleave(r, 0)
     seeds = sample_seeds(key, ids, ratios)
-    final, l2, e, scored = trace_fud(imputer, model, xs, ys, masks.flatten(0, 1).to(device), seeds,
-                                     settings["batch_size"])
+    final, l2, e, scored = trace_fud(
+        imputer, model, xs, ys, masks.flatten(0, 1).to(device), seeds, settings["batch_size"]
+    )
     timesteps = imputer.timesteps
     frame = diagnostics_frame(model_name, settings["guidance_start"], ratios, ids, timesteps, l2, e, scored)
     return frame, final.view(n, r, *x.shape[1:])
@@ -62,8 +65,12 @@ for start in diag["sweep_guidance_start"]:
         continue
     frame, _ = run({**fud, "guidance_start": start}, diag["sweep_ratios"])
     frames.append(frame.assign(run="sweep"))
-log.info("traced %d images x %d ratios, sweep over guidance_start %s", n, len(evaluation["ratios"]),
-         diag["sweep_guidance_start"])
+log.info(
+    "traced %d images x %d ratios, sweep over guidance_start %s",
+    n,
+    len(evaluation["ratios"]),
+    diag["sweep_guidance_start"],
+)
 
 constraint = {}
 for name in ("hard", "soft"):
@@ -72,5 +79,11 @@ for name in ("hard", "soft"):
     constraint[name] = samples[:, 0].cpu().numpy().astype(np.float32)
 
 write_parquet(snakemake.output.traces, pd.concat(frames, ignore_index=True))
-write_npz(snakemake.output.constraint, ids=ids, hard=constraint["hard"], soft=constraint["soft"],
-          kept=np.float64(diag["constraint_kept"]), soft_sigma=np.float64(diag["soft_sigma"]))
+write_npz(
+    snakemake.output.constraint,
+    ids=ids,
+    hard=constraint["hard"],
+    soft=constraint["soft"],
+    kept=np.float64(diag["constraint_kept"]),
+    soft_sigma=np.float64(diag["soft_sigma"]),
+)

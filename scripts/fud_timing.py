@@ -18,6 +18,7 @@ on the shapes, not on the step count). Each (step count, image) is timed once,
 end to end: one row per (steps, image) with its seconds; Table 10 reports their
 mean, std, min and max over the images (scripts/table10_timing.py).
 """
+
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import time
 
@@ -56,21 +57,29 @@ data = load_eval_shard(inp.images, 0, p.shard_size)
 attr = load_npz(inp.attributions, made_by="explain")
 n = timing["n_images"]
 if n > len(data["ids"]):  # the config check refuses this at parse time; never cap silently
-    raise ValueError(f"config key 'analysis.timing.n_images': {n} images requested, but shard 0 holds "
-                     f"{len(data['ids'])}")
-ratios = [p.evaluation["ratios"][len(p.evaluation["ratios"]) // 2]]   # one sample per fill: batch 1
+    raise ValueError(
+        f"config key 'analysis.timing.n_images': {n} images requested, but shard 0 holds {len(data['ids'])}"
+    )
+ratios = [p.evaluation["ratios"][len(p.evaluation["ratios"]) // 2]]  # one sample per fill: batch 1
 key = (p.job["seed"], "fud_timing", timing["model"])
 x = torch.from_numpy(data["images"][:n]).to(device)
 y = torch.from_numpy(attr["targets"][:n]).to(device)
-masks = keep_masks(torch.from_numpy(attr["attributions"][:n]), ratios, p.evaluation["reduction"],
-                   [derive_seed(*key, "order", int(i)) for i in data["ids"][:n]]).to(device)
+masks = keep_masks(
+    torch.from_numpy(attr["attributions"][:n]),
+    ratios,
+    p.evaluation["reduction"],
+    [derive_seed(*key, "order", int(i)) for i in data["ids"][:n]],
+).to(device)
 
 
 def one_image(i: int, sampler) -> float:
     """One sample of image i (batch 1), timed end to end."""
-    ctx = ImputeContext(classifier=model, target=y[i:i + 1].repeat(len(ratios)),
-                        seeds=sample_seeds(key, data["ids"][i:i + 1], ratios))
-    xb = x[i:i + 1].repeat(len(ratios), 1, 1, 1)
+    ctx = ImputeContext(
+        classifier=model,
+        target=y[i : i + 1].repeat(len(ratios)),
+        seeds=sample_seeds(key, data["ids"][i : i + 1], ratios),
+    )
+    xb = x[i : i + 1].repeat(len(ratios), 1, 1, 1)
     t0 = time.perf_counter()
     sampler.fill(xb, masks[i], ctx)
     if device.type == "cuda":
@@ -88,8 +97,24 @@ for steps in steps_list:
     if not shared and steps != steps_list[0]:
         one_image(0, sampler)  # its own U-Net: warmed up like the first
     seconds = [one_image(i, sampler) for i in range(n)]
-    rows.append(pd.DataFrame({"steps": steps, "image": data["ids"][:n], "seconds": seconds,
-                              "n_ratios": len(ratios), "ratio": ratios[0], "device": describe_device(device)}))
-    log.info("%d DDIM steps: %.3f s per sample (batch 1, keep ratio %g, mean of %d images) on %s", steps,
-             sum(seconds) / n, ratios[0], n, describe_device(device))
+    rows.append(
+        pd.DataFrame(
+            {
+                "steps": steps,
+                "image": data["ids"][:n],
+                "seconds": seconds,
+                "n_ratios": len(ratios),
+                "ratio": ratios[0],
+                "device": describe_device(device),
+            }
+        )
+    )
+    log.info(
+        "%d DDIM steps: %.3f s per sample (batch 1, keep ratio %g, mean of %d images) on %s",
+        steps,
+        sum(seconds) / n,
+        ratios[0],
+        n,
+        describe_device(device),
+    )
 write_parquet(snakemake.output[0], pd.concat(rows, ignore_index=True))

@@ -1,4 +1,5 @@
 """Keep a few images' intermediate samples (shard 0) for qualitative figures."""
+
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import itertools
 

@@ -1,4 +1,5 @@
 """Generate the synthetic benchmark (splits, evaluated subset, class names)."""
+
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 from fudbench.data.synthetic import make_benchmark
 from fudbench.core.io import write_json, write_npz

@@ -1,4 +1,5 @@
 """Mean confidence against the kept fraction, per evaluator and explainer."""
+
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 

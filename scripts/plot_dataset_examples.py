@@ -1,4 +1,5 @@
 """Grid of benchmark examples, two per class, titled with the class name, object masks outlined."""
+
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import json
 

@@ -2,6 +2,7 @@
 model x explainer; and the all-pairs grid of one image (qualitative_samples). Images are
 titled with their class (the labels file's `class` column for your own folder), object
 masks outlined where the data has them."""
+
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import json
 
@@ -28,7 +29,11 @@ masks = bool(np.asarray(images.get("has_masks", True))) and "masks" in gallery a
 paper = ("infidelity", "deletion_ratios", "sensitivity_n", "fud")
 labels = {c: p.curves[c] for c in [*[c for c in paper if c in p.curves], *[c for c in p.curves if c not in paper]]}
 shown = [e for e in plots["qualitative_explainers"] if gallery_key(p.models[0], e, "attributions") in gallery]
-save_figure(fig4_qualitative(gallery, labels, p.models[0], (shown or plots["qualitative_explainers"])[0], titles, masks),
-            snakemake.output.fig4)
-save_figure(qualitative_grid(gallery, labels, explainers=plots["qualitative_explainers"], image_titles=titles,
-                             masks=masks), snakemake.output.grid)
+save_figure(
+    fig4_qualitative(gallery, labels, p.models[0], (shown or plots["qualitative_explainers"])[0], titles, masks),
+    snakemake.output.fig4,
+)
+save_figure(
+    qualitative_grid(gallery, labels, explainers=plots["qualitative_explainers"], image_titles=titles, masks=masks),
+    snakemake.output.grid,
+)

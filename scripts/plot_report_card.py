@@ -1,4 +1,5 @@
 """Forest plot of the metric report card (tables/report_card.csv)."""
+
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 

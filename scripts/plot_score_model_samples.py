@@ -1,4 +1,5 @@
 """Grid of unconditional samples of the score model."""
+
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 from fudbench.core.io import load_npz, save_figure
 from fudbench.workflow.jobs import setup_job

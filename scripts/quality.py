@@ -1,4 +1,5 @@
 """Image quality of one evaluator x shard's intermediate samples (all models, the pooled explainers)."""
+
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import itertools
 
@@ -10,8 +11,9 @@ log = setup_job(snakemake)
 p, w = snakemake.params, snakemake.wildcards
 # The rule's expand() lists files in itertools.product order.
 samples = dict(zip(itertools.product(p.models, p.explainers), snakemake.input.samples))
-q = sample_quality(snakemake.input.images, samples, int(w.shard), p.shard_size, p.quality["metrics"],
-                   p.quality["images_per_shard"])
+q = sample_quality(
+    snakemake.input.images, samples, int(w.shard), p.shard_size, p.quality["metrics"], p.quality["images_per_shard"]
+)
 q.insert(1, "evaluator", w.evaluator)
 write_parquet(snakemake.output[0], q)
 log.info("%d samples measured", len(q))

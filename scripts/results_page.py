@@ -1,6 +1,7 @@
 """The results page (fudbench.report.results_page): every explainer x metric with its 95% interval, each
 explainer's paired difference from `random`, plain sentences; the table, the figures and the report's front
 page (report/front.rst, which the Snakefile gives `snakemake --report` as the page it opens on)."""
+
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 
@@ -24,8 +25,17 @@ vs_random = None
 if out.get("vs_random"):
     vs_random = rp.vs_random_figure(summary, paired, p.models, shown, ref)
     save_figure(vs_random, out.vs_random)
-front = rp.front_page(p.description, summary, p.models, shown, ref, rp.page_png(overview, out.overview),
-                      None if vs_random is None else rp.page_png(vs_random, out.vs_random), p.ci, p.bootstrap)
+front = rp.front_page(
+    p.description,
+    summary,
+    p.models,
+    shown,
+    ref,
+    rp.page_png(overview, out.overview),
+    None if vs_random is None else rp.page_png(vs_random, out.vs_random),
+    p.ci,
+    p.bootstrap,
+)
 write_text(out.front, front)
 for model in p.models:
     for line in rp.sentences(summary, model, ref, p.ci):

@@ -1,4 +1,5 @@
 """The run's provenance: machine, versions, threads, FUD's resolved precision."""
+
 import _fudbench_path  # puts this checkout's src/ first on sys.path
 import subprocess
 from pathlib import Path
@@ -14,8 +15,9 @@ from fudbench.workflow.jobs import setup_job
 log = setup_job(snakemake)
 p = snakemake.params
 repo = Path(_fudbench_path.__file__).resolve().parents[1]
-commit = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
-                        text=True).stdout.strip()
+commit = subprocess.run(
+    ["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+).stdout.strip()
 info = {**run_info(resolve_device(p.job["device"]), p.fud), "commit": commit or "unknown"}
 for key, value in info.items():
     log.info("%s: %s", key, value)

@@ -1,4 +1,5 @@
 """Table 10: FUD's wall time per image against the number of DDIM steps."""
+
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 

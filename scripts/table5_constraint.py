@@ -1,4 +1,5 @@
 """Table 5: hard vs soft constraint, image quality of FUD samples at one kept fraction."""
+
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import numpy as np
 import pandas as pd
@@ -20,12 +21,23 @@ for model, path in zip(p.models, inp.constraint):
     originals = torch.from_numpy(images[d["ids"]].astype(np.float32) / 255)
     for constraint in ("hard", "soft"):
         q = quality_metrics(torch.from_numpy(d[constraint]), originals, metrics=metrics)
-        frames.append(pd.DataFrame({"evaluator": constraint, "model": model, "explainer": p.explainer,
-                                    "image": d["ids"], "step": 0, **q}))
+        frames.append(
+            pd.DataFrame(
+                {"evaluator": constraint, "model": model, "explainer": p.explainer, "image": d["ids"], "step": 0, **q}
+            )
+        )
     kept, sigma = float(d["kept"]), float(d["soft_sigma"])
-summary, tex = table3_quality(pd.concat(frames, ignore_index=True), p.analysis["bootstrap"], p.analysis["ci"], p.seed,
-                              metrics=metrics, evaluators=["hard", "soft"], first_column="Constraint",
-                              caption=table5_caption(kept, sigma, p.explainer), tex_label="tab:constraint")
+summary, tex = table3_quality(
+    pd.concat(frames, ignore_index=True),
+    p.analysis["bootstrap"],
+    p.analysis["ci"],
+    p.seed,
+    metrics=metrics,
+    evaluators=["hard", "soft"],
+    first_column="Constraint",
+    caption=table5_caption(kept, sigma, p.explainer),
+    tex_label="tab:constraint",
+)
 write_csv(snakemake.output.csv, summary, index=False, float_format="%.6g")
 write_text(snakemake.output.tex, tex)
 print(summary.to_string(index=False), flush=True)

@@ -1,5 +1,6 @@
 """Table 8: Table 2's summary (its CSV holds all four OOD metrics) with every
 column shown, AUPR-In included; no second bootstrap."""
+
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 

@@ -1,4 +1,5 @@
 """Tables 3 and 9: image quality of intermediate samples; Table 3 also draws Fig. 2 (radar)."""
+
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 
@@ -20,8 +21,9 @@ quality["evaluator"] = quality["curve"].map(curves)
 order = [label for label in dict.fromkeys(curves.values()) if label in set(quality["evaluator"])]
 # the LaTeX caption naming the protocols that ran (fudbench.report.captions.quality_tex_caption; None: the default)
 spec = {**QUALITY_TABLES[table], **({"caption": p.tex_caption} if getattr(p, "tex_caption", None) else {})}
-summary, tex = table3_quality(quality, p.analysis["bootstrap"], p.analysis["ci"], p.seed, metrics=metrics,
-                              evaluators=order, **spec)
+summary, tex = table3_quality(
+    quality, p.analysis["bootstrap"], p.analysis["ci"], p.seed, metrics=metrics, evaluators=order, **spec
+)
 write_csv(snakemake.output.csv, summary, index=False, float_format="%.6g")
 write_text(snakemake.output.tex, tex)
 if snakemake.output.get("radar"):

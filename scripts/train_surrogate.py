@@ -1,4 +1,5 @@
 """Fine-tune F-Fidelity's surrogate of one classifier (random removal of up to beta of the pixels)."""
+
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 from fudbench.data.splits import load_split
 from fudbench.core.device import resolve_device
@@ -18,9 +19,18 @@ train_x, train_y, _ = load_split(snakemake.input.train)
 val_x, val_y, _ = load_split(snakemake.input.val)
 beta, ft = p.ffid["beta"], p.ffid["finetune"]
 
-surrogate, info = finetune_surrogate(original, train_x, train_y, beta=beta, epochs=ft["epochs"], lr=ft["lr"],
-                                     batch_size=ft["batch_size"], weight_decay=ft["weight_decay"],
-                                     seed=derive_seed(p.job["seed"], "surrogate", w.model), device=device)
+surrogate, info = finetune_surrogate(
+    original,
+    train_x,
+    train_y,
+    beta=beta,
+    epochs=ft["epochs"],
+    lr=ft["lr"],
+    batch_size=ft["batch_size"],
+    weight_decay=ft["weight_decay"],
+    seed=derive_seed(p.job["seed"], "surrogate", w.model),
+    device=device,
+)
 report = surrogate_report(original, surrogate, val_x, val_y, beta, derive_seed(p.job["seed"], "surrogate_check"))
 metrics = {"model": w.model, "finetune": ft, **info, "validation": report}
 log.info("surrogate of %s: validation %s", w.model, report)

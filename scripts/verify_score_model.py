@@ -1,4 +1,5 @@
 """Verify the shipped score model against the current config, then use it."""
+
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import shutil
 

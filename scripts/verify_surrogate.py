@@ -1,4 +1,5 @@
 """Verify F-Fidelity's shipped surrogate of a shipped classifier (sha256, fine-tuning settings), then use it."""
+
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import shutil
 
@@ -9,8 +10,11 @@ from fudbench.models.shipped import verify_shipped_checkpoint
 log = setup_job(snakemake)
 w = snakemake.wildcards
 manifest = verify_shipped_checkpoint(
-    snakemake.input.shipped, snakemake.params.training_inputs, f"the shipped surrogate of {w.model}",
-    f"set models.classifiers.{w.model}.shipped_surrogate: null to fine-tune it in the workflow")
+    snakemake.input.shipped,
+    snakemake.params.training_inputs,
+    f"the shipped surrogate of {w.model}",
+    f"set models.classifiers.{w.model}.shipped_surrogate: null to fine-tune it in the workflow",
+)
 log.info("shipped surrogate %s verified (sha256 %s)", snakemake.input.shipped, manifest["sha256"])
 with atomic_path(snakemake.output.model) as tmp:
     shutil.copyfile(snakemake.input.shipped, tmp)

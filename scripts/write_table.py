@@ -1,5 +1,6 @@
 """Write a table of per-image scores (Tables 4 and 7, the appendix protocols'
 score tables) as LaTeX (booktabs) and CSV."""
+
 import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 
@@ -19,9 +20,18 @@ elif name == "table7_scores":
 else:
     spec, labels = SCORE_TABLES[name], score_labels(per_image["curve"].unique())
     curves = [c for c in labels if spec["select"](c) and c in set(per_image["curve"])]
-    summary, tex = tables.score_table(per_image, p.models, p.explainers, curves, labels, p.analysis["bootstrap"],
-                                      p.analysis["ci"], p.seed, caption=score_table_caption(name, curves),
-                                      tex_label=spec["tex_label"])
+    summary, tex = tables.score_table(
+        per_image,
+        p.models,
+        p.explainers,
+        curves,
+        labels,
+        p.analysis["bootstrap"],
+        p.analysis["ci"],
+        p.seed,
+        caption=score_table_caption(name, curves),
+        tex_label=spec["tex_label"],
+    )
 write_csv(snakemake.output.csv, summary, index=False, float_format="%.6g")
 write_text(snakemake.output.tex, tex)
 print(summary.to_string(index=False), flush=True)

@@ -1,4 +1,5 @@
 """Shared fixtures: tiny models built in the test, random or briefly trained."""
+
 from __future__ import annotations
 
 import sys
@@ -25,8 +26,13 @@ def tiny_unet():
     from fudbench.models.score import build_unet
 
     torch.manual_seed(0)
-    cfg = {"block_out_channels": [8, 16], "attention": [False, True], "layers_per_block": 1,
-           "num_train_timesteps": 100, "beta_schedule": "linear"}
+    cfg = {
+        "block_out_channels": [8, 16],
+        "attention": [False, True],
+        "layers_per_block": 1,
+        "num_train_timesteps": 100,
+        "beta_schedule": "linear",
+    }
     unet = build_unet(cfg, 8).eval().requires_grad_(False)
     from fudbench.models.score import schedule_config
 
@@ -71,7 +77,6 @@ def smoke_run(repo, tmp_path_factory):
     from workflow_support import snakemake
 
     work = tmp_path_factory.mktemp("smoke")
-    res = snakemake(repo, "--configfile", str(repo / "config/smoke.yaml"), "--directory", str(work),
-                    "--cores", "2")
+    res = snakemake(repo, "--configfile", str(repo / "config/smoke.yaml"), "--directory", str(work), "--cores", "2")
     assert res.returncode == 0, (res.stdout + res.stderr)[-6000:]
     return work / "results" / "smoke", res

@@ -10,6 +10,7 @@ batch of 4 may differ in the last float32 bits (an Intel Xeon's do; AMD's happen
   allows 1e-3 on a table cell, and a seeding or ordering bug moves a record by 1e-2 or more.
 `tools/cpu_kinds.sh` runs the tests marked `numerics` under each CPU kind's instruction-set cap.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -41,5 +42,4 @@ def assert_samples_close(got, want) -> None:
     assert (got is None) == (want is None)
     if got is not None:
         assert np.shape(got) == np.shape(want)
-        np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), equal_nan=True,
-                                   **SAMPLES)
+        np.testing.assert_allclose(np.asarray(got, np.float32), np.asarray(want, np.float32), equal_nan=True, **SAMPLES)

@@ -1,5 +1,6 @@
 """The library's structure (docs/architecture.md): no import circles, torch-free
 evaluator specs, and settings declared once and validated from that declaration."""
+
 import ast
 import subprocess
 import sys
@@ -46,7 +47,10 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
         if root in index:
             continue
         work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = counter[0]; counter[0] += 1; stack.append(root); on_stack.add(root)
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on_stack.add(root)
         while work:
             v, children = work[-1]
             child = next(children, None)
@@ -57,13 +61,18 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
                 if low[v] == index[v]:
                     comp = []
                     while True:
-                        w = stack.pop(); on_stack.discard(w); comp.append(w)
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        comp.append(w)
                         if w == v:
                             break
                     if len(comp) > 1:
                         found.append(sorted(comp))
             elif child not in index:
-                index[child] = low[child] = counter[0]; counter[0] += 1; stack.append(child); on_stack.add(child)
+                index[child] = low[child] = counter[0]
+                counter[0] += 1
+                stack.append(child)
+                on_stack.add(child)
                 work.append((child, iter(sorted(graph[child]))))
             elif child in on_stack:
                 low[v] = min(low[v], index[child])
@@ -121,8 +130,11 @@ def test_packages_import_only_from_lower_floors():
 
 
 def test_floor_check_finds_an_upward_and_a_sideways_import():
-    graph = {"fudbench.core.masks": {"fudbench.report.latex"}, "fudbench.data.folder": {"fudbench.models.score"},
-             "fudbench.report.latex": {"fudbench.core.io"}}
+    graph = {
+        "fudbench.core.masks": {"fudbench.report.latex"},
+        "fudbench.data.folder": {"fudbench.models.score"},
+        "fudbench.report.latex": {"fudbench.core.io"},
+    }
     found = floor_violations(graph)
     assert len(found) == 2 and "core, floor 0 -> report" in found[0] and "data, floor 1 -> models" in found[1]
 
@@ -138,11 +150,18 @@ def test_library_has_no_import_circles():
 
 
 def test_specs_catalogue_and_config_checks_import_without_torch():
-    code = ("import sys; import fudbench.analysis.curves, fudbench.config.validate, fudbench.report.paper_tables; "
-            "from fudbench.evaluators import EVALUATORS, spec; [spec(m) for m in EVALUATORS]; "
-            "print(sorted(m for m in ('torch', 'torchvision', 'captum', 'diffusers') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"})
+    code = (
+        "import sys; import fudbench.analysis.curves, fudbench.config.validate, fudbench.report.paper_tables; "
+        "from fudbench.evaluators import EVALUATORS, spec; [spec(m) for m in EVALUATORS]; "
+        "print(sorted(m for m in ('torch', 'torchvision', 'captum', 'diffusers') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"},
+    )
     assert out.stdout.strip() == "[]"
 
 
@@ -175,15 +194,18 @@ def test_default_settings_of_every_evaluator_pass_the_config_validation():
     validate_config(_config(**{m: {} for m in EVALUATORS}), REPO / "config/schema.yaml")
 
 
-@pytest.mark.parametrize("entry, message", [
-    ({"fud": {"stepz": 5}}, r"evaluators.fud': unknown key\(s\) 'stepz'; allowed keys: .*steps"),
-    ({"fud": {"steps": "5"}}, r"evaluators.fud.steps': '5' is not of type 'integer'"),
-    ({"road": {"orders": ["morf", "sideways"]}}, r"evaluators.road.orders.1': 'sideways' is not allowed"),
-    ({"ffid": {"sparsities": [0.5, 0.25]}}, r"evaluators.ffid.sparsities': \[0.5, 0.25\] must be strictly"),
-    ({"distill": {"fills": ["fog"]}}, r"evaluators.distill.fills': unknown imputer\(s\) \['fog'\]"),
-    ({"road_x": {"method": "roadd"}}, r"evaluators.road_x.method': unknown evaluator 'roadd'"),
-    ({"gevaert": {"imputer_options": {"blurry": {"fraction": 0.5}}}}, r"'method' is a required property"),
-])
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        ({"fud": {"stepz": 5}}, r"evaluators.fud': unknown key\(s\) 'stepz'; allowed keys: .*steps"),
+        ({"fud": {"steps": "5"}}, r"evaluators.fud.steps': '5' is not of type 'integer'"),
+        ({"road": {"orders": ["morf", "sideways"]}}, r"evaluators.road.orders.1': 'sideways' is not allowed"),
+        ({"ffid": {"sparsities": [0.5, 0.25]}}, r"evaluators.ffid.sparsities': \[0.5, 0.25\] must be strictly"),
+        ({"distill": {"fills": ["fog"]}}, r"evaluators.distill.fills': unknown imputer\(s\) \['fog'\]"),
+        ({"road_x": {"method": "roadd"}}, r"evaluators.road_x.method': unknown evaluator 'roadd'"),
+        ({"gevaert": {"imputer_options": {"blurry": {"fraction": 0.5}}}}, r"'method' is a required property"),
+    ],
+)
 def test_bad_evaluator_settings_fail_at_parse_time_naming_the_key(entry, message):
     with pytest.raises(ConfigError, match=message):
         validate_config(_config(**entry), REPO / "config/schema.yaml")
@@ -220,7 +242,20 @@ def test_aliased_evaluator_records_are_renamed_and_equal_the_plain_ones(cnn_batc
 
 def test_catalogue_knows_every_built_in_curve_once():
     catalogue = curve_catalogue()
-    for name in ("fud", "insertion", "deletion", "deletion_ratios", "sensitivity_n", "infidelity", "road_morf",
-                 "idsds", "srg_mif__diffusion_plain", "mrg__telea", "distill__blur", "gevaert_ins__sample_average",
-                 "ffid_plus", "road_lerf_accuracy"):
+    for name in (
+        "fud",
+        "insertion",
+        "deletion",
+        "deletion_ratios",
+        "sensitivity_n",
+        "infidelity",
+        "road_morf",
+        "idsds",
+        "srg_mif__diffusion_plain",
+        "mrg__telea",
+        "distill__blur",
+        "gevaert_ins__sample_average",
+        "ffid_plus",
+        "road_lerf_accuracy",
+    ):
         assert name in catalogue, name

@@ -1,10 +1,16 @@
 """Out-of-memory back-off: halve the batch, retry, remember; results unchanged."""
+
 import numpy as np
 import pytest
 import torch
 
-from fudbench.core.batching import (AdaptiveBatchSize, fit_batch_size, is_out_of_memory, measure_bytes_per_sample,
-                               run_batched)
+from fudbench.core.batching import (
+    AdaptiveBatchSize,
+    fit_batch_size,
+    is_out_of_memory,
+    measure_bytes_per_sample,
+    run_batched,
+)
 from fudbench.imputers.base import ImputeContext, Imputer
 from fudbench.protocols import TopKCurve
 
@@ -15,11 +21,13 @@ pytestmark = pytest.mark.numerics  # the outcome may depend on the CPU's kernels
 
 def _oom_above(k, calls):
     """A batch function that runs out of memory for batches larger than k."""
+
     def fn(batch):
         calls.append(len(batch))
         if len(batch) > k:
             raise torch.OutOfMemoryError(f"CUDA out of memory. Tried to allocate {len(batch)} GiB")
         return [v * v for v in batch]
+
     return fn
 
 
@@ -31,11 +39,11 @@ def test_back_off_gives_the_same_results_and_remembers_the_size():
     out = run_batched(_oom_above(5, calls), items, state, on_oom=seen_sizes.append)
     reference = run_batched(lambda b: [v * v for v in b], items, 16)
     assert sum(out, []) == sum(reference, []) == [v * v for v in items]
-    assert seen_sizes == [8, 4]          # 16 -> 8 -> 4, then 4 works
+    assert seen_sizes == [8, 4]  # 16 -> 8 -> 4, then 4 works
     assert state.size == 4 and state.shrinks == 2
-    assert calls[:3] == [16, 8, 4] and max(calls[3:]) == 4   # no further failures once shrunk
+    assert calls[:3] == [16, 8, 4] and max(calls[3:]) == 4  # no further failures once shrunk
     calls.clear()
-    run_batched(_oom_above(5, calls), items, state)     # a later call starts at the remembered size
+    run_batched(_oom_above(5, calls), items, state)  # a later call starts at the remembered size
     assert max(calls) == 4
 
 
@@ -65,12 +73,12 @@ def test_out_of_memory_at_batch_size_one_is_reported():
 
 
 def test_fit_batch_size_uses_free_gpu_memory(monkeypatch):
-    assert fit_batch_size(64, 1e9, "cpu") == 64            # CPU: the cap as given
-    assert fit_batch_size(64, None, "cuda") == 64          # no estimate: the cap
+    assert fit_batch_size(64, 1e9, "cpu") == 64  # CPU: the cap as given
+    assert fit_batch_size(64, None, "cuda") == 64  # no estimate: the cap
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (10 * 2**30, 80 * 2**30))
-    assert fit_batch_size(64, 2**30, "cuda") == 8          # 0.85 * 10 GiB / 1 GiB
-    assert fit_batch_size(4, 2**30, "cuda") == 4           # never above the cap
-    assert fit_batch_size(64, 2**30, "cuda", fixed_bytes=9 * 2**30) == 1   # at least 1
+    assert fit_batch_size(64, 2**30, "cuda") == 8  # 0.85 * 10 GiB / 1 GiB
+    assert fit_batch_size(4, 2**30, "cuda") == 4  # never above the cap
+    assert fit_batch_size(64, 2**30, "cuda", fixed_bytes=9 * 2**30) == 1  # at least 1
     assert measure_bytes_per_sample(lambda b: None, "cpu") is None
 
 
@@ -85,8 +93,9 @@ class FlakyZeroImputer(Imputer):
         self.sizes.append(len(x))
         if len(x) > self.k:
             raise torch.OutOfMemoryError("CUDA out of memory")
-        noise = torch.stack([torch.rand(x.shape[1:], generator=torch.Generator().manual_seed(s % 2**31))
-                             for s in context.seeds])
+        noise = torch.stack(
+            [torch.rand(x.shape[1:], generator=torch.Generator().manual_seed(s % 2**31)) for s in context.seeds]
+        )
         return torch.where(keep_mask.bool(), x, noise)
 
 

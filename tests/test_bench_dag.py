@@ -1,5 +1,6 @@
 """bench/dag_build_time.py (the paper DAG's build time, formerly a machine-
 dependent test assertion) runs and reports what it claims."""
+
 import sys
 from pathlib import Path
 

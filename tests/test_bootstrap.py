@@ -6,6 +6,7 @@ what tells the two apart is coverage (an interval of the raw values covers the
 true mean nearly always) and width (it does not shrink with n). Every
 repetition is seeded, so these tests are deterministic.
 """
+
 from statistics import NormalDist
 
 import numpy as np
@@ -92,9 +93,18 @@ def test_table3_interval_is_that_of_the_mean():
     """Table 3 resamples images and recomputes the row mean: with one sample
     per image from N(2, 1.5^2) its interval is an interval of a mean, so
     coverage of 2 is near 95% and not ~100%."""
+
     def interval(rep, n):
-        q = pd.DataFrame({"evaluator": "FUD", "model": "cnn", "explainer": "ig", "image": np.arange(n),
-                          "step": 0, "PSNR": _normal_sample(rep, n)})
+        q = pd.DataFrame(
+            {
+                "evaluator": "FUD",
+                "model": "cnn",
+                "explainer": "ig",
+                "image": np.arange(n),
+                "step": 0,
+                "PSNR": _normal_sample(rep, n),
+            }
+        )
         s, _ = table3_quality(q, n_boot=1000, ci=0.95, seed=rep, metrics=("PSNR",))
         return float(s["ci_low"].iloc[0]), float(s["ci_high"].iloc[0])
 
@@ -112,8 +122,16 @@ def test_table2_auroc_interval_covers_the_true_auroc():
     def interval(rep, n):
         rng = np.random.default_rng(5000 + rep)
         clean = {"cnn": rng.normal(0, 1, n)}
-        rec = pd.DataFrame({"model": "cnn", "explainer": "ig", "curve": "fud", "image": np.arange(n), "step": 0,
-                            "energy": rng.normal(1, 1, n)})
+        rec = pd.DataFrame(
+            {
+                "model": "cnn",
+                "explainer": "ig",
+                "curve": "fud",
+                "image": np.arange(n),
+                "step": 0,
+                "energy": rng.normal(1, 1, n),
+            }
+        )
         s, _ = table2_ood(rec, clean, {"fud": "FUD"}, ["cnn"], n_boot=300, ci=0.95, seed=rep)
         r = s[s.metric == "AUROC"].iloc[0]
         return r["ci_low"], r["ci_high"]

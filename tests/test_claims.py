@@ -3,28 +3,47 @@ config, each cell a mean of a per-image statistic with inference.mean_interval's
 interval, raw and Holm-adjusted p within the claim, decided on the adjusted p;
 the family gate, the macro claims, the scatter claims and images_to_decide
 with its bootstrap interval."""
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from fudbench.meta.claims import (GATED_OUT, decide_claims, headline_claims, images_to_decide_interval,
-                                      per_image_recovery, verdict)
+from fudbench.meta.claims import (
+    GATED_OUT,
+    decide_claims,
+    headline_claims,
+    images_to_decide_interval,
+    per_image_recovery,
+    verdict,
+)
 from fudbench.meta.inference import holm, mean_interval, simultaneous_level
 
 EXPLAINERS = {
-    "random": {}, "background": {},
+    "random": {},
+    "background": {},
     "ig_d00": {"method": "degrade", "base": "ig", "fraction": 0.0},
     "ig_d20": {"method": "degrade", "base": "ig", "fraction": 0.2},
     "ig_d40": {"method": "degrade", "base": "ig", "fraction": 0.4},
     "ig_r000": {"method": "randomise_model", "base": "ig", "fraction": 0.0},
     "ig_r100": {"method": "randomise_model", "base": "ig", "fraction": 1.0},
 }
-CURVES = {"fud": ("FUD", True, "auc"), "fud_symmetric": ("FUD symmetric", True, "auc"),
-          "infidelity": ("INFID", False, "value"), "road_morf": ("ROAD MoRF", False, "auc"),
-          "fud@fud_patch": ("FUD [fud_patch]", True, "auc"),
-          "quantus_pixel_flipping": ("Quantus PixelFlipping", False, "value")}
-FRACTION = {"ig_d00": 0.0, "ig_d20": 0.2, "ig_d40": 0.4, "ig_r000": 0.0, "ig_r100": 1.0, "random": 0.5,
-            "background": 0.5}
+CURVES = {
+    "fud": ("FUD", True, "auc"),
+    "fud_symmetric": ("FUD symmetric", True, "auc"),
+    "infidelity": ("INFID", False, "value"),
+    "road_morf": ("ROAD MoRF", False, "auc"),
+    "fud@fud_patch": ("FUD [fud_patch]", True, "auc"),
+    "quantus_pixel_flipping": ("Quantus PixelFlipping", False, "value"),
+}
+FRACTION = {
+    "ig_d00": 0.0,
+    "ig_d20": 0.2,
+    "ig_d40": 0.4,
+    "ig_r000": 0.0,
+    "ig_r100": 1.0,
+    "random": 0.5,
+    "background": 0.5,
+}
 
 
 def _per_image(n_images=24, seed=0):
@@ -37,11 +56,18 @@ def _per_image(n_images=24, seed=0):
             for explainer, f in FRACTION.items():
                 noise = rng.normal(0, 0.01)
                 anchor = explainer in ("random", "background")
-                scores = {"fud_symmetric": -f + noise, "fud": f + noise, "fud@fud_patch": f + noise,
-                          "infidelity": (0.0 if anchor else 1.0) + noise, "road_morf": rng.normal(),
-                          "quantus_pixel_flipping": f + noise}   # lower better: recovers
-                rows += [{"model": model, "explainer": explainer, "curve": c, "image": image, "score": v}
-                         for c, v in scores.items()]
+                scores = {
+                    "fud_symmetric": -f + noise,
+                    "fud": f + noise,
+                    "fud@fud_patch": f + noise,
+                    "infidelity": (0.0 if anchor else 1.0) + noise,
+                    "road_morf": rng.normal(),
+                    "quantus_pixel_flipping": f + noise,
+                }  # lower better: recovers
+                rows += [
+                    {"model": model, "explainer": explainer, "curve": c, "image": image, "score": v}
+                    for c, v in scores.items()
+                ]
     return pd.DataFrame(rows)
 
 
@@ -53,9 +79,12 @@ def test_claims_follow_the_curves_and_are_decided_both_ways():
     claims = decide_claims(_per_image(), EXPLAINERS, CURVES, n_boot=200, seed=1)
     labels = [label for label, *_ in CURVES.values()]
     assert set(claims["claim"]) == {
-        "FUD symmetric beats paper FUD", "FUD [fud_patch] beats paper FUD",
+        "FUD symmetric beats paper FUD",
+        "FUD [fud_patch] beats paper FUD",
         *[f"{x} recovers the family (macro)" for x in ("FUD", "FUD symmetric", "FUD [fud_patch]")],
-        *[f"{x} recovers the family" for x in labels], *[f"{x} ranks the anchors below the rest" for x in labels]}
+        *[f"{x} recovers the family" for x in labels],
+        *[f"{x} ranks the anchors below the rest" for x in labels],
+    }
     get = _get(claims)
     for model in ("cnn", "vit"):
         for family in ("ig", "ig_randomised"):
@@ -140,10 +169,20 @@ def test_verdicts_follow_the_holm_adjusted_p_within_each_claim():
 
 
 def test_gated_out_families_leave_the_holm_family(tmp_path):
-    gate = pd.DataFrame({"model": ["cnn", "cnn", "vit"], "family": ["ig", "ig_randomised", "ig"],
-                         "best_member": ["ig_d00", "ig_r000", "ig_d00"], "truth": "mass_inside",
-                         "estimate": [0.2, 0.1, -0.05], "ci_low": [0.1, 0.02, -0.1], "ci_high": [0.3, 0.2, 0.01],
-                         "p": [0.001, 0.02, 0.1], "passes": [True, True, False], "n_images": 24})
+    gate = pd.DataFrame(
+        {
+            "model": ["cnn", "cnn", "vit"],
+            "family": ["ig", "ig_randomised", "ig"],
+            "best_member": ["ig_d00", "ig_r000", "ig_d00"],
+            "truth": "mass_inside",
+            "estimate": [0.2, 0.1, -0.05],
+            "ci_low": [0.1, 0.02, -0.1],
+            "ci_high": [0.3, 0.2, 0.01],
+            "p": [0.001, 0.02, 0.1],
+            "passes": [True, True, False],
+            "n_images": 24,
+        }
+    )
     gate.to_csv(tmp_path / "family_gate.csv", index=False)
     for given in (gate, tmp_path / "family_gate.csv"):
         claims = decide_claims(_per_image(), EXPLAINERS, CURVES, n_boot=50, gate=given)
@@ -197,7 +236,7 @@ def test_macro_symmetric_claim_uses_the_compatible_interval_at_the_simultaneous_
 
 def test_ties_count_as_no_information():
     per_image = _per_image(n_images=4)
-    per_image.loc[per_image["curve"] == "road_morf", "score"] = 0.5   # ties every member
+    per_image.loc[per_image["curve"] == "road_morf", "score"] = 0.5  # ties every member
     claims = decide_claims(per_image, EXPLAINERS, CURVES, n_boot=20)
     road = claims[claims["claim"] == "ROAD MoRF recovers the family"]
     assert (road["estimate"] == 0).all() and road["verdict"].str.startswith("undecided").all()

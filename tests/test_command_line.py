@@ -1,6 +1,7 @@
 """The command line (no Snakemake started here; tests/test_report_command.py runs it):
 which run a command addresses, paths resolved where they were typed, numbers checked, targeted
 runs that remake what the ledger and the presence check found, and the unclear errors."""
+
 from __future__ import annotations
 
 import argparse
@@ -38,8 +39,10 @@ def test_report_with_configfile_option_reports_that_run_not_the_default(monkeypa
     argv = cf.report_argv(["--configfile", "config/smoke.yaml"])
     assert _report_target(argv) == "results/smoke/report.html"
     assert argv == ["--configfile", str(SMOKE), "--report", "results/smoke/report.html"]
-    assert _report_target(cf.report_argv(["--configfile=config/smoke.yaml", "--cores", "1"])) == \
-        "results/smoke/report.html"
+    assert (
+        _report_target(cf.report_argv(["--configfile=config/smoke.yaml", "--cores", "1"]))
+        == "results/smoke/report.html"
+    )
 
 
 def test_report_merges_a_positional_file_then_configfile_files_in_order(tmp_path, monkeypatch):
@@ -51,17 +54,23 @@ def test_report_merges_a_positional_file_then_configfile_files_in_order(tmp_path
     _yaml(tmp_path / "c.yaml", "data: {n_eval: 4}\n")  # an overlay without run_name
     argv = cf.report_argv(["a.yaml", "--configfile", "b.yaml"])
     assert argv.count("--configfile") == 1
-    assert argv[argv.index("--configfile") + 1:argv.index("--configfile") + 3] == [str(tmp_path / "a.yaml"),
-                                                                                    str(tmp_path / "b.yaml")]
+    assert argv[argv.index("--configfile") + 1 : argv.index("--configfile") + 3] == [
+        str(tmp_path / "a.yaml"),
+        str(tmp_path / "b.yaml"),
+    ]
     assert _report_target(argv) == "results/second/report.html"
     assert _report_target(cf.report_argv(["b.yaml", "--configfile", "a.yaml"])) == "results/first/report.html"
     # several overlays: the last run_name given wins, an overlay without one keeps it
     assert _report_target(cf.report_argv(["--configfile", "a.yaml", "c.yaml"])) == "results/first/report.html"
-    assert _report_target(cf.report_argv(["--configfile", "a.yaml", "--configfile", "c.yaml", "b.yaml"])) == \
-        "results/second/report.html"
+    assert (
+        _report_target(cf.report_argv(["--configfile", "a.yaml", "--configfile", "c.yaml", "b.yaml"]))
+        == "results/second/report.html"
+    )
     # --config over the files, as Snakemake applies it
-    assert _report_target(cf.report_argv(["a.yaml", "--config", "run_name=third", "--cores", "1"])) == \
-        "results/third/report.html"
+    assert (
+        _report_target(cf.report_argv(["a.yaml", "--config", "run_name=third", "--cores", "1"]))
+        == "results/third/report.html"
+    )
 
 
 def test_report_and_run_address_a_run_by_one_rule(tmp_path, monkeypatch):
@@ -74,8 +83,9 @@ def test_report_and_run_address_a_run_by_one_rule(tmp_path, monkeypatch):
     for files in ([], [SMOKE], [a], [a, b], [SMOKE, a], [b]):
         run = cf.addressed_run([str(f) for f in files])
         assert run == f"results/{cf.run_config([str(f) for f in files])['run_name']}"
-        assert _report_target(cf.report_argv(["--configfile", *map(str, files)] if files else [])) == \
-            f"{run}/report.html"
+        assert (
+            _report_target(cf.report_argv(["--configfile", *map(str, files)] if files else [])) == f"{run}/report.html"
+        )
         assert cf.script_config(files)[1] == REPO / run
     assert cf.addressed_run([str(SMOKE)]) == "results/smoke" and cf.addressed_run([]) == "results/synthetic"
 
@@ -94,8 +104,11 @@ def test_snakemake_path_options_are_resolved_where_they_were_typed(tmp_path, mon
     named a folder of the repository."""
     monkeypatch.setenv("FUD_CALLER_CWD", str(tmp_path))
     assert cf.snakemake_argv(["--directory", "work", "-n"]) == ["--directory", str(tmp_path / "work"), "-n"]
-    assert cf.snakemake_argv(["-d", "w 2", "--report=r.html"]) == ["-d", str(tmp_path / "w 2"),
-                                                                  f"--report={tmp_path / 'r.html'}"]
+    assert cf.snakemake_argv(["-d", "w 2", "--report=r.html"]) == [
+        "-d",
+        str(tmp_path / "w 2"),
+        f"--report={tmp_path / 'r.html'}",
+    ]
     assert cf.snakemake_argv(["-d", "/abs/dir", "--", "-d", "x"]) == ["-d", "/abs/dir", "--", "-d", "x"]
     # a profile is a name unless the caller's directory has that folder
     assert cf.snakemake_argv(["--profile", "slurm"]) == ["--profile", "slurm"]
@@ -111,8 +124,13 @@ def test_fud_python_runs_in_the_directory_it_was_called_from(tmp_path):
     (tmp_path / "a dir").mkdir()
     script = tmp_path / "a dir" / "where.py"
     script.write_text("import os, sys\nopen(sys.argv[1], 'w').write(os.getcwd())\n")
-    res = subprocess.run([str(REPO / "fud"), "python", "where.py", "out.txt"], cwd=tmp_path / "a dir",
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [str(REPO / "fud"), "python", "where.py", "out.txt"],
+        cwd=tmp_path / "a dir",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     assert (tmp_path / "a dir" / "out.txt").read_text() == str(tmp_path / "a dir")
     assert not (REPO / "out.txt").exists()
@@ -145,8 +163,13 @@ def test_gpu_suite_refuses_bad_numbers_and_writes_a_relative_out_where_typed(tmp
         assert exc.value.code == 2 and says in capsys.readouterr().err
     name = f"gpu_suite_rel_{os.getpid()}"
     try:
-        res = subprocess.run(["bash", str(REPO / "bench/gpu_suite.sh"), "--out", name, "--tiny", "--steps", "env"],
-                             cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        res = subprocess.run(
+            ["bash", str(REPO / "bench/gpu_suite.sh"), "--out", name, "--tiny", "--steps", "env"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]
         assert (tmp_path / name / "summary.csv").is_file()
         assert not (REPO / name).exists()
@@ -212,8 +235,10 @@ def test_a_targeted_run_gets_the_missing_files_as_targets(tmp_path, monkeypatch,
     assert remake_damaged("results/run", rules) == ["results/run/data/eval.npz"]
     flow._prepare_dag(forceall=False)
     assert flow.prepared == [{"results/run/tables/t.csv", "results/run/data/eval.npz"}]
-    assert "this run names its targets, so the 1 missing file(s) noted above are added to them and remade: " \
-           "results/run/data/eval.npz" in capsys.readouterr().err
+    assert (
+        "this run names its targets, so the 1 missing file(s) noted above are added to them and remade: "
+        "results/run/data/eval.npz" in capsys.readouterr().err
+    )
     # no targets: Snakemake builds rule all, which requests them; the targets stay empty
     plain = _Workflow()
     assert remake_damaged("results/run", [_Rule(plain, "results/run/data/eval.npz")])
@@ -236,6 +261,7 @@ def test_a_plugin_helper_named_like_a_folder_of_the_repository_loads(tmp_path, m
     config/, tools/ ... folders are namespace packages; a plug-in's `from config import SCALE`
     failed with "cannot import name 'SCALE' from 'config' (unknown location)"."""
     from fudbench.core import plugins
+
     folder = tmp_path / f"plug {helper}"
     folder.mkdir()
     (folder / f"{helper}.py").write_text("SCALE = 7\n")
@@ -249,6 +275,7 @@ def test_a_plugin_helper_named_like_a_folder_of_the_repository_loads(tmp_path, m
 
 def test_a_plugin_helper_that_an_installed_module_shadows_is_named_with_the_fix(tmp_path):
     from fudbench.core import plugins
+
     (tmp_path / "yaml.py").write_text("SCALE = 2\n")
     (tmp_path / "mine.py").write_text("from yaml import SCALE\n\ndef f():\n    return SCALE\n")
     with pytest.raises(plugins.PluginError) as exc:

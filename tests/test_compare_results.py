@@ -1,12 +1,14 @@
 """bench/compare_results.py: the check that a refactoring changed no number."""
+
 import importlib.util
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-spec = importlib.util.spec_from_file_location("compare_results",
-                                              Path(__file__).resolve().parents[1] / "bench/compare_results.py")
+spec = importlib.util.spec_from_file_location(
+    "compare_results", Path(__file__).resolve().parents[1] / "bench/compare_results.py"
+)
 compare_results = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(compare_results)
 
@@ -15,11 +17,13 @@ def _run(root: Path, confidence=0.5, seconds=1.0, sample=0.0, rows=("a", "b")):
     (root / "records/m/e/fud").mkdir(parents=True)
     (root / "samples/m/e/fud").mkdir(parents=True)
     (root / "tables").mkdir()
-    pd.DataFrame({"curve": "fud", "image": [0, 1], "confidence": [confidence, 0.25],
-                  "seconds": [seconds, seconds]}).to_parquet(root / "records/m/e/fud/shard0.parquet")
+    pd.DataFrame(
+        {"curve": "fud", "image": [0, 1], "confidence": [confidence, 0.25], "seconds": [seconds, seconds]}
+    ).to_parquet(root / "records/m/e/fud/shard0.parquet")
     np.savez(root / "samples/m/e/fud/shard0.npz", fud=np.full((2, 1), sample, np.float16))
     pd.DataFrame({"row": list(rows), "value": [1.0, 2.0] if rows[0] == "a" else [2.0, 1.0]}).to_csv(
-        root / "tables/t.csv", index=False)
+        root / "tables/t.csv", index=False
+    )
     return root
 
 

@@ -32,11 +32,14 @@ def test_meta_profile_variants_differ_from_fud_in_their_option_only(repo):
         assert changed - {"method", "symmetric"} and len(changed - {"method", "symmetric", "patch_size"}) == 1, name
 
 
-@pytest.mark.parametrize("key,value,match", [
-    ("meta_target_half_width", 0, r"analysis\.meta_target_half_width"),
-    ("ood_reference", {"knn_k": 0}, r"analysis\.ood_reference\.knn_k.*minimum of 1"),
-    ("ood_reference", {"imagez": 10}, r"analysis\.ood_reference.*imagez"),
-])
+@pytest.mark.parametrize(
+    "key,value,match",
+    [
+        ("meta_target_half_width", 0, r"analysis\.meta_target_half_width"),
+        ("ood_reference", {"knn_k": 0}, r"analysis\.ood_reference\.knn_k.*minimum of 1"),
+        ("ood_reference", {"imagez": 10}, r"analysis\.ood_reference.*imagez"),
+    ],
+)
 def test_bad_meta_and_ood_settings(default, repo, key, value, match):
     default["analysis"][key] = value
     with pytest.raises(ConfigError, match=match):
@@ -45,8 +48,11 @@ def test_bad_meta_and_ood_settings(default, repo, key, value, match):
 
 def test_enum_error_names_key_and_allowed_values(default, repo):
     default["evaluators"]["fud"]["known"] = "dirty"
-    with pytest.raises(ConfigError, match=r"evaluators\.fud\.known.*'dirty'.*allowed values: 'clean', 'renoise_ddim', "
-                                         r"'renoise_fresh', 'renoise'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"evaluators\.fud\.known.*'dirty'.*allowed values: 'clean', 'renoise_ddim', "
+        r"'renoise_fresh', 'renoise'",
+    ):
         _check(default, repo)
 
 
@@ -58,12 +64,16 @@ def test_unknown_key_is_an_error(default, repo):
 
 def test_unknown_explainer_lists_registered(default, repo):
     default["explainers"]["gradcam"] = {}
-    with pytest.raises(ConfigError, match=r"explainers\.gradcam.*unknown explainer.*registered: agi, attexplore, background, big, block_shuffle, cam, captum, degrade, displace, eg, fig, gig, ig, isa, la, lrp, mfaba, oracle, random, random_smooth, randomise_model, reorder, sm, translate"):
+    with pytest.raises(
+        ConfigError,
+        match=r"explainers\.gradcam.*unknown explainer.*registered: agi, attexplore, background, big, block_shuffle, cam, captum, degrade, displace, eg, fig, gig, ig, isa, la, lrp, mfaba, oracle, random, random_smooth, randomise_model, reorder, sm, translate",
+    ):
         _check(default, repo)
 
 
-@pytest.mark.parametrize("ratios,match", [([0.5, 0.3], "strictly increasing"), ([0.0, 0.5], "ratios"),
-                                          ([0.5, 1.0], "ratios")])
+@pytest.mark.parametrize(
+    "ratios,match", [([0.5, 0.3], "strictly increasing"), ([0.0, 0.5], "ratios"), ([0.5, 1.0], "ratios")]
+)
 def test_bad_ratios(default, repo, ratios, match):
     default["evaluation"]["ratios"] = ratios
     with pytest.raises(ConfigError, match=match):
@@ -94,9 +104,12 @@ def test_diagnostics_and_timing_asking_for_more_images_than_shard_0_holds(defaul
     so Table 10 / Figs. 3, 5, 6 rested on fewer images than the config said."""
     default["data"]["shard_size"] = 4
     default["analysis"][section]["n_images"] = 50
-    with pytest.raises(ConfigError, match=rf"config key 'analysis\.{section}\.n_images': 50 images requested, but "
-                                          r"its rules read shard 0, which holds 4 \(data\.shard_size = 4, "
-                                          r"data\.n_eval = 8\); lower analysis\.\w+\.n_images to 4"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"config key 'analysis\.{section}\.n_images': 50 images requested, but "
+        r"its rules read shard 0, which holds 4 \(data\.shard_size = 4, "
+        r"data\.n_eval = 8\); lower analysis\.\w+\.n_images to 4",
+    ):
         _check(default, repo)
     default["analysis"][section]["n_images"] = 4  # exactly the shard: fine
     default["analysis"]["diagnostics"]["n_images"] = min(default["analysis"]["diagnostics"]["n_images"], 4)

@@ -37,18 +37,23 @@ def test_degrade_interpolates_between_base_and_noise(batch):
     model, x, target, masks = batch
     seeds = [1, 2, 3]
     clean = build_explainer("degrade", {"base": "oracle", "fraction": 0.0, "ties": "protocol"}).explain(
-        model, x, target, seeds, masks=masks)
+        model, x, target, seeds, masks=masks
+    )
     assert torch.equal(clean[:, 0], _minmax(masks.float()))
-    strict = build_explainer("degrade", {"base": "oracle", "fraction": 0.0}).explain(model, x, target, seeds,
-                                                                                     masks=masks)
+    strict = build_explainer("degrade", {"base": "oracle", "fraction": 0.0}).explain(
+        model, x, target, seeds, masks=masks
+    )
     from fudbench.explainers.controlled import break_ties  # default ties: compact, made strict
+
     assert torch.equal(strict[:, 0], break_ties(_minmax(masks.float()), seeds))
     noise = build_explainer("random", {}).explain(model, x, target, seeds)
     full = build_explainer("degrade", {"base": "oracle", "fraction": 1.0, "mode": "replace"}).explain(
-        model, x, target, seeds, masks=masks)
+        model, x, target, seeds, masks=masks
+    )
     torch.testing.assert_close(full, noise)
-    half = build_explainer("deg_half", {"method": "degrade", "base": "ig", "fraction": 0.5,
-                                        "base_settings": {"n_steps": 4}}).explain(model, x, target, seeds)
+    half = build_explainer(
+        "deg_half", {"method": "degrade", "base": "ig", "fraction": 0.5, "base_settings": {"n_steps": 4}}
+    ).explain(model, x, target, seeds)
     assert half.shape == x.shape and torch.isfinite(half).all()
 
 
@@ -70,8 +75,11 @@ def test_degrade_degrades_a_binary_map_progressively(tiny_cnn, mode):
     seeds = [11, 12, 13, 14]
 
     def top_k_precision(fraction, mode=mode):
-        a = build_explainer("degrade", {"base": "oracle", "fraction": fraction, "mode": mode}).explain(
-            tiny_cnn, x, target, seeds, masks=masks)[:, 0].flatten(1)
+        a = (
+            build_explainer("degrade", {"base": "oracle", "fraction": fraction, "mode": mode})
+            .explain(tiny_cnn, x, target, seeds, masks=masks)[:, 0]
+            .flatten(1)
+        )
         top = a.argsort(dim=1, descending=True)[:, :64]  # as many pixels as the object has
         return masks.flatten(1).gather(1, top).float().mean().item(), a
 
@@ -87,6 +95,7 @@ def test_degrade_degrades_a_binary_map_progressively(tiny_cnn, mode):
 
 
 # --- the degradation is unbiased (issue 27, item 1) ---
+
 
 def _heavy_tailed_maps(n: int, side: int = 32) -> torch.Tensor:
     """Attribution-like maps: most values near 0, a few large (|N(0, 1)|^3)."""
@@ -132,14 +141,17 @@ def test_shuffle_levels_are_nested_and_p_zero_is_the_base(batch):
     are among those moved at 0.4, and those at 0.4 among 0.8's."""
     model, x, target, _ = batch
     seeds = [5, 6, 7]
-    maps = {p: build_explainer("degrade", {"base": "random", "fraction": p}).explain(model, x, target, seeds)[:, 0]
-            for p in (0.0, 0.2, 0.4, 0.8)}
+    maps = {
+        p: build_explainer("degrade", {"base": "random", "fraction": p}).explain(model, x, target, seeds)[:, 0]
+        for p in (0.0, 0.2, 0.4, 0.8)
+    }
     moved = {p: maps[p] != maps[0.0] for p in (0.2, 0.4, 0.8)}
     assert (moved[0.2] <= moved[0.4]).all() and (moved[0.4] <= moved[0.8]).all()
     for p, m in moved.items():  # distinct values: exactly round(p * HW) pixels move in each map
         assert (m.flatten(1).sum(1) == round(p * 64)).all()
-    torch.testing.assert_close(maps[0.0], _minmax(build_explainer("random", {}).explain(
-        model, x, target, [s ^ 0xBA5E for s in seeds])[:, 0]))
+    torch.testing.assert_close(
+        maps[0.0], _minmax(build_explainer("random", {}).explain(model, x, target, [s ^ 0xBA5E for s in seeds])[:, 0])
+    )
 
 
 def test_family_members_share_their_seeds():
@@ -156,11 +168,15 @@ def test_family_members_share_their_seeds():
     r = {"method": "randomise_model", "base": "ig", "fraction": 0.5}
     assert explainer_seed_name("ig_r50", r) == explainer_seed_name("ig_r100", {**r, "fraction": 1.0})
     assert explainer_seed_name("ig_r50", r) != explainer_seed_name("ig_d20", {**d20, "base_settings": {}})
-    assert explain_seed_key(0, "cnn", "ig") == explain_seed_key(0, "cnn", "ig", {"n_steps": 50}) \
+    assert (
+        explain_seed_key(0, "cnn", "ig")
+        == explain_seed_key(0, "cnn", "ig", {"n_steps": 50})
         == (0, "explain", "cnn", "ig")
+    )
 
 
 # --- background and randomise_model (issue 17, item 3) ---
+
 
 def test_background_is_the_complement_of_the_oracle(batch):
     model, x, target, masks = batch
@@ -199,15 +215,25 @@ def rm_batch():
 
 
 def _rm(fraction, seed=0, base="ig", base_settings=None):
-    return build_explainer("rm", {"method": "randomise_model", "base": base, "fraction": fraction, "seed": seed,
-                                  "base_settings": {"n_steps": 4} if base_settings is None else base_settings})
+    return build_explainer(
+        "rm",
+        {
+            "method": "randomise_model",
+            "base": base,
+            "fraction": fraction,
+            "seed": seed,
+            "base_settings": {"n_steps": 4} if base_settings is None else base_settings,
+        },
+    )
 
 
 def _layer_states(model):
     from fudbench.explainers.controlled import parameterised_layers
 
-    return [{k: v.clone() for k, v in layer.state_dict().items() if "." not in k and k != "num_batches_tracked"}
-            for layer in parameterised_layers(model)]
+    return [
+        {k: v.clone() for k, v in layer.state_dict().items() if "." not in k and k != "num_batches_tracked"}
+        for layer in parameterised_layers(model)
+    ]
 
 
 def _same(a, b):
@@ -221,7 +247,8 @@ def test_randomise_model_fraction_0_is_the_base_map_and_degrade_0(rm_batch):
     base = build_explainer("ig", {"n_steps": 4}).explain(model, x, target, seeds=base_seeds(seeds))
     assert torch.equal(_rm(0.0).explain(model, x, target, seeds), base)
     degraded = build_explainer("degrade", {"base": "ig", "fraction": 0.0, "base_settings": {"n_steps": 4}}).explain(
-        model, x, target, seeds)
+        model, x, target, seeds
+    )
     assert torch.equal(_minmax(_rm(0.0).explain(model, x, target, seeds).abs().sum(1)), degraded[:, 0])
 
 
@@ -277,8 +304,9 @@ def test_randomise_model_redraws_bare_parameters_of_a_vit():
     from fudbench.models.classifiers import build_classifier
 
     torch.manual_seed(0)
-    vit = build_classifier({"arch": "small_vit", "patch_size": 4, "dim": 8, "depth": 1, "heads": 2}, 4, 8,
-                           [0.5] * 3, [0.25] * 3).eval()
+    vit = build_classifier(
+        {"arch": "small_vit", "patch_size": 4, "dim": 8, "depth": 1, "heads": 2}, 4, 8, [0.5] * 3, [0.25] * 3
+    ).eval()
     layers = parameterised_layers(vit)
     assert type(layers[0]).__name__ == "SmallViT"  # class token and positions: a layer of their own, first
     net = build_explainer("rm", {"method": "randomise_model", "base": "sm", "fraction": 1.0}).randomised(vit).net
@@ -302,8 +330,15 @@ def test_randomise_model_errors(rm_batch):
         build_explainer("rm", {"method": "randomise_model", "base": "randomise_model", "fraction": 0.5})
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         build_explainer("rm", {"method": "randomise_model", "base": "sm", "fraction": 1.5})
-    nested = build_explainer("rm", {"method": "randomise_model", "base": "degrade", "fraction": 0.5,
-                                    "base_settings": {"base": "oracle", "fraction": 0.2}})
+    nested = build_explainer(
+        "rm",
+        {
+            "method": "randomise_model",
+            "base": "degrade",
+            "fraction": 0.5,
+            "base_settings": {"base": "oracle", "fraction": 0.2},
+        },
+    )
     assert nested.uses_masks  # the oracle's masks reach it through both wrappers
     masks = torch.zeros(3, 8, 8, dtype=torch.uint8)
     masks[:, 2:6, 2:6] = 1
@@ -311,7 +346,6 @@ def test_randomise_model_errors(rm_batch):
 
 
 def _smoke(repo):
-    from fudbench.config.validate import load_yaml
 
     return resolve_config([repo / "config/smoke.yaml"])
 
@@ -320,28 +354,48 @@ def test_config_accepts_a_randomise_model_entry(repo):
     from fudbench.config.validate import validate_config
 
     cfg = _smoke(repo)
-    cfg["explainers"]["ig_r50"] = {"method": "randomise_model", "base": "ig", "fraction": 0.5,
-                                   "base_settings": {"n_steps": 50}}
-    cfg["explainers"]["ig_r50_d20"] = {"method": "randomise_model", "base": "degrade", "fraction": 0.5,
-                                       "base_settings": {"base": "ig", "fraction": 0.2}}
+    cfg["explainers"]["ig_r50"] = {
+        "method": "randomise_model",
+        "base": "ig",
+        "fraction": 0.5,
+        "base_settings": {"n_steps": 50},
+    }
+    cfg["explainers"]["ig_r50_d20"] = {
+        "method": "randomise_model",
+        "base": "degrade",
+        "fraction": 0.5,
+        "base_settings": {"base": "ig", "fraction": 0.2},
+    }
     cfg["explainers"]["bg"] = {"method": "background"}
     validate_config(cfg, repo / "config/schema.yaml")
 
 
-@pytest.mark.parametrize("entry,match", [
-    ({"base": "nope", "fraction": 0.5}, r"'explainers\.r\.base': 'nope' is not an explainer a randomised-model "
-                                        r"copy can wrap"),
-    ({"base": "randomise_model", "fraction": 0.5}, r"'explainers\.r\.base': 'randomise_model' is not an explainer"),
-    ({"base": "ig", "fraction": 1.5}, r"'explainers\.r\.fraction': 1\.5 is greater than the maximum of 1"),
-    ({"base": "ig"}, r"'explainers\.r': 'fraction' is a required property"),
-    ({"base": "ig", "fraction": 0.5, "seed": "a"}, r"'explainers\.r\.seed': 'a' is not of type 'integer'"),
-    ({"base": "ig", "fraction": 0.5, "base_settings": {"n_stepz": 3}},
-     r"'explainers\.r\.base_settings': unknown key\(s\) 'n_stepz'"),
-    ({"base": "degrade", "fraction": 0.5, "base_settings": {"base": "ig", "fraction": 2}},
-     r"'explainers\.r\.base_settings\.fraction': 2 is greater than the maximum of 1"),
-    ({"base": "degrade", "fraction": 0.5, "base_settings": {"base": "degrade", "fraction": 0.1}},
-     r"'explainers\.r\.base_settings\.base': 'degrade' is not an explainer a degraded copy can wrap"),
-])
+@pytest.mark.parametrize(
+    "entry,match",
+    [
+        (
+            {"base": "nope", "fraction": 0.5},
+            r"'explainers\.r\.base': 'nope' is not an explainer a randomised-model "
+            r"copy can wrap",
+        ),
+        ({"base": "randomise_model", "fraction": 0.5}, r"'explainers\.r\.base': 'randomise_model' is not an explainer"),
+        ({"base": "ig", "fraction": 1.5}, r"'explainers\.r\.fraction': 1\.5 is greater than the maximum of 1"),
+        ({"base": "ig"}, r"'explainers\.r': 'fraction' is a required property"),
+        ({"base": "ig", "fraction": 0.5, "seed": "a"}, r"'explainers\.r\.seed': 'a' is not of type 'integer'"),
+        (
+            {"base": "ig", "fraction": 0.5, "base_settings": {"n_stepz": 3}},
+            r"'explainers\.r\.base_settings': unknown key\(s\) 'n_stepz'",
+        ),
+        (
+            {"base": "degrade", "fraction": 0.5, "base_settings": {"base": "ig", "fraction": 2}},
+            r"'explainers\.r\.base_settings\.fraction': 2 is greater than the maximum of 1",
+        ),
+        (
+            {"base": "degrade", "fraction": 0.5, "base_settings": {"base": "degrade", "fraction": 0.1}},
+            r"'explainers\.r\.base_settings\.base': 'degrade' is not an explainer a degraded copy can wrap",
+        ),
+    ],
+)
 def test_config_refuses_bad_randomise_model_entries(repo, entry, match):
     from fudbench.config.validate import ConfigError, validate_config
 
@@ -351,11 +405,22 @@ def test_config_refuses_bad_randomise_model_entries(repo, entry, match):
         validate_config(cfg, repo / "config/schema.yaml")
 
 
-@pytest.mark.parametrize("name,entry,which", [
-    ("bg", {"method": "background"}, "background"),
-    ("r", {"method": "randomise_model", "base": "degrade", "fraction": 0.5,
-           "base_settings": {"base": "oracle", "fraction": 0.1}}, "oracle"),
-])
+@pytest.mark.parametrize(
+    "name,entry,which",
+    [
+        ("bg", {"method": "background"}, "background"),
+        (
+            "r",
+            {
+                "method": "randomise_model",
+                "base": "degrade",
+                "fraction": 0.5,
+                "base_settings": {"base": "oracle", "fraction": 0.1},
+            },
+            "oracle",
+        ),
+    ],
+)
 def test_mask_explainers_need_synthetic_data(repo, name, entry, which):
     from fudbench.config.validate import ConfigError, check_semantics
 

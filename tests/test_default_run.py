@@ -37,6 +37,7 @@ prints the dict with that run's values, to paste below; with a second run
 made on the other kind of CPU, `... results/synthetic results/other` also
 prints each cell's difference, MEASURED below.
 """
+
 from __future__ import annotations
 
 import math
@@ -137,10 +138,13 @@ BF16_KERNEL_MOVES = {"score": 1e-3, "ood": 1e-3}
 def moves(key: str) -> float:
     """How far the cell may move on the other kind of CPU."""
     from fudbench.report import sanity
+
     table, where, _ = parse_key(key)
     kind = sanity.KINDS[table]
     floor = MOVES_FLOOR["PSNR" if where.get("metric") == "PSNR" else kind]
     return max(MOVES_MARGIN * abs(MEASURED[key]), floor)
+
+
 # ============================================================================
 
 REPO = Path(__file__).resolve().parents[1]
@@ -170,10 +174,11 @@ def tolerance(key: str, decimals: int, kind: dict | None) -> float:
     override = os.environ.get("FUD_DEFAULT_TOLERANCE")
     if override:
         return float(override)
-    printed = 0.5 * 10.0 ** -decimals
+    printed = 0.5 * 10.0**-decimals
     if kind is None or kind == EXPECTED_KIND:
         if kind is not None and str(kind.get("fud_precision")).startswith("bf16") and moves_with_precision(key):
             from fudbench.report import sanity
+
             return max(printed, BF16_KERNEL_MOVES.get(sanity.KINDS[parse_key(key)[0]], 0.0))  # another bf16 kernel
         return printed
     return max(printed, moves(key))
@@ -182,8 +187,10 @@ def tolerance(key: str, decimals: int, kind: dict | None) -> float:
 def _results() -> Path:
     where = os.environ.get("FUD_DEFAULT_RESULTS")
     if not where:
-        pytest.skip("FUD_DEFAULT_RESULTS is not set: point it at a completed default run's results directory "
-                    "(e.g. FUD_DEFAULT_RESULTS=results/synthetic ./fud test tests/test_default_run.py)")
+        pytest.skip(
+            "FUD_DEFAULT_RESULTS is not set: point it at a completed default run's results directory "
+            "(e.g. FUD_DEFAULT_RESULTS=results/synthetic ./fud test tests/test_default_run.py)"
+        )
     tables = Path(where) / "tables"
     if not tables.is_dir():
         pytest.fail(f"FUD_DEFAULT_RESULTS={where}: no tables/ directory there")
@@ -200,6 +207,7 @@ def parse_key(key: str) -> tuple[str, dict[str, str], str]:
 def lookup(tables: Path, key: str) -> tuple[float, int]:
     """(value of the cell, decimals its .tex prints)."""
     from fudbench.report import sanity
+
     table, where, column = parse_key(key)
     csv = pd.read_csv(tables / f"{table}.csv")
     hit = csv
@@ -222,12 +230,14 @@ def _config() -> dict:
 
 def test_default_run_is_consistent():
     from fudbench.report import sanity
+
     problems = sanity.run_consistency(_results(), _config())
     assert not problems, "\n".join(problems)
 
 
 def test_default_run_shows_what_trained_models_must():
     from fudbench.report import sanity
+
     problems = sanity.trained_model_relations(_results(), _config())
     assert not problems, "\n".join(problems)
 
@@ -260,14 +270,17 @@ def test_tolerances_say_what_moves():
     assert moves_with_precision("table5_constraint: evaluator=hard, metric=PSNR -> mean")
     assert not moves_with_precision("road_scores: model=cnn, explainer=random, metric=ROAD MoRF -> mean")
     # issue 39: on EXPECTED's kind (bf16), FUD's cells allow the AMX vs AVX512-BF16 moves; the others do not move
-    amx = {"table7_scores: model=vit, explainer=ig, metric=FUD -> mean": 0.420924,
-           "table2_ood: evaluator=FUD, detector=energy, model=cnn, metric=AUROC -> value": 0.709122}
+    amx = {
+        "table7_scores: model=vit, explainer=ig, metric=FUD -> mean": 0.420924,
+        "table2_ood: evaluator=FUD, detector=energy, model=cnn, metric=AUROC -> value": 0.709122,
+    }
     for key, got in amx.items():
         assert abs(got - EXPECTED[key]) <= tolerance(key, 4, dict(EXPECTED_KIND)) == 1e-3
-    assert tolerance("road_scores: model=cnn, explainer=random, metric=ROAD MoRF -> mean", 4, dict(EXPECTED_KIND)) \
+    assert (
+        tolerance("road_scores: model=cnn, explainer=random, metric=ROAD MoRF -> mean", 4, dict(EXPECTED_KIND))
         == 0.5e-4
-    assert tolerance("table4_kendall: model=cnn, evaluator=FUD, explainer=ig -> mean", 4, dict(EXPECTED_KIND)) \
-        == 0.5e-4
+    )
+    assert tolerance("table4_kendall: model=cnn, evaluator=FUD, explainer=ig -> mean", 4, dict(EXPECTED_KIND)) == 0.5e-4
 
 
 if __name__ == "__main__":
@@ -282,8 +295,9 @@ if __name__ == "__main__":
     print("}")
     if len(sys.argv) > 2:  # a run on the other kind of CPU: each cell's difference
         other = Path(sys.argv[2]) / "tables"
-        print(f"# differences {sys.argv[2]} - {sys.argv[1]} (kinds {run_kind(tables.parent)} / "
-              f"{run_kind(other.parent)})")
+        print(
+            f"# differences {sys.argv[2]} - {sys.argv[1]} (kinds {run_kind(tables.parent)} / {run_kind(other.parent)})"
+        )
         for key in EXPECTED:
             a, b = lookup(tables, key)[0], lookup(other, key)[0]
             print(f"    {key!r}: {b - a:+.6f},  # {'precision' if moves_with_precision(key) else 'platform'}")

@@ -5,6 +5,7 @@ A flipped sign or a misplaced temperature would invert every OOD table while
 keeping every number finite, so the checks here are against hand computations
 and against a toy whose OOD set is known by construction.
 """
+
 import math
 
 import numpy as np
@@ -136,8 +137,9 @@ def _toy_records(model, x, curves):
     attribution = torch.rand(x.shape, generator=torch.Generator().manual_seed(4))
     frames = []
     for curve, imputer in curves.items():
-        res = TopKCurve(curve, [0.3, 0.6, 0.9], mode="remove").run(model, x, y, attribution, imputer,
-                                                                   list(range(len(x))), (0, curve))
+        res = TopKCurve(curve, [0.3, 0.6, 0.9], mode="remove").run(
+            model, x, y, attribution, imputer, list(range(len(x))), (0, curve)
+        )
         frames.append(res.records.assign(model="toy", explainer="ig"))
     return pd.concat(frames, ignore_index=True)
 
@@ -155,8 +157,9 @@ def test_ood_tables_put_the_known_ood_set_on_the_ood_side(table):
     records = _toy_records(model, x, {grey_curve: Grey(), "fud": Identity()})
     clean = {"toy": pd.Series(energies(model, x), index=np.arange(len(x)))}
     present = {c: lab for c, lab in labels.items() if c in set(records["curve"])}
-    summary, tex = table2_ood(records, clean, present, ["toy"], n_boot=50, ci=0.95, seed=0,
-                              pooling="run", **OOD_TABLES[table])
+    summary, tex = table2_ood(
+        records, clean, present, ["toy"], n_boot=50, ci=0.95, seed=0, pooling="run", **OOD_TABLES[table]
+    )
     v = summary.set_index(["evaluator", "metric"])["value"]
     grey, faithful = labels[grey_curve], labels["fud"]
     assert v[grey, "AUROC"] == 1.0 and v[grey, "FPR95"] == 0.0

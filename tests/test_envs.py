@@ -7,6 +7,7 @@ reaches (imports that run when the job starts), and checks that the rule's
 inside library functions (lazy ones, e.g. captum in build_infid) are checked
 for the torch env only, which every rule that calls them uses.
 """
+
 import ast
 import re
 import sys
@@ -17,8 +18,14 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 # import name -> pip package name where they differ
-PACKAGE_OF = {"sklearn": "scikit-learn", "PIL": "pillow", "yaml": "pyyaml", "skimage": "scikit-image",
-              "cv2": "opencv-python-headless", "pytorch_grad_cam": "grad-cam"}
+PACKAGE_OF = {
+    "sklearn": "scikit-learn",
+    "PIL": "pillow",
+    "yaml": "pyyaml",
+    "skimage": "scikit-image",
+    "cv2": "opencv-python-headless",
+    "pytorch_grad_cam": "grad-cam",
+}
 STDLIB = set(sys.stdlib_module_names) | {"_fudbench_path", "snakemake"}
 
 

@@ -16,6 +16,7 @@ the registry:
   direction, than the same map reversed, for every scored curve. A wrong sign
   in a score function or a reversed order fails here.
 """
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -71,12 +72,16 @@ def task(tmp_path_factory):
         opt.step()
     d = tmp_path_factory.mktemp("registry")
     save_classifier(d / "clf.pt", model.eval(), {"arch": "small_cnn", "width": 8}, 2, SIZE, {})
-    score_cfg = {"block_out_channels": [8, 16], "attention": [False, True], "layers_per_block": 1,
-                 "num_train_timesteps": 100, "beta_schedule": "linear"}
+    score_cfg = {
+        "block_out_channels": [8, 16],
+        "attention": [False, True],
+        "layers_per_block": 1,
+        "num_train_timesteps": 100,
+        "beta_schedule": "linear",
+    }
     save_score_model(d / "score.pt", build_unet(score_cfg, SIZE), score_cfg, SIZE, {})
     reference = quadrant_images(8, True, g)
-    np.savez(d / "train.npz", images=(reference.numpy() * 255).astype(np.uint8),
-             labels=np.zeros(8, np.int64))
+    np.savez(d / "train.npz", images=(reference.numpy() * 255).astype(np.uint8), labels=np.zeros(8, np.int64))
     model = load_classifier(d / "clf.pt")
     x = quadrant_images(N, True, g)
     y = torch.zeros(N, dtype=torch.long)
@@ -108,8 +113,9 @@ def _run(method, task, image_ids, rows=slice(None), good=True):
     assets = {k: v for k, v in assets.items() if k in spec(method).assets(spec(method).resolve(_settings(method)))}
     ev = build_evaluator(method, _settings(method), EVALUATION, assets, "cpu")
     attribution = quadrant if good else reversed_
-    records, samples = ev.run(model, x[rows], y[rows], attribution[rows], image_ids, (0, "evaluate", "task", method),
-                              masks=masks[rows])
+    records, samples = ev.run(
+        model, x[rows], y[rows], attribution[rows], image_ids, (0, "evaluate", "task", method), masks=masks[rows]
+    )
     return records.assign(model="task", explainer="quadrant" if good else "reversed"), samples
 
 
@@ -167,8 +173,10 @@ def test_the_map_on_the_evidence_beats_its_reverse_in_the_declared_direction(met
             if abs(better) > 1e-9:
                 wrong.append(f"{base} is declared map-free (reference) but moves by {better:.4f}")
         elif not (better > 0 if spec_.higher_is_better else better < 0):
-            wrong.append(f"{base}: quadrant {means[True][curve]:.4f} vs reversed {means[False][curve]:.4f} "
-                         f"({'higher' if spec_.higher_is_better else 'lower'} is better)")
+            wrong.append(
+                f"{base}: quadrant {means[True][curve]:.4f} vs reversed {means[False][curve]:.4f} "
+                f"({'higher' if spec_.higher_is_better else 'lower'} is better)"
+            )
     assert not wrong, f"{method}: " + "; ".join(wrong)
 
 
@@ -190,12 +198,20 @@ def test_the_declared_reduction_is_the_one_that_acts(method, task):
     needed = s.assets(s.resolve(_settings(method)))
     records = []
     for reduction in ("abs_sum", "sum"):
-        ev = build_evaluator(method, _settings(method), {**EVALUATION, "reduction": reduction},
-                             {k: v for k, v in assets.items() if k in needed}, "cpu")
-        records.append(ev.run(model, x, y, 0.5 - quadrant, list(range(N)), (0, "evaluate", "task", method),
-                              masks=masks)[0]
-                       .drop(columns="seconds"))
+        ev = build_evaluator(
+            method,
+            _settings(method),
+            {**EVALUATION, "reduction": reduction},
+            {k: v for k, v in assets.items() if k in needed},
+            "cpu",
+        )
+        records.append(
+            ev.run(model, x, y, 0.5 - quadrant, list(range(N)), (0, "evaluate", "task", method), masks=masks)[0].drop(
+                columns="seconds"
+            )
+        )
     same = records[0].equals(records[1])
     assert same != (declared == FOLLOWS_EVALUATION), (
         f"{method} declares reduction {declared!r} but evaluation.reduction {'does not change' if same else 'changes'}"
-        " its records")
+        " its records"
+    )

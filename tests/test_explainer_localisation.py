@@ -3,6 +3,7 @@ the ground-truth object mask than the random explainer does.
 
 A small CNN is trained here for a few seconds; the score table is printed
 (run with -s to see it)."""
+
 import pytest
 import torch
 
@@ -13,10 +14,22 @@ from fudbench.models.classifiers import build_classifier
 from fudbench.models.training import accuracy, train_classifier
 
 # Small settings per method (cost only; the method is the same).
-FAST = {"ig": {"n_steps": 16}, "big": {"num_steps": 10, "ig_steps": 16}, "agi": {"k": 3, "max_iter": 10},
-        "la": {"max_iter": 5, "sampling_times": 3}, "attexplore": {"n_samples": 4, "num_steps": 4},
-        "isa": {"step_size": 25}, "mfaba": {}, "gig": {"n_steps": 15}, "eg": {"k": 8}, "fig": {}, "sm": {},
-        "captum": {"attr": "DeepLift"}, "cam": {}, "lrp": {}}  # the field's libraries: one method each
+FAST = {
+    "ig": {"n_steps": 16},
+    "big": {"num_steps": 10, "ig_steps": 16},
+    "agi": {"k": 3, "max_iter": 10},
+    "la": {"max_iter": 5, "sampling_times": 3},
+    "attexplore": {"n_samples": 4, "num_steps": 4},
+    "isa": {"step_size": 25},
+    "mfaba": {},
+    "gig": {"n_steps": 15},
+    "eg": {"k": 8},
+    "fig": {},
+    "sm": {},
+    "captum": {"attr": "DeepLift"},
+    "cam": {},
+    "lrp": {},
+}  # the field's libraries: one method each
 SCORES = {}
 
 
@@ -28,8 +41,16 @@ def trained():
     vx, vy, vm = generate_split(spec, 48, 0, "test")
     torch.manual_seed(2)  # the initial weights: not whatever earlier tests left in the global generator
     model = build_classifier({"arch": "small_cnn", "width": 8}, 4, 16, [0.5] * 3, [0.2] * 3)
-    train_classifier(model, to_t(tx), torch.from_numpy(ty), to_t(vx), torch.from_numpy(vy),
-                     {"epochs": 4, "batch_size": 32, "lr": 0.003, "weight_decay": 0.0}, seed=0, device="cpu")
+    train_classifier(
+        model,
+        to_t(tx),
+        torch.from_numpy(ty),
+        to_t(vx),
+        torch.from_numpy(vy),
+        {"epochs": 4, "batch_size": 32, "lr": 0.003, "weight_decay": 0.0},
+        seed=0,
+        device="cpu",
+    )
     model.requires_grad_(False)
     x, y = to_t(vx), torch.from_numpy(vy)
     assert accuracy(model, x, y) > 0.8
@@ -46,8 +67,21 @@ def _score(name, trained):
 
 
 # not the controls: their maps are chance, the mask, or another method's map changed on purpose
-METHODS = sorted(set(EXPLAINERS) - {"random", "degrade", "oracle", "background", "randomise_model", "random_smooth",
-                                    "reorder", "translate", "block_shuffle", "displace"})
+METHODS = sorted(
+    set(EXPLAINERS)
+    - {
+        "random",
+        "degrade",
+        "oracle",
+        "background",
+        "randomise_model",
+        "random_smooth",
+        "reorder",
+        "translate",
+        "block_shuffle",
+        "displace",
+    }
+)
 
 
 @pytest.mark.parametrize("name", METHODS)

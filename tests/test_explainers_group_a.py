@@ -1,5 +1,6 @@
 """Fast IG, Expected Gradients and Guided IG: shape, batching, determinism and
 a method-specific property each."""
+
 import numpy as np
 import pytest
 import torch
@@ -36,14 +37,16 @@ def _check_common(method, model, x, target):
     a = method.explain(model, x, target, seeds=SEEDS)
     assert a.shape == x.shape and a.dtype == x.dtype and torch.isfinite(a).all()
     assert a.abs().sum() > 0
-    single = torch.cat([method.explain(model, x[i:i + 1], target[i:i + 1], seeds=SEEDS[i:i + 1])
-                        for i in range(len(x))])
+    single = torch.cat(
+        [method.explain(model, x[i : i + 1], target[i : i + 1], seeds=SEEDS[i : i + 1]) for i in range(len(x))]
+    )
     torch.testing.assert_close(a, single, rtol=1e-4, atol=1e-6 * a.abs().max().item())
     torch.testing.assert_close(a, method.explain(model, x, target, seeds=SEEDS), rtol=0, atol=0)
     return a
 
 
 # --- FIG -------------------------------------------------------------------
+
 
 def test_fig_common(batch):
     _check_common(FastIG(), *batch)
@@ -53,9 +56,9 @@ def test_fig_is_input_times_grad_log_prob(batch):
     model, x, target = batch
     a = FastIG().explain(model, x, target)
     for i in range(len(x)):  # one image at a time, through the cross-entropy loss of the authors' code
-        xi = x[i:i + 1].clone().requires_grad_(True)
-        grad, = torch.autograd.grad(torch.nn.functional.cross_entropy(model(xi), target[i:i + 1]), xi)
-        torch.testing.assert_close(a[i:i + 1], -x[i:i + 1] * grad, rtol=1e-5, atol=1e-7 * a.abs().max().item())
+        xi = x[i : i + 1].clone().requires_grad_(True)
+        (grad,) = torch.autograd.grad(torch.nn.functional.cross_entropy(model(xi), target[i : i + 1]), xi)
+        torch.testing.assert_close(a[i : i + 1], -x[i : i + 1] * grad, rtol=1e-5, atol=1e-7 * a.abs().max().item())
 
 
 def test_fig_sign_supports_target(brightness_classifier):
@@ -66,6 +69,7 @@ def test_fig_sign_supports_target(brightness_classifier):
 
 
 # --- EG --------------------------------------------------------------------
+
 
 def test_eg_common(batch, references):
     for k in (1, 3):
@@ -103,14 +107,20 @@ def test_eg_completeness_in_expectation(batch, references):
     m = 1500
     method = ExpectedGradients(k=1, batch_size=len(x) * m)
     method.prepare(references)
-    sums = method.explain(model, x.repeat_interleave(m, 0), target.repeat_interleave(m),
-                          seeds=list(range(len(x) * m))).flatten(1).sum(1).view(len(x), m)
+    sums = (
+        method.explain(model, x.repeat_interleave(m, 0), target.repeat_interleave(m), seeds=list(range(len(x) * m)))
+        .flatten(1)
+        .sum(1)
+        .view(len(x), m)
+    )
     expected = _target(model, x, target) - torch.stack(
-        [_target(model, references, t.repeat(len(references))).mean() for t in target])
-    assert ((sums.mean(1) - expected).abs() <= 4 * sums.std(1) / m ** 0.5).all()
+        [_target(model, references, t.repeat(len(references))).mean() for t in target]
+    )
+    assert ((sums.mean(1) - expected).abs() <= 4 * sums.std(1) / m**0.5).all()
 
 
 # --- GIG -------------------------------------------------------------------
+
 
 def test_gig_common_with_input_equal_to_baseline(batch):
     model, x, target = batch
@@ -125,8 +135,7 @@ def test_gig_common_with_input_equal_to_baseline(batch):
 def test_gig_without_deviation_is_left_riemann_ig(batch):
     model, x, target = batch
     a = GuidedIG(n_steps=10, max_dist=0.0, output="logit").explain(model, x, target)
-    ig = CaptumIG(model).attribute(x, baselines=torch.zeros_like(x), target=target, n_steps=10,
-                                   method="riemann_left")
+    ig = CaptumIG(model).attribute(x, baselines=torch.zeros_like(x), target=target, n_steps=10, method="riemann_left")
     torch.testing.assert_close(a, ig, rtol=1e-4, atol=1e-6 * ig.abs().max().item())
     guided = GuidedIG(n_steps=10, max_dist=0.5, output="logit").explain(model, x, target)
     assert (guided - ig).abs().max() > 0.05 * ig.abs().max()  # the guided path differs
@@ -179,11 +188,15 @@ def test_gig_matches_pair_saliency(batch, monkeypatch):
     model, x, target = batch
     ours = GuidedIG().explain(model, x, target)
     for i in range(len(x)):
+
         def grads(images, call_model_args=None, expected_keys=None):
             z = torch.from_numpy(images).float().requires_grad_(True)
-            g, = torch.autograd.grad(torch.softmax(model(z), 1)[:, target[i]].sum(), z)
+            (g,) = torch.autograd.grad(torch.softmax(model(z), 1)[:, target[i]].sum(), z)
             return {"INPUT_OUTPUT_GRADIENTS": g.numpy()}
-        ref = pair.GuidedIG().GetMask(x[i].numpy(), grads, x_steps=15, fraction=0.25, max_dist=0.02,
-                                      x_baseline=np.zeros(x[i].shape))
-        torch.testing.assert_close(ours[i].double(), torch.from_numpy(ref), rtol=1e-4,
-                                   atol=1e-6 * float(np.abs(ref).max()))
+
+        ref = pair.GuidedIG().GetMask(
+            x[i].numpy(), grads, x_steps=15, fraction=0.25, max_dist=0.02, x_baseline=np.zeros(x[i].shape)
+        )
+        torch.testing.assert_close(
+            ours[i].double(), torch.from_numpy(ref), rtol=1e-4, atol=1e-6 * float(np.abs(ref).max())
+        )

@@ -5,6 +5,7 @@ barely depend on the input, so attacks mostly fail) and on a small random tanh
 MLP whose labels flip within small budgets, so early stopping, success masks
 and fallbacks are all exercised.
 """
+
 import pytest
 import torch
 
@@ -23,8 +24,9 @@ SMALL = {
 
 def _mlp():
     torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(192, 32), torch.nn.Tanh(),
-                               torch.nn.Linear(32, 4)).eval()
+    return torch.nn.Sequential(
+        torch.nn.Flatten(), torch.nn.Linear(192, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4)
+    ).eval()
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +55,9 @@ def test_shape_finite_batched_and_deterministic(name, which, request):
     a = method.explain(model, x, target, seeds=seeds)
     assert a.shape == x.shape and a.device == x.device and not a.requires_grad
     assert torch.isfinite(a).all() and a.abs().sum() > 0
-    single = torch.cat([method.explain(model, x[i:i + 1], target[i:i + 1], seeds=[seeds[i]])
-                        for i in range(len(x))])
+    single = torch.cat(
+        [method.explain(model, x[i : i + 1], target[i : i + 1], seeds=[seeds[i]]) for i in range(len(x))]
+    )
     torch.testing.assert_close(a, single, atol=1e-6, rtol=1e-4)
     torch.testing.assert_close(a, method.explain(model, x, target, seeds=seeds), atol=0, rtol=0)
 
@@ -143,11 +146,16 @@ def test_agi_samples_only_false_classes_and_depends_on_seeds():
 def test_agi_with_all_classes_ignores_seeds(mlp_batch):
     model, x, target = mlp_batch
     agi = AGI(k=20, epsilon=0.01, max_iter=10)
-    torch.testing.assert_close(agi.explain(model, x, target, seeds=[1, 2, 3, 4]),
-                               agi.explain(model, x, target, seeds=[9, 8, 7, 6]), atol=1e-7, rtol=1e-5)
+    torch.testing.assert_close(
+        agi.explain(model, x, target, seeds=[1, 2, 3, 4]),
+        agi.explain(model, x, target, seeds=[9, 8, 7, 6]),
+        atol=1e-7,
+        rtol=1e-5,
+    )
     some = AGI(k=1, epsilon=0.01, max_iter=10)
-    assert not torch.allclose(some.explain(model, x, target, seeds=[1, 2, 3, 4]),
-                              some.explain(model, x, target, seeds=[5, 6, 7, 8]))
+    assert not torch.allclose(
+        some.explain(model, x, target, seeds=[1, 2, 3, 4]), some.explain(model, x, target, seeds=[5, 6, 7, 8])
+    )
 
 
 def test_agi_paths_reach_the_false_class_and_integrate_the_target(mlp_batch):
@@ -178,13 +186,13 @@ def test_mfaba_stops_when_the_label_flips(mlp_batch):
     # one step fewer: still the target class, so the flip happened exactly at the last step
     for i in range(len(x)):
         if steps[i] > 1:
-            _, before, _ = MFABA(num_steps=int(steps[i]) - 1, step_size=0.005).run(model, x[i:i + 1],
-                                                                                 target[i:i + 1])
+            _, before, _ = MFABA(num_steps=int(steps[i]) - 1, step_size=0.005).run(
+                model, x[i : i + 1], target[i : i + 1]
+            )
             with torch.no_grad():
                 assert model(before).argmax(1).item() == target[i].item()
     # a larger budget changes nothing once the label has flipped
-    torch.testing.assert_close(MFABA(num_steps=60, step_size=0.005).explain(model, x, target), a,
-                               atol=0, rtol=0)
+    torch.testing.assert_close(MFABA(num_steps=60, step_size=0.005).explain(model, x, target), a, atol=0, rtol=0)
     # without early stopping the path goes on
     assert (MFABA(num_steps=30, step_size=0.005, early_stop=False).run(model, x, target)[2] == 30).all()
 

@@ -3,23 +3,30 @@
 Run on the `tiny_cnn` fixture (8 x 8 images, 4 classes) with few iterations
 and samples, so the file stays fast.
 """
+
 import pytest
 import torch
 import torch.nn.functional as F
 
-from fudbench.explainers.attexplore import (AttExplore, dct_2d, diversity_params, gaussian_kernel, idct_2d,
-                                            input_diversity)
+from fudbench.explainers.attexplore import (
+    AttExplore,
+    dct_2d,
+    diversity_params,
+    gaussian_kernel,
+    idct_2d,
+    input_diversity,
+)
 from fudbench.explainers.isa import ISA
 from fudbench.explainers.local_attribution import LocalAttribution, sample_classes
 
 pytestmark = pytest.mark.numerics  # the outcome may depend on the CPU's kernels (tests/numerics_support.py)
 
 SMALL = {
-    "la": lambda **kw: LocalAttribution(**{"spatial_range": 20, "max_iter": 3, "sampling_times": 2,
-                                           "batch_size": 4, **kw}),
+    "la": lambda **kw: LocalAttribution(
+        **{"spatial_range": 20, "max_iter": 3, "sampling_times": 2, "batch_size": 4, **kw}
+    ),
     "isa": lambda **kw: ISA(**{"step_size": 50, "add_steps": 2, "remove_steps": 2, **kw}),
-    "attexplore": lambda **kw: AttExplore(**{"n_samples": 3, "num_steps": 3, "ti_kernel": 3,
-                                             "batch_size": 5, **kw}),
+    "attexplore": lambda **kw: AttExplore(**{"n_samples": 3, "num_steps": 3, "ti_kernel": 3, "batch_size": 5, **kw}),
 }
 
 
@@ -32,7 +39,7 @@ def test_shape_finite_batched_deterministic_and_seeded(name, cnn_batch):
     a = method.explain(model, x, target, seeds=seeds)
     assert a.shape == x.shape and a.device == x.device and a.dtype == x.dtype and not a.requires_grad
     assert torch.isfinite(a).all() and a.abs().sum() > 0
-    single = torch.cat([method.explain(model, x[i:i + 1], target[i:i + 1], seeds=[seeds[i]]) for i in range(3)])
+    single = torch.cat([method.explain(model, x[i : i + 1], target[i : i + 1], seeds=[seeds[i]]) for i in range(3)])
     torch.testing.assert_close(a, single, atol=1e-5, rtol=1e-4)
     torch.testing.assert_close(a, method.explain(model, x, target, seeds=seeds), atol=0, rtol=0)
     other = method.explain(model, x, target, seeds=[7, 8, 9])
@@ -42,6 +49,7 @@ def test_shape_finite_batched_deterministic_and_seeded(name, cnn_batch):
 
 
 # --- LA -------------------------------------------------------------------
+
 
 def test_la_class_sampling():
     target = torch.tensor([0, 2, 3, 1])
@@ -56,8 +64,9 @@ def test_la_class_sampling():
     for i, y in enumerate(target.tolist()):
         assert sorted(classes[i].tolist()) == [c for c in range(4) if c != y]
     # seeded per image: the same seed gives the same classes in any batch
-    torch.testing.assert_close(sample_classes(target[2:3], 10, 4, [7])[0],
-                               sample_classes(target, 10, 4, [5, 6, 7, 8])[0][2:3])
+    torch.testing.assert_close(
+        sample_classes(target[2:3], 10, 4, [7])[0], sample_classes(target, 10, 4, [5, 6, 7, 8])[0][2:3]
+    )
 
 
 def test_la_untargeted_step_is_prob_gradient_times_local_radius(cnn_batch):
@@ -73,12 +82,14 @@ def test_la_untargeted_step_is_prob_gradient_times_local_radius(cnn_batch):
 def test_la_using_every_other_class_is_seed_independent(cnn_batch):
     model, x, target = cnn_batch
     method = LocalAttribution(max_iter=2, sampling_times=4)  # 3 targeted classes = all other classes
-    torch.testing.assert_close(method.explain(model, x, target, seeds=[1, 2, 3]),
-                               method.explain(model, x, target, seeds=[4, 5, 6]))
+    torch.testing.assert_close(
+        method.explain(model, x, target, seeds=[1, 2, 3]), method.explain(model, x, target, seeds=[4, 5, 6])
+    )
     assert not torch.equal(sample_classes(target, 4, 3, [1, 2, 3])[0], sample_classes(target, 4, 3, [4, 5, 6])[0])
 
 
 # --- ISA ------------------------------------------------------------------
+
 
 def test_isa_clips_step_size_features_per_round(cnn_batch):
     model, x, target = cnn_batch
@@ -105,6 +116,7 @@ def test_isa_step_size_larger_than_image_is_one_round(cnn_batch):
 
 
 # --- AttExplore -----------------------------------------------------------
+
 
 def test_dct_round_trips_and_is_orthonormal():
     torch.manual_seed(0)
@@ -153,8 +165,9 @@ def test_attexplore_single_step_is_normalised_gradient(cnn_batch, direction):
     F.cross_entropy(model(xg), target, reduction="sum").backward()
     g = xg.grad
     expected = 0.05 * g.abs() / g.abs().mean(dim=(1, 2, 3), keepdim=True)
-    method = AttExplore(epsilon=0.05, n_samples=2, num_steps=1, rho=0.0, sigma=0.0, diversity_prob=0.0,
-                        ti_kernel=1, direction=direction)
+    method = AttExplore(
+        epsilon=0.05, n_samples=2, num_steps=1, rho=0.0, sigma=0.0, diversity_prob=0.0, ti_kernel=1, direction=direction
+    )
     torch.testing.assert_close(method.explain(model, x, target, seeds=[1, 2, 3]), expected, atol=1e-6, rtol=1e-4)
 
 

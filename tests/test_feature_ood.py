@@ -2,6 +2,7 @@
 the penultimate features, the hook that takes them from the logits' forward
 pass, their record columns, the sanity corruption (10% of the pixels zeroed)
 and the Table 2 rows per detector."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -85,10 +86,16 @@ def _models():
     vit = Classifier(SmallViT(3, 16, 4, 16, 1, 2), [0.5] * 3, [0.25] * 3).eval()
     resnet = Classifier(build_torchvision_net("torchvision_resnet50", 32, 10), [0.5] * 3, [0.25] * 3).eval()
     vit_b = Classifier(build_torchvision_net("torchvision_vit_b_16", 32, 10), [0.5] * 3, [0.25] * 3).eval()
-    wrapped = nn.Sequential(nn.Identity(), build_classifier({"arch": "small_cnn", "width": 4}, 3, 16, [0.5] * 3,
-                                                            [0.25] * 3)).eval()
-    return {"cnn": (cnn, 16, "net.head"), "vit": (vit, 16, "net.head"), "resnet50": (resnet, 32, "net.fc"),
-            "vit_b_16": (vit_b, 32, "net.heads.head"), "wrapped": (wrapped, 16, "1.net.head")}
+    wrapped = nn.Sequential(
+        nn.Identity(), build_classifier({"arch": "small_cnn", "width": 4}, 3, 16, [0.5] * 3, [0.25] * 3)
+    ).eval()
+    return {
+        "cnn": (cnn, 16, "net.head"),
+        "vit": (vit, 16, "net.head"),
+        "resnet50": (resnet, 32, "net.fc"),
+        "vit_b_16": (vit_b, 32, "net.heads.head"),
+        "wrapped": (wrapped, 16, "1.net.head"),
+    }
 
 
 def test_hook_takes_the_last_linear_input_and_leaves_the_logits():
@@ -154,21 +161,40 @@ def assets(tmp_path_factory, repo):
     from fudbench.models.score import build_unet, save_score_model
 
     d = tmp_path_factory.mktemp("ood_assets")
-    cfg = {"image_size": 16, "shapes": ["circle", "square"], "dark": 0.1, "light": 0.9, "object_scale": [0.5, 0.8],
-           "n_train": 40, "n_val": 4, "n_test": 6}
+    cfg = {
+        "image_size": 16,
+        "shapes": ["circle", "square"],
+        "dark": 0.1,
+        "light": 0.9,
+        "object_scale": [0.5, 0.8],
+        "n_train": 40,
+        "n_val": 4,
+        "n_test": 6,
+    }
     splits = make_benchmark(cfg, n_eval=6, seed=0)["splits"]
     write_npz(d / "eval.npz", **splits["eval"])
     write_npz(d / "train.npz", **splits["train"])
     torch.manual_seed(0)
     clf_cfg = {"arch": "small_cnn", "width": 4}
     save_classifier(d / "clf.pt", build_classifier(clf_cfg, 4, 16, [0.5] * 3, [0.25] * 3), clf_cfg, 4, 16, {})
-    score_cfg = {"block_out_channels": [8, 16], "attention": [False, True], "layers_per_block": 1,
-                 "num_train_timesteps": 100, "beta_schedule": "linear"}
+    score_cfg = {
+        "block_out_channels": [8, 16],
+        "attention": [False, True],
+        "layers_per_block": 1,
+        "num_train_timesteps": 100,
+        "beta_schedule": "linear",
+    }
     save_score_model(d / "score.pt", build_unet(score_cfg, 16), score_cfg, 16, {})
     reference = {"n_images": 30, "ridge": 1e-3, "knn_k": 5, "batch_size": 16, "images": {"source": "synthetic"}}
-    _run_script(repo, "ood_reference.py", d, wildcards={"model": "clf"},
-                input={"model": str(d / "clf.pt"), "train": str(d / "train.npz")},
-                output=[str(d / "ref.npz")], params={"reference": reference, "job": {"seed": 0, "device": "cpu"}})
+    _run_script(
+        repo,
+        "ood_reference.py",
+        d,
+        wildcards={"model": "clf"},
+        input={"model": str(d / "clf.pt"), "train": str(d / "train.npz")},
+        output=[str(d / "ref.npz")],
+        params={"reference": reference, "job": {"seed": 0, "device": "cpu"}},
+    )
     return d
 
 
@@ -180,14 +206,30 @@ def test_reference_job(assets):
 
 
 EVALUATORS = {
-    "fud": {"steps": 3, "guidance_scale": 4.0, "guidance_start": 0.5, "known": "clean", "clip_x0": True,
-            "batch_size": 7},
+    "fud": {
+        "steps": 3,
+        "guidance_scale": 4.0,
+        "guidance_start": 0.5,
+        "known": "clean",
+        "clip_x0": True,
+        "batch_size": 7,
+    },
     "insdel": {"n_steps": 3, "blur_kernel": 5, "blur_sigma": 1.0, "batch_size": 5},
     "sensn": {"n_subsets": 3, "batch_size": 11},
     "infid": {"perturbation": "authors", "n_perturb": 3, "sigma": 0.2, "batch_size": 8},
-    "srg": {"segmentation": "squares", "n_segments": 4, "compactness": 10.0, "square_side": 8, "n_steps": 4,
-            "n_imputations": 1, "n_random": 1, "reduction": "sum", "imputers": ["mean"],
-            "imputer_options": {"mean": {"mean": [0.5, 0.5, 0.5]}}, "batch_size": 64},
+    "srg": {
+        "segmentation": "squares",
+        "n_segments": 4,
+        "compactness": 10.0,
+        "square_side": 8,
+        "n_steps": 4,
+        "n_imputations": 1,
+        "n_random": 1,
+        "reduction": "sum",
+        "imputers": ["mean"],
+        "imputer_options": {"mean": {"mean": [0.5, 0.5, 0.5]}},
+        "batch_size": 64,
+    },
 }
 
 
@@ -195,18 +237,29 @@ EVALUATORS = {
 def test_records_with_a_reference_differ_only_by_the_detector_columns(assets, tmp_path, evaluator):
     from fudbench.workflow.pipeline import evaluate_shard, explain_shard
 
-    attr = explain_shard(assets / "clf.pt", assets / "eval.npz", 0, 6, "random", {}, "predicted",
-                         (0, "explain", "clf", "random"), "cpu")
+    attr = explain_shard(
+        assets / "clf.pt", assets / "eval.npz", 0, 6, "random", {}, "predicted", (0, "explain", "clf", "random"), "cpu"
+    )
     write_npz(tmp_path / "attr.npz", **attr)
-    args = (assets / "clf.pt", assets / "eval.npz", tmp_path / "attr.npz", 0, 6, evaluator, EVALUATORS[evaluator],
-            {"ratios": [0.25, 0.5, 0.75], "reduction": "abs_sum"}, {"score_model": assets / "score.pt"},
-            (0, "evaluate", "clf", evaluator), "cpu")
+    args = (
+        assets / "clf.pt",
+        assets / "eval.npz",
+        tmp_path / "attr.npz",
+        0,
+        6,
+        evaluator,
+        EVALUATORS[evaluator],
+        {"ratios": [0.25, 0.5, 0.75], "reduction": "abs_sum"},
+        {"score_model": assets / "score.pt"},
+        (0, "evaluate", "clf", evaluator),
+        "cpu",
+    )
     without, s_without = evaluate_shard(*args)
     with_ref, s_with = evaluate_shard(*args, ood_reference=assets / "ref.npz")
     assert list(with_ref.columns) == list(without.columns)
     cols = list(without.columns)
     at = cols.index("energy")
-    assert cols[at + 1:at + 1 + len(DETECTORS)] == list(DETECTORS)
+    assert cols[at + 1 : at + 1 + len(DETECTORS)] == list(DETECTORS)
     assert without[list(DETECTORS)].isna().all().all()  # no reference: NaN
     others = [c for c in cols if c not in DETECTORS and c != "seconds"]
     pd.testing.assert_frame_equal(with_ref[others], without[others], check_exact=True)
@@ -224,12 +277,24 @@ def test_record_scores_are_the_reference_scores_of_the_samples(assets, tmp_path)
     from fudbench.models.classifiers import load_classifier
     from fudbench.workflow.pipeline import evaluate_shard, explain_shard
 
-    attr = explain_shard(assets / "clf.pt", assets / "eval.npz", 0, 6, "random", {}, "predicted",
-                         (0, "explain", "clf", "random"), "cpu")
+    attr = explain_shard(
+        assets / "clf.pt", assets / "eval.npz", 0, 6, "random", {}, "predicted", (0, "explain", "clf", "random"), "cpu"
+    )
     write_npz(tmp_path / "attr.npz", **attr)
-    rec, samples = evaluate_shard(assets / "clf.pt", assets / "eval.npz", tmp_path / "attr.npz", 0, 6, "insdel",
-                                  EVALUATORS["insdel"], {"ratios": [0.5], "reduction": "abs_sum"}, {},
-                                  (0, "evaluate", "clf", "insdel"), "cpu", ood_reference=assets / "ref.npz")
+    rec, samples = evaluate_shard(
+        assets / "clf.pt",
+        assets / "eval.npz",
+        tmp_path / "attr.npz",
+        0,
+        6,
+        "insdel",
+        EVALUATORS["insdel"],
+        {"ratios": [0.5], "reduction": "abs_sum"},
+        {},
+        (0, "evaluate", "clf", "insdel"),
+        "cpu",
+        ood_reference=assets / "ref.npz",
+    )
     curve = "deletion_ratios"
     x = torch.from_numpy(samples[curve][:, 0].astype(np.float32))
     model = load_classifier(assets / "clf.pt")
@@ -266,7 +331,7 @@ def test_sanity_images_have_ten_percent_of_their_pixels_zeroed():
     out, masks = zero_pixels(images, [7, 8, 9], seed=0)
     k = round(0.1 * 9 * 11)
     assert k == 10 and (masks.sum(axis=(1, 2)) == k).all()
-    zeroed = (out == 0)
+    zeroed = out == 0
     assert (zeroed.all(axis=1) == masks).all() and (zeroed.any(axis=1) == masks).all()  # all channels or none
     assert (out[~np.broadcast_to(masks[:, None], out.shape)] == 200).all() and (images == 200).all()
     # seeded per image id, not per position: image 8 alone gets the same pixels
@@ -281,13 +346,29 @@ def test_clean_energy_job(assets, repo, tmp_path):
     from fudbench.models.classifiers import load_classifier
 
     out = tmp_path / "clean.parquet"
-    _run_script(repo, "clean_energy.py", tmp_path,
-                input={"images": str(assets / "eval.npz"), "classifiers": [str(assets / "clf.pt")],
-                       "references": [str(assets / "ref.npz")]},
-                output=[str(out)], params={"models": ["clf"], "job": {"seed": 0, "device": "cpu"}})
+    _run_script(
+        repo,
+        "clean_energy.py",
+        tmp_path,
+        input={
+            "images": str(assets / "eval.npz"),
+            "classifiers": [str(assets / "clf.pt")],
+            "references": [str(assets / "ref.npz")],
+        },
+        output=[str(out)],
+        params={"models": ["clf"], "job": {"seed": 0, "device": "cpu"}},
+    )
     frame = pd.read_parquet(out)
-    assert list(frame.columns) == ["model", "image", "energy", "mahalanobis", "knn", "sanity_energy",
-                                   "sanity_mahalanobis", "sanity_knn"]
+    assert list(frame.columns) == [
+        "model",
+        "image",
+        "energy",
+        "mahalanobis",
+        "knn",
+        "sanity_energy",
+        "sanity_mahalanobis",
+        "sanity_knn",
+    ]
     x = torch.from_numpy(load_npz(assets / "eval.npz")["images"]).float().div(255)
     assert np.array_equal(frame["energy"].to_numpy(), energies(load_classifier(assets / "clf.pt"), x))
     assert np.isfinite(frame.drop(columns="model").to_numpy(float)).all()
@@ -305,14 +386,34 @@ def _table2_inputs(n=40, seed=0):
     for model in ("cnn", "vit"):
         for curve, shift in (("fud", 0.0), ("deletion_ratios", 20.0)):
             for step in range(2):
-                rows.append(pd.DataFrame({"model": model, "explainer": "ig", "curve": curve, "image": np.arange(n),
-                                          "step": step, "energy": rng.normal(shift, 1, n),
-                                          "mahalanobis": rng.normal(shift, 1, n), "knn": rng.normal(0, 1, n)}))
-    clean = pd.concat([pd.DataFrame({"model": m, "image": np.arange(n),
-                                     **{d: rng.normal(0, 1, n) for d in ("energy", "mahalanobis", "knn")},
-                                     **{f"sanity_{d}": rng.normal(10, 1, n) for d in ("energy", "mahalanobis",
-                                                                                      "knn")}})
-                       for m in ("cnn", "vit")], ignore_index=True)
+                rows.append(
+                    pd.DataFrame(
+                        {
+                            "model": model,
+                            "explainer": "ig",
+                            "curve": curve,
+                            "image": np.arange(n),
+                            "step": step,
+                            "energy": rng.normal(shift, 1, n),
+                            "mahalanobis": rng.normal(shift, 1, n),
+                            "knn": rng.normal(0, 1, n),
+                        }
+                    )
+                )
+    clean = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "model": m,
+                    "image": np.arange(n),
+                    **{d: rng.normal(0, 1, n) for d in ("energy", "mahalanobis", "knn")},
+                    **{f"sanity_{d}": rng.normal(10, 1, n) for d in ("energy", "mahalanobis", "knn")},
+                }
+            )
+            for m in ("cnn", "vit")
+        ],
+        ignore_index=True,
+    )
     return pd.concat(rows, ignore_index=True), clean
 
 
@@ -324,8 +425,9 @@ def _write(d, name, summary, tex):
 def test_table2_rows_per_detector_and_the_sanity_row(tmp_path):
     records, clean = _table2_inputs()
     evals = {"deletion_ratios": "INS/DEL", "fud": "FUD"}
-    summary, tex = table2_ood(records, clean, evals, ["cnn", "vit"], n_boot=50, ci=0.95, seed=0,
-                              **OOD_TABLES["table2_ood"])
+    summary, tex = table2_ood(
+        records, clean, evals, ["cnn", "vit"], n_boot=50, ci=0.95, seed=0, **OOD_TABLES["table2_ood"]
+    )
     assert list(summary.columns[:4]) == ["evaluator", "detector", "model", "metric"]
     assert len(summary) == 3 * 3 * 2 * 4  # (2 evaluators + sanity) x 3 detectors x 2 models x 4 metrics
     v = summary.set_index(["evaluator", "detector", "model", "metric"])["value"]
@@ -339,8 +441,9 @@ def test_table2_rows_per_detector_and_the_sanity_row(tmp_path):
     assert (sane["n_ood"] == 40).all() and (sane["n_runs"] == 1).all()
     # the energy rows are those of the energy-only layout (same numbers, same bootstrap)
     energy_only = {m: g.set_index("image")["energy"] for m, g in clean.groupby("model")}
-    old, old_tex = table2_ood(records, energy_only, evals, ["cnn", "vit"], n_boot=50, ci=0.95, seed=0,
-                              **OOD_TABLES["table2_ood"])
+    old, old_tex = table2_ood(
+        records, energy_only, evals, ["cnn", "vit"], n_boot=50, ci=0.95, seed=0, **OOD_TABLES["table2_ood"]
+    )
     assert "detector" not in old.columns and "Detector" not in old_tex
     new = summary[(summary.detector == "energy") & (summary.evaluator != SANITY_LABEL)]
     pd.testing.assert_frame_equal(new.drop(columns="detector").reset_index(drop=True), old, check_exact=True)
@@ -349,8 +452,12 @@ def test_table2_rows_per_detector_and_the_sanity_row(tmp_path):
     # the .tex shows the CSV, with Table 8 rendered from the CSV (as the workflow does)
     _write(tmp_path, "table2_ood", summary, tex)
     csv = pd.read_csv(tmp_path / "table2_ood.csv")
-    _write(tmp_path, "table8_ood", csv, ood_table_tex(csv, list(dict.fromkeys(csv["evaluator"])), ["cnn", "vit"],
-                                                      **OOD_TABLES["table8_ood"]))
+    _write(
+        tmp_path,
+        "table8_ood",
+        csv,
+        ood_table_tex(csv, list(dict.fromkeys(csv["evaluator"])), ["cnn", "vit"], **OOD_TABLES["table8_ood"]),
+    )
     assert sanity.tex_matches_csv(tmp_path) == []
     assert sanity.values_in_range(tmp_path) == [] and sanity.shared_rows_agree(tmp_path) == []
     shown = sanity.tex_cells("ood", tex)
@@ -365,8 +472,9 @@ def test_table2_leaves_out_a_detector_without_clean_scores():
     summary, tex = table2_ood(records.drop(columns="knn"), clean, {"fud": "FUD"}, ["cnn"], n_boot=0, seed=0)
     assert set(summary["detector"]) == {"energy", "mahalanobis"} and "& k-NN &" not in tex
     # a detector column missing from the records: its rows are empty (--), counted non-finite
-    summary, tex = table2_ood(records.drop(columns="mahalanobis"), clean.assign(knn=0.0), {"fud": "FUD"}, ["cnn"],
-                              n_boot=0, seed=0)
+    summary, tex = table2_ood(
+        records.drop(columns="mahalanobis"), clean.assign(knn=0.0), {"fud": "FUD"}, ["cnn"], n_boot=0, seed=0
+    )
     fud = summary[(summary.evaluator == "FUD") & (summary.detector == "mahalanobis")]
     assert fud["value"].isna().all() and (fud["n_nonfinite"] == 2 * 40).all() and (fud["n_ood"] == 0).all()
 
@@ -376,13 +484,28 @@ def test_table_ood_script(repo, tmp_path):
     records.to_parquet(tmp_path / "records.parquet")
     clean.to_parquet(tmp_path / "clean.parquet")
     out = {"tex": str(tmp_path / "table2_ood.tex"), "csv": str(tmp_path / "table2_ood.csv")}
-    _run_script(repo, "table_ood.py", tmp_path, wildcards={"table": "table2_ood"},
-                input={"records": str(tmp_path / "records.parquet"), "clean_energy": str(tmp_path / "clean.parquet")},
-                output=out, params={"analysis": {"bootstrap": 20, "ci": 0.95, "ood_pooling": "run"}, "seed": 0,
-                                    "models": ["cnn", "vit"], "explainers": ["ig"]})
-    _run_script(repo, "table8_ood.py", tmp_path, input=[out["csv"]],
-                output={"tex": str(tmp_path / "table8_ood.tex"), "csv": str(tmp_path / "table8_ood.csv")},
-                params={"models": ["cnn", "vit"]})
+    _run_script(
+        repo,
+        "table_ood.py",
+        tmp_path,
+        wildcards={"table": "table2_ood"},
+        input={"records": str(tmp_path / "records.parquet"), "clean_energy": str(tmp_path / "clean.parquet")},
+        output=out,
+        params={
+            "analysis": {"bootstrap": 20, "ci": 0.95, "ood_pooling": "run"},
+            "seed": 0,
+            "models": ["cnn", "vit"],
+            "explainers": ["ig"],
+        },
+    )
+    _run_script(
+        repo,
+        "table8_ood.py",
+        tmp_path,
+        input=[out["csv"]],
+        output={"tex": str(tmp_path / "table8_ood.tex"), "csv": str(tmp_path / "table8_ood.csv")},
+        params={"models": ["cnn", "vit"]},
+    )
     assert sanity.tex_matches_csv(tmp_path) == [] and sanity.shared_rows_agree(tmp_path) == []
     assert set(pd.read_csv(out["csv"])["detector"]) == {"energy", "mahalanobis", "knn"}
 
@@ -438,11 +561,24 @@ def test_reference_job_without_linear_is_unavailable(repo, tmp_path, assets):
     orig = classifiers.load_classifier
     try:
         classifiers.load_classifier = lambda path, device="cpu": model  # the script imports it at run time
-        _run_script(repo, "ood_reference.py", tmp_path, wildcards={"model": "conv"},
-                    input={"model": "unused.pt", "train": str(assets / "train.npz")},
-                    output=[str(tmp_path / "ref.npz")],
-                    params={"reference": {"n_images": 10, "ridge": 1e-3, "knn_k": 3, "batch_size": 8,
-                                          "images": {"source": "synthetic"}}, "job": {"seed": 0, "device": "cpu"}})
+        _run_script(
+            repo,
+            "ood_reference.py",
+            tmp_path,
+            wildcards={"model": "conv"},
+            input={"model": "unused.pt", "train": str(assets / "train.npz")},
+            output=[str(tmp_path / "ref.npz")],
+            params={
+                "reference": {
+                    "n_images": 10,
+                    "ridge": 1e-3,
+                    "knn_k": 3,
+                    "batch_size": 8,
+                    "images": {"source": "synthetic"},
+                },
+                "job": {"seed": 0, "device": "cpu"},
+            },
+        )
     finally:
         classifiers.load_classifier = orig
     det = FeatureDetector.load(tmp_path / "ref.npz")

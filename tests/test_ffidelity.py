@@ -1,5 +1,6 @@
 """F-Fidelity: surrogate fine-tuning, stochastic capped removal, Fid / R-Fid / F-Fid
 scores on a hand-made model whose relevant pixels are known."""
+
 import numpy as np
 import pytest
 import torch
@@ -15,6 +16,8 @@ FFID_CURVE_SCORES = {curve: CURVE_SCORES[curve] for curve, *_ in FFID_CURVES}
 
 def build_ffid(settings, evaluation, assets, device):
     return build_evaluator("ffid", settings, evaluation, assets, device)
+
+
 from fudbench.models.classifiers import Classifier, save_classifier
 from fudbench.models.surrogate import finetune_surrogate, random_removal_masks
 from fudbench.protocols.faithfulness.ffidelity import ClassifierMeanImputer, FidelityCurve, sample_removals
@@ -48,11 +51,12 @@ def _halves(n=2, h=8, left=True):
     if left:
         a[..., : h // 2] = 1.0
     else:
-        a[..., h // 2:] = 1.0
+        a[..., h // 2 :] = 1.0
     return a + 0.01 * torch.rand(n, 3, h, h, generator=torch.Generator().manual_seed(0))
 
 
 # ---------------------------------------------------------------- removal sampling
+
 
 @pytest.mark.parametrize("n_cand,alpha,beta", [(64, 0.5, 0.1), (10, 1.0, 0.1), (60, 1.0, 0.25), (3, 0.5, 0.5)])
 def test_removal_cap_never_exceeded_and_only_candidates_removed(n_cand, alpha, beta):
@@ -111,6 +115,7 @@ def test_classifier_mean_imputer_fills_every_channel_with_the_dataset_mean():
 
 # ---------------------------------------------------------------- protocol
 
+
 def _run(curve, x, y, a, ids, key=("t",)):
     return curve.run(_left_half_model(), x, y, a, ClassifierMeanImputer(), ids, key).records
 
@@ -122,12 +127,14 @@ def test_batched_equals_per_image_and_seeded():
     a = torch.rand(3, 3, 8, 8, generator=g)
     y = torch.tensor([0, 0, 1])
     ids = [7, 11, 20]
-    curve = FidelityCurve("rfid_plus", "plus", sparsities=(0.25, 0.5, 0.75), alpha=0.5, beta=0.3, n_samples=6,
-                          batch_size=64)
+    curve = FidelityCurve(
+        "rfid_plus", "plus", sparsities=(0.25, 0.5, 0.75), alpha=0.5, beta=0.3, n_samples=6, batch_size=64
+    )
     batched = _run(curve, x, y, a, ids)
-    single = FidelityCurve("rfid_plus", "plus", sparsities=(0.25, 0.5, 0.75), alpha=0.5, beta=0.3, n_samples=6,
-                           batch_size=5)
-    per_image = [_run(single, x[i:i + 1], y[i:i + 1], a[i:i + 1], ids[i:i + 1]) for i in range(3)]
+    single = FidelityCurve(
+        "rfid_plus", "plus", sparsities=(0.25, 0.5, 0.75), alpha=0.5, beta=0.3, n_samples=6, batch_size=5
+    )
+    per_image = [_run(single, x[i : i + 1], y[i : i + 1], a[i : i + 1], ids[i : i + 1]) for i in range(3)]
     import pandas as pd
 
     per_image = pd.concat(per_image, ignore_index=True)
@@ -185,6 +192,7 @@ def test_ffid_cap_limits_what_removal_can_do():
 
 # ---------------------------------------------------------------- surrogate and evaluator
 
+
 def _tiny_data(n=16, seed=0):
     g = torch.Generator().manual_seed(seed)
     return torch.rand(n, 3, 8, 8, generator=g), torch.randint(0, 4, (n,), generator=g)
@@ -208,8 +216,14 @@ def test_surrogate_finetuning_changes_weights_deterministically(tiny_cnn):
 
 
 def test_build_ffid_runs_six_curves_and_checks_inputs(tiny_cnn, tmp_path):
-    settings = {"beta": 0.1, "alpha": 0.5, "n_samples": 3, "sparsities": [0.25, 0.75],
-                "finetune": {"epochs": 1, "lr": 1e-3, "batch_size": 8, "weight_decay": 0.0}, "batch_size": 64}
+    settings = {
+        "beta": 0.1,
+        "alpha": 0.5,
+        "n_samples": 3,
+        "sparsities": [0.25, 0.75],
+        "finetune": {"epochs": 1, "lr": 1e-3, "batch_size": 8, "weight_decay": 0.0},
+        "batch_size": 64,
+    }
     evaluation = {"reduction": "abs_sum"}
     with pytest.raises(ValueError, match="surrogate"):
         build_ffid(settings, evaluation, {}, "cpu")

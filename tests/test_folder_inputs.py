@@ -2,6 +2,7 @@
 converted so that the pixels keep their meaning, with a message saying what was
 done, or refused naming the file, before any job (docs/your_own.md, "What folder
 data accepts"). Every test fails on 6c8cba0."""
+
 import io
 import logging
 import re
@@ -14,10 +15,20 @@ import pytest
 from PIL import Image, ImageOps
 
 from fudbench.data.folder import (
-    FolderDataError, MaskError, build_eval_set, folder_problems, image_problems, read_mask,
+    FolderDataError,
+    MaskError,
+    build_eval_set,
+    folder_problems,
+    image_problems,
+    read_mask,
 )
 from fudbench.data.imagenet import (
-    EXIF_TURNS, MIN_SIDE, CorruptImageError, UnsupportedImageError, decode_rgb, read_image,
+    EXIF_TURNS,
+    MIN_SIDE,
+    CorruptImageError,
+    UnsupportedImageError,
+    decode_rgb,
+    read_image,
 )
 
 RAMP16 = np.linspace(0, 65535, 32 * 40).reshape(32, 40).astype(np.uint16)  # h 32, w 40
@@ -33,8 +44,12 @@ def png16(path, arr):
     def chunk(t, d):
         return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xFFFFFFFF)
 
-    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 16, colour, 0, 0, 0))
-                     + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    path.write_bytes(
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 16, colour, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
     return path
 
 
@@ -57,7 +72,8 @@ def _folder(tmp_path, files: dict, masks: dict | None = None, resize=32, crop=32
 
 def _save(arr, mode=None, fmt=None, **kw):
     return lambda p: (Image.fromarray(arr) if mode is None else Image.fromarray(arr).convert(mode)).save(
-        p, format=fmt, **kw)
+        p, format=fmt, **kw
+    )
 
 
 # --- image modes and bit depths ------------------------------------------------------------------
@@ -77,8 +93,9 @@ def test_16bit_grayscale_png_is_scaled_not_clipped(tmp_path, caplog):
     assert "g16.png: 16-bit grayscale: scaled to 8 bits" in caplog.text and info["conversion"].startswith("16-bit")
     # equals the 8-bit file of the same picture (stored as v * 257) and Pillow's own 16-bit RGB reduction
     eight = (RAMP16 >> 8).astype(np.uint8)
-    np.testing.assert_array_equal(np.asarray(decode_rgb(png16(tmp_path / "g8x257.png",
-                                                              eight.astype(np.uint16) * 257)).image)[..., 0], eight)
+    np.testing.assert_array_equal(
+        np.asarray(decode_rgb(png16(tmp_path / "g8x257.png", eight.astype(np.uint16) * 257)).image)[..., 0], eight
+    )
     rgb = decode_rgb(png16(tmp_path / "rgb16.png", np.stack([RAMP16] * 3, -1)))
     np.testing.assert_array_equal(np.asarray(rgb.image), a)
     assert rgb.notes and rgb.notes[0][0] == "16-bit"
@@ -96,15 +113,19 @@ def test_16bit_image_in_folder_data_reaches_the_eval_set_scaled(tmp_path):
     out = build_eval_set(cfg, 1)
     assert 100 < out["images"].mean() < 155  # the ramp's mean, not white
     assert out["manifest"][0]["conversion"].startswith("16-bit grayscale") and out["stats"]["conversions"] == {
-        "16-bit": 1}
+        "16-bit": 1
+    }
 
 
-@pytest.mark.parametrize("name,writer,match", [
-    ("i32.tif", _save(RAMP16.astype(np.int32) * 40000), r"32-bit integer pixels .*no standard white level"),
-    ("lab.tif", _save(np.zeros((32, 40, 3), np.uint8), "LAB"), r"pixel mode LAB is not supported"),
-    ("nan.tif", _save(np.full((32, 40), np.nan, np.float32)), r"floating-point pixels include NaN"),
-    ("wide.tif", _save(RAMP16.astype(np.float32) - 1), r"floating-point pixels range over \[-1, 65534\]"),
-])
+@pytest.mark.parametrize(
+    "name,writer,match",
+    [
+        ("i32.tif", _save(RAMP16.astype(np.int32) * 40000), r"32-bit integer pixels .*no standard white level"),
+        ("lab.tif", _save(np.zeros((32, 40, 3), np.uint8), "LAB"), r"pixel mode LAB is not supported"),
+        ("nan.tif", _save(np.full((32, 40), np.nan, np.float32)), r"floating-point pixels include NaN"),
+        ("wide.tif", _save(RAMP16.astype(np.float32) - 1), r"floating-point pixels range over \[-1, 65534\]"),
+    ],
+)
 def test_modes_that_cannot_keep_their_meaning_are_refused_naming_the_file(tmp_path, name, writer, match):
     writer(tmp_path / name)
     with pytest.raises(UnsupportedImageError, match=rf"{name}: {match}"):
@@ -164,8 +185,10 @@ def test_exif_rotated_jpeg_is_turned_upright_for_folder_data_only(tmp_path, capl
     for orientation in range(2, 9):  # our table is Pillow's
         exif[0x0112] = orientation
         img.save(tmp_path / "o.png", exif=exif.tobytes())
-        np.testing.assert_array_equal(np.asarray(decode_rgb(tmp_path / "o.png", exif=True).image),
-                                      np.asarray(ImageOps.exif_transpose(Image.open(tmp_path / "o.png"))))
+        np.testing.assert_array_equal(
+            np.asarray(decode_rgb(tmp_path / "o.png", exif=True).image),
+            np.asarray(ImageOps.exif_transpose(Image.open(tmp_path / "o.png"))),
+        )
     assert EXIF_TURNS.keys() == set(range(2, 9))
 
 
@@ -196,9 +219,11 @@ def test_first_frame_of_an_animation_is_said(tmp_path):
 def test_two_images_sharing_a_stem_are_an_error_naming_both(tmp_path):
     """6c8cba0: a.png and a.jpg both read masks/a.png."""
     img = _save(np.zeros((32, 32, 3), np.uint8))
-    cfg = _folder(tmp_path, {"a.png": img, "a.jpg": img, "b.png": img},
-                  masks={"a.png": _save(np.full((32, 32), 255, np.uint8)), "b.png": _save(np.ones((32, 32),
-                                                                                              np.uint8))})
+    cfg = _folder(
+        tmp_path,
+        {"a.png": img, "a.jpg": img, "b.png": img},
+        masks={"a.png": _save(np.full((32, 32), 255, np.uint8)), "b.png": _save(np.ones((32, 32), np.uint8))},
+    )
     problems = folder_problems(cfg, 3)
     assert len(problems) == 1 and "a.jpg and a.png share the mask" in problems[0] and "masks/a.png" in problems[0]
     with pytest.raises(FolderDataError, match="a.jpg and a.png share the mask"):
@@ -224,8 +249,11 @@ def test_one_file_listed_under_two_names_is_refused(tmp_path):
 
 
 def test_an_uppercase_png_mask_is_found(tmp_path):
-    cfg = _folder(tmp_path, {"A.JPG": _save(np.zeros((32, 32, 3), np.uint8))},
-                  masks={"A.PNG": _save(np.full((32, 32), 255, np.uint8))})
+    cfg = _folder(
+        tmp_path,
+        {"A.JPG": _save(np.zeros((32, 32, 3), np.uint8))},
+        masks={"A.PNG": _save(np.full((32, 32), 255, np.uint8))},
+    )
     assert folder_problems(cfg, 1) == [] and build_eval_set(cfg, 1)["masks"].all()
 
 
@@ -253,7 +281,7 @@ def test_an_rgba_mask_whose_object_is_only_in_alpha_is_read_from_alpha(tmp_path,
 def test_an_rgba_mask_whose_alpha_and_colours_disagree_is_refused(tmp_path):
     m = np.zeros((32, 32, 4), np.uint8)
     m[8:24, 8:24, 3] = 255  # alpha: a box
-    m[:4, :4, 0] = 255      # colours: another
+    m[:4, :4, 0] = 255  # colours: another
     Image.fromarray(m, "RGBA").save(tmp_path / "m.png")
     with pytest.raises(MaskError, match=r"m\.png: the mask's alpha channel and its colours mark different pixels"):
         read_mask(tmp_path / "m.png", (32, 32), 32, 32)
@@ -268,9 +296,11 @@ def test_a_dark_coloured_mask_is_not_lost(tmp_path):
 
 def test_an_empty_mask_is_refused_before_any_job(tmp_path):
     img = _save(np.zeros((32, 32, 3), np.uint8))
-    cfg = _folder(tmp_path, {"a.png": img, "b.png": img},
-                  masks={"a.png": _save(np.full((32, 32), 255, np.uint8)), "b.png": _save(np.zeros((32, 32),
-                                                                                               np.uint8))})
+    cfg = _folder(
+        tmp_path,
+        {"a.png": img, "b.png": img},
+        masks={"a.png": _save(np.full((32, 32), 255, np.uint8)), "b.png": _save(np.zeros((32, 32), np.uint8))},
+    )
     problems = image_problems(cfg, 2)
     assert len(problems) == 1 and "masks/b.png: the mask is empty" in problems[0]
     with pytest.raises(MaskError, match=r"b\.png: the mask is empty"):
@@ -281,8 +311,11 @@ def test_a_mask_outside_the_centre_crop_is_refused(tmp_path):
     m = np.zeros((32, 64), np.uint8)
     m[:, :8] = 255  # the left edge: cropped away (64 wide -> centre 32)
     Image.fromarray(m).save(tmp_path / "m.png")
-    with pytest.raises(MaskError, match=r"m\.png: no object pixel is left after the resize to 32 and the centre "
-                                         r"crop of 32 .*the object lies outside the centre crop"):
+    with pytest.raises(
+        MaskError,
+        match=r"m\.png: no object pixel is left after the resize to 32 and the centre "
+        r"crop of 32 .*the object lies outside the centre crop",
+    ):
         read_mask(tmp_path / "m.png", (64, 32), 32, 32)
 
 
@@ -290,11 +323,19 @@ def test_a_mask_of_the_stored_size_of_an_exif_turned_image_says_so(tmp_path):
     img = Image.fromarray(np.zeros((20, 40, 3), np.uint8))
     exif = img.getexif()
     exif[0x0112] = 8
-    cfg = _folder(tmp_path, {"r.jpg": lambda p: img.save(p, exif=exif.tobytes())},
-                  masks={"r.png": _save(np.full((20, 40), 255, np.uint8))}, resize=20, crop=16)
+    cfg = _folder(
+        tmp_path,
+        {"r.jpg": lambda p: img.save(p, exif=exif.tobytes())},
+        masks={"r.png": _save(np.full((20, 40), 255, np.uint8))},
+        resize=20,
+        crop=16,
+    )
     problems = image_problems(cfg, 1)
-    assert len(problems) == 1 and "the mask is 40x20, its image 20x40" in problems[0] and \
-        "turned by its EXIF orientation" in problems[0]
+    assert (
+        len(problems) == 1
+        and "the mask is 40x20, its image 20x40" in problems[0]
+        and "turned by its EXIF orientation" in problems[0]
+    )
 
 
 def test_a_corrupt_image_is_still_a_corrupt_image_error(tmp_path):
@@ -319,8 +360,11 @@ def test_16bit_file_holding_8bit_values_is_refused_and_12bit_warned(tmp_path, ca
     """Scaled by 65535, 8-bit values saved as 16-bit would be evaluated black: refused; 12-bit sensor values
     nearly black: warned."""
     png16(tmp_path / "eight.png", RAMP16 >> 8)
-    with pytest.raises(UnsupportedImageError, match=r"eight\.png: a 16-bit grayscale image whose brightest pixel "
-                                                    r"is 255 of 65535 .*scale the values by 257"):
+    with pytest.raises(
+        UnsupportedImageError,
+        match=r"eight\.png: a 16-bit grayscale image whose brightest pixel "
+        r"is 255 of 65535 .*scale the values by 257",
+    ):
         decode_rgb(tmp_path / "eight.png")
     png16(tmp_path / "twelve.png", RAMP16 >> 4)
     with caplog.at_level(logging.WARNING):
@@ -339,8 +383,11 @@ def test_pgm_of_any_depth_keeps_its_scale(tmp_path, maxval):
 
 def test_a_file_pillow_cannot_identify_says_what_it_may_be(tmp_path):
     (tmp_path / "x.svg").write_text('<svg xmlns="http://www.w3.org/2000/svg" width="64" height="48"></svg>')
-    with pytest.raises(CorruptImageError, match=r"x\.svg: cannot decode the image .*not an image Pillow reads .*"
-                                                r"save it as PNG or JPEG"):
+    with pytest.raises(
+        CorruptImageError,
+        match=r"x\.svg: cannot decode the image .*not an image Pillow reads .*"
+        r"save it as PNG or JPEG",
+    ):
         decode_rgb(tmp_path / "x.svg")
 
 

@@ -1,5 +1,6 @@
 """The sampler's speed settings (bf16 autocast, channels_last, torch.compile):
 batched output equals per-sample output, and the fast path stays close to fp32."""
+
 import copy
 
 import pytest
@@ -27,31 +28,36 @@ def own_unet(tiny_unet):
 
 def _batched_and_single(sampler, classifier, x, mask, target, seeds):
     batched = sampler.fill(x, mask, ImputeContext(classifier, target, seeds))
-    single = torch.cat([sampler.fill(x[i:i + 1], mask[i:i + 1],
-                                     ImputeContext(classifier, target[i:i + 1], seeds[i:i + 1]))
-                        for i in range(len(x))])
+    single = torch.cat(
+        [
+            sampler.fill(x[i : i + 1], mask[i : i + 1], ImputeContext(classifier, target[i : i + 1], seeds[i : i + 1]))
+            for i in range(len(x))
+        ]
+    )
     return batched, single
 
 
-@pytest.mark.parametrize("settings", [{"amp_dtype": "bf16"}, {"channels_last": True},
-                                      {"amp_dtype": "bf16", "channels_last": True}])
+@pytest.mark.parametrize(
+    "settings", [{"amp_dtype": "bf16"}, {"channels_last": True}, {"amp_dtype": "bf16", "channels_last": True}]
+)
 def test_fast_settings_batched_equal_per_sample_and_close_to_fp32(own_unet, brightness_classifier, settings):
     unet, schedule = own_unet
     x, mask = _inputs()
     target, seeds = torch.tensor([0, 1, 0, 1]), [21, 22, 23, 24]
     base = {"steps": 5, "guidance_start": 0.5, **FP32}
     reference = fud_sampler(copy.deepcopy(unet), schedule, base).fill(
-        x, mask, ImputeContext(brightness_classifier, target, seeds))
+        x, mask, ImputeContext(brightness_classifier, target, seeds)
+    )
     sampler = fud_sampler(unet, schedule, {**base, **settings})
     batched, single = _batched_and_single(sampler, brightness_classifier, x, mask, target, seeds)
     torch.testing.assert_close(batched, single, atol=1e-2 if "amp_dtype" in settings else 1e-5, rtol=0)
     keep = mask.bool().expand_as(x)
-    assert torch.equal(batched[keep], x[keep])               # still exact in every precision
+    assert torch.equal(batched[keep], x[keep])  # still exact in every precision
     diff = (batched - reference).abs()
     if "amp_dtype" in settings:
-        assert diff.mean() < 3e-3 and diff.max() < 0.05      # bf16 is a faithful approximation
+        assert diff.mean() < 3e-3 and diff.max() < 0.05  # bf16 is a faithful approximation
     else:
-        assert diff.max() < 1e-5                             # a layout change only
+        assert diff.max() < 1e-5  # a layout change only
 
 
 def test_group_norm_runs_in_fp32_under_autocast(monkeypatch):
@@ -72,9 +78,9 @@ def test_group_norm_runs_in_fp32_under_autocast(monkeypatch):
         gn(x)
         group_norm_in_fp32(gn)
         y = gn(x)
-    assert seen == [torch.bfloat16, torch.float32]              # plain GroupNorm: bf16; patched: fp32
+    assert seen == [torch.bfloat16, torch.float32]  # plain GroupNorm: bf16; patched: fp32
     assert y.dtype == torch.bfloat16 and torch.equal(y, exact)  # handed back in the input's dtype
-    plain = torch.randn(2, 8, 4, 4)                             # outside autocast: nn.GroupNorm as before
+    plain = torch.randn(2, 8, 4, 4)  # outside autocast: nn.GroupNorm as before
     torch.testing.assert_close(gn(plain), real(plain, 2, gn.weight, gn.bias, gn.eps))
 
 
@@ -88,6 +94,7 @@ def test_compile_wraps_the_unet_once_with_static_shapes(own_unet, monkeypatch):
         def forward(*args, **kw):
             calls.append("forward")
             return module(*args, **kw)
+
         return forward
 
     monkeypatch.setattr(torch, "compile", fake_compile)

@@ -3,6 +3,7 @@ sampler equals the eager one within fp32 / bf16 tolerance, one graph per batch
 shape (smaller batches padded up to it), compilation outside the timed part,
 and a failing compilation falls back to eager with a log line. The real
 compiler runs on the CPU here (Inductor needs a C++ compiler; skipped without)."""
+
 import copy
 import logging
 import os
@@ -18,14 +19,17 @@ from fudbench.imputers.diffusion.runtime import CompiledForward
 
 pytestmark = pytest.mark.numerics  # the outcome may depend on the CPU's kernels (tests/numerics_support.py)
 
-needs_cxx = pytest.mark.skipif(not shutil.which(os.environ.get("CXX", "g++")) and not shutil.which("c++"),
-                               reason="torch.compile on a CPU needs a C++ compiler (g++ / c++); none on PATH")
+needs_cxx = pytest.mark.skipif(
+    not shutil.which(os.environ.get("CXX", "g++")) and not shutil.which("c++"),
+    reason="torch.compile on a CPU needs a C++ compiler (g++ / c++); none on PATH",
+)
 # Without a vector instruction set (ATEN_CPU_CAPABILITY=default, tools/cpu_kinds.sh's `default` cap; a CPU
 # without AVX2) Inductor's C++ code for this U-Net does not build (torch 2.14 emits at::vec's transpose_mxn
 # without its header): fudbench runs it eager then, as test_a_failing_compilation_falls_back_... checks.
-needs_vector_isa = pytest.mark.skipif(torch.backends.cpu.get_cpu_capability() == "DEFAULT",
-                                      reason="Inductor's CPU code for the U-Net needs a vector ISA (ATen "
-                                             "capability DEFAULT here)")
+needs_vector_isa = pytest.mark.skipif(
+    torch.backends.cpu.get_cpu_capability() == "DEFAULT",
+    reason="Inductor's CPU code for the U-Net needs a vector ISA (ATen capability DEFAULT here)",
+)
 
 
 def _inputs(n=4, size=8, seed=0):
@@ -36,20 +40,24 @@ def _inputs(n=4, size=8, seed=0):
 def _pair(tiny_unet, **settings):
     unet, schedule = tiny_unet
     base = {"steps": 3, "guidance_start": 0.7, **settings}
-    return (fud_sampler(copy.deepcopy(unet), schedule, {**base, "compile": False}),
-            fud_sampler(copy.deepcopy(unet), schedule, {**base, "compile": True}))
+    return (
+        fud_sampler(copy.deepcopy(unet), schedule, {**base, "compile": False}),
+        fud_sampler(copy.deepcopy(unet), schedule, {**base, "compile": True}),
+    )
 
 
 @needs_cxx
 @needs_vector_isa
-@pytest.mark.parametrize("settings,atol", [({"amp_dtype": None, "channels_last": False}, 1e-5),
-                                           ({"amp_dtype": "bf16", "channels_last": True}, 3e-2)])
+@pytest.mark.parametrize(
+    "settings,atol",
+    [({"amp_dtype": None, "channels_last": False}, 1e-5), ({"amp_dtype": "bf16", "channels_last": True}, 3e-2)],
+)
 def test_compiled_sampler_equals_eager(tiny_unet, brightness_classifier, settings, atol):
     eager, compiled = _pair(tiny_unet, **settings)
     x, mask = _inputs()
     ctx = ImputeContext(brightness_classifier, torch.tensor([0, 1, 0, 1]), [5, 6, 7, 8])
     assert compiled.warm_up(x) and compiled.runtime.compile_failed is None  # it really compiled
-    assert not compiled.warm_up(x)                                          # once per shape
+    assert not compiled.warm_up(x)  # once per shape
     a, b = compiled.fill(x, mask, ctx), eager.fill(x, mask, ctx)
     torch.testing.assert_close(a, b, atol=atol, rtol=0)
     keep = mask.bool().expand_as(x)
@@ -65,8 +73,8 @@ def test_a_smaller_batch_is_padded_only_while_cheaper_than_eager(tiny_unet):
     fwd = CompiledForward(unet)
     fwd.shapes = {(8, 3, 8, 8)}
     assert fwd.target_batch((8, 3, 8, 8)) == 8
-    assert fwd.target_batch((4, 3, 8, 8)) == 8       # 2x the rows: padded
-    assert fwd.target_batch((3, 3, 8, 8)) is None    # 2.7x: its own graph
+    assert fwd.target_batch((4, 3, 8, 8)) == 8  # 2x the rows: padded
+    assert fwd.target_batch((3, 3, 8, 8)) is None  # 2.7x: its own graph
     assert fwd.target_batch((4, 3, 16, 16)) is None  # another image size
 
 
@@ -78,6 +86,7 @@ def test_padding_passes_the_real_rows_and_cuts_the_output(tiny_unet, monkeypatch
         def forward(x, t):
             seen.append((tuple(x.shape), t.tolist()))
             return module(x, t)
+
         return forward
 
     monkeypatch.setattr(torch, "compile", fake_compile)
@@ -91,10 +100,13 @@ def test_padding_passes_the_real_rows_and_cuts_the_output(tiny_unet, monkeypatch
 
 def _compile_raising(message: str):
     """A stand-in for torch.compile whose compiled module raises RuntimeError(message) when called."""
+
     def compile_(module, **kwargs):
         def forward(*args, **kw):
             raise RuntimeError(message)
+
         return forward
+
     return compile_
 
 

@@ -1,4 +1,5 @@
 """FUD diagnostics (Figs. 3, 5, 6, Table 10): traces, their long format and the figures."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -6,8 +7,14 @@ import pandas as pd
 import pytest
 import torch
 
-from fudbench.analysis.fud_diagnostics import (auroc_by_step, diagnostics_frame, final_l2, keep_masks,
-                                               sample_seeds, trace_fud)
+from fudbench.analysis.fud_diagnostics import (
+    auroc_by_step,
+    diagnostics_frame,
+    final_l2,
+    keep_masks,
+    sample_seeds,
+    trace_fud,
+)
 from fudbench.imputers.diffusion import fud_sampler
 
 pytestmark = pytest.mark.numerics  # the outcome may depend on the CPU's kernels (tests/numerics_support.py)
@@ -25,8 +32,18 @@ def traced(tiny_unet, tiny_cnn):
     xs, ys = x.repeat_interleave(2, 0), y.repeat_interleave(2, 0)
     seeds = sample_seeds((0, "t"), [10, 11], ratios)
     final, l2, energy, scored = trace_fud(imputer, tiny_cnn, xs, ys, masks.flatten(0, 1), seeds, batch_size=3)
-    return dict(imputer=imputer, x=xs, masks=masks.flatten(0, 1), final=final, l2=l2, energy=energy,
-                scored=scored, ratios=ratios, seeds=seeds, y=ys)
+    return dict(
+        imputer=imputer,
+        x=xs,
+        masks=masks.flatten(0, 1),
+        final=final,
+        l2=l2,
+        energy=energy,
+        scored=scored,
+        ratios=ratios,
+        seeds=seeds,
+        y=ys,
+    )
 
 
 def test_keep_masks_keep_the_requested_fraction():
@@ -51,15 +68,17 @@ def test_trace_shapes_and_final_distance(traced):
 def test_trace_batches_do_not_change_samples(traced, tiny_cnn):
     from fudbench.imputers.base import ImputeContext
 
-    out, _ = traced["imputer"].sample(traced["x"][1:2], traced["masks"][1:2],
-                                      ImputeContext(tiny_cnn, traced["y"][1:2], traced["seeds"][1:2]))
+    out, _ = traced["imputer"].sample(
+        traced["x"][1:2], traced["masks"][1:2], ImputeContext(tiny_cnn, traced["y"][1:2], traced["seeds"][1:2])
+    )
     torch.testing.assert_close(out, traced["final"][1:2], atol=1e-5, rtol=0)
 
 
 def test_frame_layout_and_aurocs(traced):
     timesteps = traced["imputer"].timesteps
-    frame = diagnostics_frame("cnn", 0.5, traced["ratios"], [10, 11], timesteps, traced["l2"], traced["energy"],
-                              traced["scored"])
+    frame = diagnostics_frame(
+        "cnn", 0.5, traced["ratios"], [10, 11], timesteps, traced["l2"], traced["energy"], traced["scored"]
+    )
     n_steps = len(timesteps) + 1
     assert len(frame) == 4 * n_steps
     assert frame["energy"].isna().sum() == 4  # x_T has no estimate
@@ -76,16 +95,28 @@ def test_figures_and_timing_table(traced):
     from fudbench.report.diagnostics import fig3_auroc_by_step, fig5_l2_by_step, fig6_final_l2, table10_timing
 
     timesteps = traced["imputer"].timesteps
-    frame = diagnostics_frame("cnn", 0.5, traced["ratios"], [10, 11], timesteps, traced["l2"], traced["energy"],
-                              traced["scored"])
-    traces = pd.concat([frame.assign(run="main"), frame.assign(run="sweep"),
-                        frame.assign(run="sweep", guidance_start=0.0)])
+    frame = diagnostics_frame(
+        "cnn", 0.5, traced["ratios"], [10, 11], timesteps, traced["l2"], traced["energy"], traced["scored"]
+    )
+    traces = pd.concat(
+        [frame.assign(run="main"), frame.assign(run="sweep"), frame.assign(run="sweep", guidance_start=0.0)]
+    )
     clean = {"cnn": pd.Series(np.linspace(-3, 0, 5))}
-    for fig in (fig3_auroc_by_step(traces, clean, ["cnn"], 0.5, 100), fig5_l2_by_step(traces, ["cnn"], 0.75),
-                fig6_final_l2(traces, ["cnn"])):
+    for fig in (
+        fig3_auroc_by_step(traces, clean, ["cnn"], 0.5, 100),
+        fig5_l2_by_step(traces, ["cnn"], 0.75),
+        fig6_final_l2(traces, ["cnn"]),
+    ):
         assert fig.axes
-    timings = pd.DataFrame({"steps": [10, 10, 20, 20], "image": [0, 1, 0, 1], "seconds": [1.0, 1.2, 2.0, 2.4],
-                            "n_ratios": 9, "device": "CPU"})
+    timings = pd.DataFrame(
+        {
+            "steps": [10, 10, 20, 20],
+            "image": [0, 1, 0, 1],
+            "seconds": [1.0, 1.2, 2.0, 2.4],
+            "n_ratios": 9,
+            "device": "CPU",
+        }
+    )
     summary, tex = table10_timing(timings, "CPU")
     assert summary["mean"].tolist() == pytest.approx([1.1, 2.2])
     assert "\\toprule" in tex and "CPU" in tex and "all 9 ratios" in tex and "s / image" in tex

@@ -1,4 +1,5 @@
 """The FUD sampler: hard constraint, range, determinism, batching, guidance."""
+
 import pytest
 import torch
 
@@ -41,8 +42,9 @@ def test_deterministic_for_a_seed(tiny_unet, brightness_classifier):
     ctx = ImputeContext(classifier=brightness_classifier, target=torch.zeros(4, dtype=torch.long), seeds=[7, 8, 9, 10])
     a, b = sampler.fill(x, mask, ctx), sampler.fill(x, mask, ctx)
     assert torch.equal(a, b)
-    other = sampler.fill(x, mask, ImputeContext(classifier=brightness_classifier, target=ctx.target,
-                                                seeds=[1, 2, 3, 4]))
+    other = sampler.fill(
+        x, mask, ImputeContext(classifier=brightness_classifier, target=ctx.target, seeds=[1, 2, 3, 4])
+    )
     assert not torch.equal(a, other)
 
 
@@ -53,9 +55,14 @@ def test_batched_equals_per_sample(tiny_unet, brightness_classifier):
     target = torch.tensor([0, 1, 0, 1])
     seeds = [11, 12, 13, 14]
     batched = sampler.fill(x, mask, ImputeContext(brightness_classifier, target, seeds))
-    single = torch.cat([sampler.fill(x[i:i + 1], mask[i:i + 1],
-                                     ImputeContext(brightness_classifier, target[i:i + 1], seeds[i:i + 1]))
-                        for i in range(4)])
+    single = torch.cat(
+        [
+            sampler.fill(
+                x[i : i + 1], mask[i : i + 1], ImputeContext(brightness_classifier, target[i : i + 1], seeds[i : i + 1])
+            )
+            for i in range(4)
+        ]
+    )
     torch.testing.assert_close(batched, single, atol=1e-5, rtol=1e-5)
 
 
@@ -67,9 +74,11 @@ def test_guidance_lowers_target_probability(tiny_unet, brightness_classifier):
     seeds = list(range(16))
     kwargs = dict(steps=10, guidance_start=0.5)
     plain = fud_sampler(unet, schedule, {"guidance_scale": 0.0, **kwargs}).fill(
-        x, mask, ImputeContext(brightness_classifier, target, seeds))
+        x, mask, ImputeContext(brightness_classifier, target, seeds)
+    )
     guided = fud_sampler(unet, schedule, {"guidance_scale": 20.0, **kwargs}).fill(
-        x, mask, ImputeContext(brightness_classifier, target, seeds))
+        x, mask, ImputeContext(brightness_classifier, target, seeds)
+    )
 
     def p_target(images):
         return torch.softmax(brightness_classifier(images), 1).gather(1, target.view(-1, 1)).mean()
@@ -107,6 +116,7 @@ def test_trace_starts_far_and_ends_at_the_output(tiny_unet):
 
 
 # --- the DDIM update written out equals diffusers' DDIMScheduler.step ---------
+
 
 @pytest.mark.parametrize("clip_x0", [True, False])
 def test_ddim_step_equals_diffusers_scheduler(tiny_unet, clip_x0):
@@ -155,9 +165,9 @@ def test_sampler_equals_a_loop_over_diffusers_scheduler_step(tiny_unet, brightne
     target, seeds = torch.tensor([0, 1, 1, 0]), [5, 6, 7, 8]
     with torch.no_grad():
         expected = _reference_fud(unet, schedule, 10, 4.0, 0.3, x, mask, brightness_classifier, target, seeds)
-    got = fud_sampler(unet, schedule, {"steps": 10, "guidance_scale": 4.0, "guidance_start": 0.3,
-                                 "amp_dtype": None}).fill(
-        x, mask, ImputeContext(brightness_classifier, target, seeds))
+    got = fud_sampler(
+        unet, schedule, {"steps": 10, "guidance_scale": 4.0, "guidance_start": 0.3, "amp_dtype": None}
+    ).fill(x, mask, ImputeContext(brightness_classifier, target, seeds))
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
 
 
@@ -166,12 +176,14 @@ def test_callback_with_x0_hat_gets_the_clipped_estimate(tiny_unet):
     x, mask = _inputs()
     got = []
     fud_sampler(unet, schedule, {"steps": 4, "guidance_scale": 0.0}).sample(
-        x, mask, ImputeContext(seeds=[1, 2, 3, 4]), callback=lambda i, t, x_t, x0_hat: got.append(x0_hat))
+        x, mask, ImputeContext(seeds=[1, 2, 3, 4]), callback=lambda i, t, x_t, x0_hat: got.append(x0_hat)
+    )
     assert len(got) == 4 and all(e.shape == x.shape and e.abs().max() <= 1 for e in got)
     assert not torch.equal(got[0], got[-1])
 
 
 # --- the soft constraint (paper Sec. 4.3.4, Table 5) --------------------------
+
 
 class ZeroEps(torch.nn.Module):
     """A 'U-Net' predicting eps = 0: what is left of a step is the update rule."""
@@ -184,8 +196,9 @@ def test_soft_constraint_follows_the_documented_update(tiny_unet):
     """e = -sqrt(1 - abar_t) M (x~ - x_t) / sigma^2 (eps_theta = 0), clipped-x0 DDIM step, no overwrite."""
     _, schedule = tiny_unet
     sigma = 0.7
-    sampler = fud_sampler(ZeroEps(), schedule, {"steps": 2, "guidance_scale": 0.0, "constraint": "soft",
-                                                "soft_sigma": sigma})
+    sampler = fud_sampler(
+        ZeroEps(), schedule, {"steps": 2, "guidance_scale": 0.0, "constraint": "soft", "soft_sigma": sigma}
+    )
     assert sampler.timesteps == [50, 0]
     x, mask = _inputs(n=2)
     seeds = [3, 4]
@@ -197,10 +210,10 @@ def test_soft_constraint_follows_the_documented_update(tiny_unet):
     abar = sampler.ddim.scheduler.alphas_cumprod.double()
     for t, abar_prev in ((50, float(abar[0])), (0, 1.0)):
         a = float(abar[t])
-        e = -((1 - a) ** 0.5) * m * (clean - x_t) / sigma ** 2
-        x0 = ((x_t - (1 - a) ** 0.5 * e) / a ** 0.5).clamp(-1, 1)
-        e = (x_t - a ** 0.5 * x0) / (1 - a) ** 0.5
-        x_t = abar_prev ** 0.5 * x0 + (1 - abar_prev) ** 0.5 * e
+        e = -((1 - a) ** 0.5) * m * (clean - x_t) / sigma**2
+        x0 = ((x_t - (1 - a) ** 0.5 * e) / a**0.5).clamp(-1, 1)
+        e = (x_t - a**0.5 * x0) / (1 - a) ** 0.5
+        x_t = abar_prev**0.5 * x0 + (1 - abar_prev) ** 0.5 * e
     torch.testing.assert_close(out, ((x_t + 1) / 2).clamp(0, 1), atol=1e-5, rtol=1e-5)
 
 
@@ -211,13 +224,14 @@ def test_soft_constraint_pulls_kept_pixels_more_the_smaller_sigma(tiny_unet):
     ctx = ImputeContext(seeds=[1, 2, 3, 4])
     err = {}
     for sigma in (0.3, 3.0):
-        out = fud_sampler(unet, schedule, {"steps": 10, "guidance_scale": 0.0, "constraint": "soft",
-                                           "soft_sigma": sigma}).fill(x, mask, ctx)
+        out = fud_sampler(
+            unet, schedule, {"steps": 10, "guidance_scale": 0.0, "constraint": "soft", "soft_sigma": sigma}
+        ).fill(x, mask, ctx)
         assert out.min() >= 0 and out.max() <= 1
         err[sigma] = (out - x)[keep].abs().mean().item()
     hard = fud_sampler(unet, schedule, {"steps": 10, "guidance_scale": 0.0}).fill(x, mask, ctx)
-    assert (hard - x)[keep].abs().max() == 0          # hard: exact
-    assert 0 < err[0.3] < err[3.0]                    # soft: close, not exact; looser with larger sigma
+    assert (hard - x)[keep].abs().max() == 0  # hard: exact
+    assert 0 < err[0.3] < err[3.0]  # soft: close, not exact; looser with larger sigma
 
 
 def test_bad_sampler_settings_are_rejected(tiny_unet):

@@ -1,5 +1,6 @@
 """The FUD sampler's parts (fudbench.imputers.diffusion): settings and config
 agree, the null guidance part, the constraint parts, the two builders."""
+
 import dataclasses
 
 import pytest
@@ -9,10 +10,20 @@ from jsonschema import Draft202012Validator
 from fudbench.config.validate import load_yaml, with_entry_schemas
 from fudbench.evaluators.faithfulness.fud import MASK_SETTINGS
 from fudbench.imputers.base import ImputeContext
-from fudbench.imputers.diffusion import (FUD_SAMPLER_SETTINGS, PLAIN_SAMPLER_SETTINGS, ConstraintSettings,
-                                         DDIMRenoiseConstraint, DiffusionImputer, FreshRenoiseConstraint,
-                                         HardConstraint, NoGuidance, SoftConstraint, fud_sampler, plain_sampler,
-                                         settings_defaults)
+from fudbench.imputers.diffusion import (
+    FUD_SAMPLER_SETTINGS,
+    PLAIN_SAMPLER_SETTINGS,
+    ConstraintSettings,
+    DDIMRenoiseConstraint,
+    DiffusionImputer,
+    FreshRenoiseConstraint,
+    HardConstraint,
+    NoGuidance,
+    SoftConstraint,
+    fud_sampler,
+    plain_sampler,
+    settings_defaults,
+)
 from fudbench.imputers.resolution import ResizedDiffusionImputer
 
 pytestmark = pytest.mark.numerics  # the outcome may depend on the CPU's kernels (tests/numerics_support.py)
@@ -42,11 +53,17 @@ def _find(node, name):
 
 # --- settings: the dataclasses and the config schema agree ---------------------
 
+
 def test_fud_settings_and_config_schema_agree(schema):
     fud = schema["properties"]["evaluators"]["properties"]["fud"]
     defaults = settings_defaults(FUD_SAMPLER_SETTINGS)
     # batch_size, symmetric, noise_draw and the mask settings: the evaluator's own; method: any entry's alias key
-    assert set(fud["properties"]) - {"method"} == set(defaults) | {"batch_size", "symmetric", "noise_draw", *MASK_SETTINGS}
+    assert set(fud["properties"]) - {"method"} == set(defaults) | {
+        "batch_size",
+        "symmetric",
+        "noise_draw",
+        *MASK_SETTINGS,
+    }
     errors = [e.message for e in Draft202012Validator(fud).iter_errors({**defaults, "batch_size": 1})]
     assert errors == []
 
@@ -63,7 +80,7 @@ def test_plain_settings_and_imputer_options_schema_agree(schema):
 def test_each_default_has_one_home():
     fields = [f.name for part in FUD_SAMPLER_SETTINGS for f in dataclasses.fields(part)]
     assert len(fields) == len(set(fields))
-    assert settings_defaults(FUD_SAMPLER_SETTINGS)["steps"] == 100   # the paper
+    assert settings_defaults(FUD_SAMPLER_SETTINGS)["steps"] == 100  # the paper
     assert settings_defaults(PLAIN_SAMPLER_SETTINGS) == {"steps": 50, "clip_x0": True, "known": "clean"}
 
 
@@ -77,19 +94,27 @@ def test_problems_name_the_config_key():
     bad = ConstraintSettings(constraint="soft", known="renoise", soft_sigma=0)
     assert bad.problems("evaluators.fud") == [
         "config key 'evaluators.fud.known': constraint 'soft' observes the clean kept pixels; use known: clean with it",
-        "config key 'evaluators.fud.soft_sigma': must be > 0, got 0"]
+        "config key 'evaluators.fud.soft_sigma': must be > 0, got 0",
+    ]
 
 
 # --- builders ---------------------------------------------------------------------
 
+
 def test_builders_reject_unknown_keys_naming_the_allowed_ones(tiny_unet):
-    with pytest.raises(ValueError, match=r"unknown setting\(s\) \['stepz'\]; allowed: amp_dtype, channels_last, "
-                                         r"clip_x0, compile, constraint, guidance_scale, guidance_schedule, "
-                                         r"guidance_start, jump_length, known, resamplings, "
-                                         r"soft_sigma, steps"):
+    with pytest.raises(
+        ValueError,
+        match=r"unknown setting\(s\) \['stepz'\]; allowed: amp_dtype, channels_last, "
+        r"clip_x0, compile, constraint, guidance_scale, guidance_schedule, "
+        r"guidance_start, jump_length, known, resamplings, "
+        r"soft_sigma, steps",
+    ):
         fud_sampler(*tiny_unet, {"stepz": 3})
-    with pytest.raises(ValueError, match=r"diffusion_plain: unknown setting\(s\) \['guidance_scale'\]; "
-                                         r"allowed: clip_x0, known, steps"):
+    with pytest.raises(
+        ValueError,
+        match=r"diffusion_plain: unknown setting\(s\) \['guidance_scale'\]; "
+        r"allowed: clip_x0, known, steps",
+    ):
         plain_sampler(*tiny_unet, {"guidance_scale": 0.0})
 
 
@@ -124,6 +149,7 @@ def test_with_steps_checks_the_step_count(tiny_unet):
 
 # --- constraint parts -----------------------------------------------------------------
 
+
 def _start(part, seeds=(1, 2, 3)):
     x, mask = _inputs(len(seeds))
     clean, m = x * 2 - 1, mask.expand_as(x)
@@ -145,8 +171,8 @@ def test_fresh_renoise_draws_kept_pixels_from_q_reproducibly_per_seed():
     x_prev = torch.zeros_like(clean)
     first = [a.project(x_prev, abar) for abar in (0.3, 0.6)]
     assert all(torch.equal(p, q) for p, q in zip(first, [b.project(x_prev, abar) for abar in (0.3, 0.6)]))
-    assert not torch.equal(first[0], first[1])                     # fresh noise every step
-    assert not torch.equal(first[0][keep], clean[keep])            # noised at abar < 1 ...
+    assert not torch.equal(first[0], first[1])  # fresh noise every step
+    assert not torch.equal(first[0][keep], clean[keep])  # noised at abar < 1 ...
     assert torch.equal(a.project(x_prev, 1.0)[keep], clean[keep])  # ... clean at abar = 1
     assert torch.equal(first[0][~keep], x_prev[~keep])
     single = FreshRenoiseConstraint().start(clean[1:2], keep[1:2].float(), [2])  # per sample: batch-independent
@@ -161,11 +187,11 @@ def test_ddim_renoise_puts_kept_pixels_on_the_path_of_x_T_s_own_noise():
     kept, clean, keep = _start(DDIMRenoiseConstraint())
     eps = torch.randn(clean.shape, generator=torch.Generator().manual_seed(9))
     x_t = kept.initial(eps, 0.2)
-    torch.testing.assert_close(x_t[keep], (0.2 ** 0.5 * clean + 0.8 ** 0.5 * eps)[keep])
+    torch.testing.assert_close(x_t[keep], (0.2**0.5 * clean + 0.8**0.5 * eps)[keep])
     assert torch.equal(x_t[~keep], eps[~keep])
     x_prev = torch.zeros_like(clean)
     for abar in (0.3, 0.6, 0.3):  # the same abar gives the same values: nothing is drawn per step
-        expected = abar ** 0.5 * clean + (1 - abar) ** 0.5 * eps
+        expected = abar**0.5 * clean + (1 - abar) ** 0.5 * eps
         torch.testing.assert_close(kept.project(x_prev, abar)[keep], expected[keep])
     assert torch.equal(kept.project(x_prev, 1.0)[keep], clean[keep])
     assert torch.equal(kept.project(x_prev, 0.5)[~keep], x_prev[~keep])
@@ -175,7 +201,7 @@ def test_soft_constraint_pulls_through_eps_and_never_overwrites():
     kept, clean, keep = _start(SoftConstraint(0.5))
     x_t, e = torch.randn_like(clean), torch.zeros_like(clean)
     pulled = kept.eps(e, x_t, 0.75)
-    expected = -(0.25 ** 0.5) * (clean - x_t) / 0.25
+    expected = -(0.25**0.5) * (clean - x_t) / 0.25
     torch.testing.assert_close(pulled[keep], expected[keep])
     assert (pulled[~keep] == 0).all()
     assert kept.project(x_t, 0.5) is x_t and not SoftConstraint.exact

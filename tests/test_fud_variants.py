@@ -2,13 +2,13 @@
 (renoise_ddim, alias renoise, and renoise_fresh) from x_T on, RePaint's
 resampling, the guidance schedule, whole-region masks (patch, slic) and the
 symmetric score, as options of the one FUD evaluator, on tiny models."""
+
 import math
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
-import yaml
 
 from fudbench.analysis.curves import MAIN_CURVE_SCORES, curve_score, derived_scores, per_image_scores
 from fudbench.config.validate import ConfigError, validate_config
@@ -25,8 +25,13 @@ from fudbench.config.files import resolve_config
 
 pytestmark = pytest.mark.numerics  # the outcome may depend on the CPU's kernels (tests/numerics_support.py)
 
-SCORE_CFG = {"block_out_channels": [8, 16], "attention": [False, True], "layers_per_block": 1,
-             "num_train_timesteps": 100, "beta_schedule": "linear"}
+SCORE_CFG = {
+    "block_out_channels": [8, 16],
+    "attention": [False, True],
+    "layers_per_block": 1,
+    "num_train_timesteps": 100,
+    "beta_schedule": "linear",
+}
 
 
 def _images(n=4, size=16, seed=0):
@@ -45,6 +50,7 @@ def _oracle(x, target):
 
 # --- 1. the known-pixel rules start at the first timestep's noise level; resampling ---------
 
+
 class RecordingZeroEps(torch.nn.Module):
     """eps = 0, and every x_t the sampler feeds the 'U-Net' is kept."""
 
@@ -59,8 +65,9 @@ class RecordingZeroEps(torch.nn.Module):
 
 def test_fresh_renoise_kept_pixels_are_fresh_draws_from_q_from_x_T_on():
     unet = RecordingZeroEps()
-    sampler = fud_sampler(unet, schedule_config(SCORE_CFG), {"steps": 4, "guidance_scale": 0.0,
-                                                             "known": "renoise_fresh"})
+    sampler = fud_sampler(
+        unet, schedule_config(SCORE_CFG), {"steps": 4, "guidance_scale": 0.0, "known": "renoise_fresh"}
+    )
     assert sampler.timesteps == [75, 50, 25, 0]  # leading spacing: the first sampled t is 75, not T - 1 = 99
     x, seeds = _images(2, 8), [3, 4]
     mask = _mask(x)
@@ -73,16 +80,17 @@ def test_fresh_renoise_kept_pixels_are_fresh_draws_from_q_from_x_T_on():
         eps = torch.stack([torch.randn(x.shape[1:], generator=g) for g in generators])
         expected = math.sqrt(abar[t]) * clean + math.sqrt(1 - abar[t]) * eps
         torch.testing.assert_close(x_t[keep], expected[keep], atol=1e-6, rtol=0)
-    assert (unet.inputs[0][keep] - clean[keep]).abs().mean() > 0.5   # x_T's kept pixels are noise, not x
+    assert (unet.inputs[0][keep] - clean[keep]).abs().mean() > 0.5  # x_T's kept pixels are noise, not x
     torch.testing.assert_close(unet.inputs[0][~keep], _noise_like(x, seeds)[~keep], atol=0, rtol=0)
-    assert torch.equal(out[keep], x[keep])                             # hard composition at the end
+    assert torch.equal(out[keep], x[keep])  # hard composition at the end
 
 
 def _kept_inputs(known: str, seeds=(3, 4), steps=4, **more):
     """The U-Net's inputs (x_t at each sampled t) and everything to check their kept pixels."""
     unet = RecordingZeroEps()
-    sampler = fud_sampler(unet, schedule_config(SCORE_CFG), {"steps": steps, "guidance_scale": 0.0, "known": known,
-                                                             **more})
+    sampler = fud_sampler(
+        unet, schedule_config(SCORE_CFG), {"steps": steps, "guidance_scale": 0.0, "known": known, **more}
+    )
     x = _images(len(seeds), 8)
     mask = _mask(x)
     out = sampler.fill(x, mask, ImputeContext(seeds=list(seeds)))
@@ -119,8 +127,20 @@ def test_resample_schedule_is_repaints():
     """Levels 0..S (S: x_0); jump points S, S - j, ... above j, each used r - 1 times."""
     assert resample_schedule(4, 2, 1) == [("step", k) for k in range(4)]
     ops = resample_schedule(6, 2, 2)
-    assert ops == [("step", 0), ("step", 1), ("step", 2), ("step", 3), ("jump", 4), ("step", 2), ("step", 3),
-                   ("step", 4), ("step", 5), ("jump", 6), ("step", 4), ("step", 5)]
+    assert ops == [
+        ("step", 0),
+        ("step", 1),
+        ("step", 2),
+        ("step", 3),
+        ("jump", 4),
+        ("step", 2),
+        ("step", 3),
+        ("step", 4),
+        ("step", 5),
+        ("jump", 6),
+        ("step", 4),
+        ("step", 5),
+    ]
     assert sum(op == "step" for op, _ in resample_schedule(25, 5, 3)) == 25 + 2 * 5 * 4  # jump points 25..10
     with pytest.raises(ValueError, match="jump_length"):
         resample_schedule(4, 4, 2)
@@ -131,8 +151,9 @@ def test_resampling_with_r_1_is_no_resampling(tiny_unet, brightness_classifier):
     mask, ctx = _mask(x), ImputeContext(brightness_classifier, torch.tensor([0, 1]), [3, 4])
     for known in ("clean", "renoise_ddim", "renoise_fresh"):
         plain = fud_sampler(*tiny_unet, {"steps": 6, "known": known, "guidance_start": 0.5}).fill(x, mask, ctx)
-        r1 = fud_sampler(*tiny_unet, {"steps": 6, "known": known, "guidance_start": 0.5, "resamplings": 1,
-                                      "jump_length": 2}).fill(x, mask, ctx)
+        r1 = fud_sampler(
+            *tiny_unet, {"steps": 6, "known": known, "guidance_start": 0.5, "resamplings": 1, "jump_length": 2}
+        ).fill(x, mask, ctx)
         assert torch.equal(plain, r1), known
 
 
@@ -161,14 +182,21 @@ def test_kept_pixels_exact_at_the_end_in_every_mode(tiny_unet, brightness_classi
     x = _images(3, 8)
     mask = _mask(x, keep=0.4)
     ctx = ImputeContext(brightness_classifier, torch.tensor([0, 1, 0]), [5, 6, 7])
-    sampler = fud_sampler(*tiny_unet, {"steps": 6, "known": known, "guidance_start": 0.5, "resamplings": resamplings,
-                                       "jump_length": 2})
+    sampler = fud_sampler(
+        *tiny_unet, {"steps": 6, "known": known, "guidance_start": 0.5, "resamplings": resamplings, "jump_length": 2}
+    )
     out, distances = sampler.sample(x, mask, ctx, trace=True)
     keep = mask.bool().expand_as(x)
     assert torch.equal(out[keep], x[keep])
     assert distances.shape == (3, 1 + sum(op == "step" for op, _ in sampler.schedule))
-    single = torch.cat([sampler.fill(x[i:i + 1], mask[i:i + 1], ImputeContext(
-        brightness_classifier, torch.tensor([int(c)]), [s])) for i, (c, s) in enumerate(zip([0, 1, 0], [5, 6, 7]))])
+    single = torch.cat(
+        [
+            sampler.fill(
+                x[i : i + 1], mask[i : i + 1], ImputeContext(brightness_classifier, torch.tensor([int(c)]), [s])
+            )
+            for i, (c, s) in enumerate(zip([0, 1, 0], [5, 6, 7]))
+        ]
+    )
     torch.testing.assert_close(out, single, atol=1e-5, rtol=1e-5)  # batch-independent, jumps included
 
 
@@ -177,27 +205,31 @@ def test_resampling_settings_are_checked(tiny_unet):
 
     assert ConstraintSettings(resamplings=0, jump_length=0).problems("evaluators.fud") == [
         "config key 'evaluators.fud.resamplings': must be >= 1, got 0",
-        "config key 'evaluators.fud.jump_length': must be >= 1, got 0"]
+        "config key 'evaluators.fud.jump_length': must be >= 1, got 0",
+    ]
     with pytest.raises(ValueError, match=r"jump_length \(5\) must be below the number of DDIM steps \(5\)"):
         fud_sampler(*tiny_unet, {"steps": 5, "resamplings": 2, "jump_length": 5})
     from fudbench.evaluators import spec  # the config check says it before any job runs
 
     assert spec("fud").check({"steps": 5, "resamplings": 2, "jump_length": 5}, "evaluators.fud_repaint") == [
         "config key 'evaluators.fud_repaint.jump_length': must be below steps (5) for resamplings (2) to resample "
-        "anything, got 5"]
+        "anything, got 5"
+    ]
 
 
 def test_clean_start_is_the_clean_image_and_renoise_is_batch_independent(tiny_unet):
     unet = RecordingZeroEps()
     x, mask = _images(2, 8), _mask(_images(2, 8))
     fud_sampler(unet, schedule_config(SCORE_CFG), {"steps": 4, "guidance_scale": 0.0}).fill(
-        x, mask, ImputeContext(seeds=[3, 4]))
+        x, mask, ImputeContext(seeds=[3, 4])
+    )
     keep = mask.bool().expand_as(x)
     assert torch.equal(unet.inputs[0][keep], (x * 2 - 1)[keep])
     renoise = fud_sampler(*tiny_unet, {"steps": 5, "guidance_scale": 0.0, "known": "renoise"})
     batched = renoise.fill(x, mask, ImputeContext(seeds=[3, 4]))
-    single = torch.cat([renoise.fill(x[i:i + 1], mask[i:i + 1], ImputeContext(seeds=[s]))
-                        for i, s in enumerate([3, 4])])
+    single = torch.cat(
+        [renoise.fill(x[i : i + 1], mask[i : i + 1], ImputeContext(seeds=[s])) for i, s in enumerate([3, 4])]
+    )
     torch.testing.assert_close(batched, single, atol=1e-5, rtol=1e-5)
 
 
@@ -205,8 +237,12 @@ def test_clean_start_is_the_clean_image_and_renoise_is_batch_independent(tiny_un
 
 GUIDED = {  # T = 1000, leading spacing: steps -> guided timesteps
     "threshold": {10: [0], 25: [40, 0], 50: [40, 20, 0], 100: [40, 30, 20, 10, 0]},
-    "last_steps": {10: [400, 300, 200, 100, 0], 25: [160, 120, 80, 40, 0], 50: [80, 60, 40, 20, 0],
-                   100: [40, 30, 20, 10, 0]},
+    "last_steps": {
+        10: [400, 300, 200, 100, 0],
+        25: [160, 120, 80, 40, 0],
+        50: [80, 60, 40, 20, 0],
+        100: [40, 30, 20, 10, 0],
+    },
 }
 
 
@@ -255,9 +291,13 @@ def test_the_loop_guides_exactly_the_guided_timesteps(tiny_unet, brightness_clas
 
 # --- 3. whole-region masks -------------------------------------------------------------------
 
+
 def _region_masks(x, scores, labels, fractions, bottom=False):
-    order, cuts = region_order([np.bincount(lab.ravel(), s.ravel()) / np.bincount(lab.ravel())
-                                for s, lab in zip(scores.numpy(), labels)], labels, list(range(len(x))))
+    order, cuts = region_order(
+        [np.bincount(lab.ravel(), s.ravel()) / np.bincount(lab.ravel()) for s, lab in zip(scores.numpy(), labels)],
+        labels,
+        list(range(len(x))),
+    )
     if bottom:
         order, cuts = reverse_order(order, cuts)
     ranks = ranks_from_order(order)
@@ -281,10 +321,10 @@ def test_region_masks_are_whole_regions_in_rank_order_with_monotone_fractions(me
         for m in masks:
             kept = m[i, 0].numpy().astype(bool)
             whole = {r: kept[lab == r] for r in np.unique(lab)}
-            assert all(v.all() or not v.any() for v in whole.values())         # unions of whole regions
+            assert all(v.all() or not v.any() for v in whole.values())  # unions of whole regions
             inside = [rel[r] for r, v in whole.items() if v.all()]
             outside = [rel[r] for r, v in whole.items() if not v.any()]
-            if inside and outside:                                             # ... taken in rank order
+            if inside and outside:  # ... taken in rank order
                 assert (min(inside) >= max(outside)) if not bottom else (max(inside) <= min(outside))
 
 
@@ -304,12 +344,19 @@ class CheckedFill(Imputer):
         return out
 
 
-@pytest.mark.parametrize("sampler_settings, granularity", [
-    ({}, "patch"), ({"known": "renoise"}, "slic"), ({"guidance_schedule": "last_steps"}, "pixel"),
-    ({"known": "renoise_fresh", "guidance_schedule": "last_steps"}, "patch"),
-    ({"known": "renoise_ddim", "resamplings": 2, "jump_length": 1}, "pixel")])
+@pytest.mark.parametrize(
+    "sampler_settings, granularity",
+    [
+        ({}, "patch"),
+        ({"known": "renoise"}, "slic"),
+        ({"guidance_schedule": "last_steps"}, "pixel"),
+        ({"known": "renoise_fresh", "guidance_schedule": "last_steps"}, "patch"),
+        ({"known": "renoise_ddim", "resamplings": 2, "jump_length": 1}, "pixel"),
+    ],
+)
 def test_every_variant_keeps_pixels_exactly_and_records_the_actual_kept_fraction(
-        tiny_unet, brightness_classifier, sampler_settings, granularity):
+    tiny_unet, brightness_classifier, sampler_settings, granularity
+):
     unet, schedule = tiny_unet
     imputer = CheckedFill(fud_sampler(unet, schedule, {"steps": 3, "guidance_start": 0.5, **sampler_settings}))
     x = _images(2)
@@ -329,6 +376,7 @@ def test_every_variant_keeps_pixels_exactly_and_records_the_actual_kept_fraction
 
 # --- 4. the symmetric score, aliased ------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def score_model(tmp_path_factory):
     path = tmp_path_factory.mktemp("fud_variants") / "score.pt"
@@ -345,8 +393,13 @@ def _scores(records, explainer):
 
 def test_symmetric_alias_writes_top_bottom_and_the_derived_score(score_model, brightness_classifier):
     settings = {"method": "fud", "symmetric": True, "steps": 3, "batch_size": 32}
-    evaluator = build_evaluator("fud_sym", settings, {"ratios": [0.0, 0.2, 0.5, 0.8], "reduction": "abs_sum"},
-                                {"score_model": score_model}, "cpu")
+    evaluator = build_evaluator(
+        "fud_sym",
+        settings,
+        {"ratios": [0.0, 0.2, 0.5, 0.8], "reduction": "abs_sum"},
+        {"score_model": score_model},
+        "cpu",
+    )
     x = _images(6)
     y = brightness_classifier(x).argmax(1)
     ids = list(range(10, 16))
@@ -355,8 +408,9 @@ def test_symmetric_alias_writes_top_bottom_and_the_derived_score(score_model, br
         records, samples = evaluator.run(brightness_classifier, x, y, attribution, ids, (0, "evaluate", "m", "fud_sym"))
         assert set(records["curve"]) == {"fud@fud_sym", "fud_bottom@fud_sym"}
         assert set(samples) == {"fud@fud_sym", "removed_fud@fud_sym"}
-        top, bottom = (records[records["curve"] == c].set_index(["image", "step"]) for c in ("fud@fud_sym",
-                                                                                            "fud_bottom@fud_sym"))
+        top, bottom = (
+            records[records["curve"] == c].set_index(["image", "step"]) for c in ("fud@fud_sym", "fud_bottom@fud_sym")
+        )
         # paired noise: at rho = 0 both keep nothing, so the same seeds give the same fill
         assert top.xs(0, level="step")["confidence"].equals(bottom.xs(0, level="step")["confidence"])
         s = _scores(records, name).pivot(index="image", columns="curve", values="score").astype(float)
@@ -377,6 +431,7 @@ def test_symmetric_curves_are_known_by_name_and_table_7_is_unchanged():
 
 # --- 5. config validation ------------------------------------------------------------------------
 
+
 def _config(repo, **evaluators):
     """The smoke config with more evaluator entries."""
     config = resolve_config([repo / "config/smoke.yaml"])
@@ -385,20 +440,34 @@ def _config(repo, **evaluators):
 
 
 def test_variant_options_pass_the_config_validation(repo):
-    validate_config(_config(repo, fud_sym={"method": "fud", "symmetric": True, "granularity": "slic",
-                                                   "n_segments": 32, "compactness": 5, "known": "renoise",
-                                                   "guidance_schedule": "last_steps"},
-                            fud_patch={"method": "fud", "granularity": "patch", "patch_size": 8}),
-                    repo / "config/schema.yaml")
+    validate_config(
+        _config(
+            repo,
+            fud_sym={
+                "method": "fud",
+                "symmetric": True,
+                "granularity": "slic",
+                "n_segments": 32,
+                "compactness": 5,
+                "known": "renoise",
+                "guidance_schedule": "last_steps",
+            },
+            fud_patch={"method": "fud", "granularity": "patch", "patch_size": 8},
+        ),
+        repo / "config/schema.yaml",
+    )
 
 
-@pytest.mark.parametrize("entry, message", [
-    ({"granularity": "hexagon"}, r"evaluators.fud_v.granularity': 'hexagon' is not"),
-    ({"guidance_schedule": "fraction"}, r"evaluators.fud_v.guidance_schedule': 'fraction' is not"),
-    ({"known": "noisy"}, r"evaluators.fud_v.known': 'noisy' is not"),
-    ({"patch_size": 0}, r"evaluators.fud_v.patch_size': 0 is less than the minimum of 1"),
-    ({"symmetric": "yes"}, r"evaluators.fud_v.symmetric': 'yes' is not of type 'boolean'"),
-])
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        ({"granularity": "hexagon"}, r"evaluators.fud_v.granularity': 'hexagon' is not"),
+        ({"guidance_schedule": "fraction"}, r"evaluators.fud_v.guidance_schedule': 'fraction' is not"),
+        ({"known": "noisy"}, r"evaluators.fud_v.known': 'noisy' is not"),
+        ({"patch_size": 0}, r"evaluators.fud_v.patch_size': 0 is less than the minimum of 1"),
+        ({"symmetric": "yes"}, r"evaluators.fud_v.symmetric': 'yes' is not of type 'boolean'"),
+    ],
+)
 def test_bad_variant_options_are_rejected_naming_the_key(repo, entry, message):
     with pytest.raises(ConfigError, match=message):
         validate_config(_config(repo, fud_v={"method": "fud", **entry}), repo / "config/schema.yaml")

@@ -2,6 +2,7 @@
 runs, within 8 minutes of limits), its time limits (a slow step is stopped with its
 children and reported), and the whole suite at toy size on this CPU (marked workflow:
 one Snakemake run of the paper profile on tiny stand-ins)."""
+
 import os
 import subprocess
 import sys
@@ -19,8 +20,9 @@ import gpu_suite  # noqa: E402
 
 
 def _plan(**kw):
-    args = SimpleNamespace(**{"tiny": False, "device": "cuda", "time_scale": 1.0, "cores": 16, "tiny_compile": False,
-                              **kw})
+    args = SimpleNamespace(
+        **{"tiny": False, "device": "cuda", "time_scale": 1.0, "cores": 16, "tiny_compile": False, **kw}
+    )
     return gpu_suite.plan(args, Path("/out"))
 
 
@@ -31,13 +33,13 @@ def test_full_size_plan_measures_what_the_issue_asks_within_8_minutes():
     eager, compiled = (list(map(str, plan[k][0])) for k in ("throughput_eager", "throughput_compiled"))
     for cmd, flag in ((eager, "false"), (compiled, "true")):
         assert "--tiny" not in cmd and cmd[cmd.index("--compile") + 1] == flag
-        assert cmd[cmd.index("--plan") + 1: cmd.index("--plan") + 5] == ["10:32", "100:32", "10:1", "10:auto"]
+        assert cmd[cmd.index("--plan") + 1 : cmd.index("--plan") + 5] == ["10:32", "100:32", "10:1", "10:auto"]
         assert cmd[cmd.index("--dtype") + 1] == "auto" and cmd[cmd.index("--device") + 1] == "cuda"
     explain = list(map(str, plan["explainer_cost"][0]))
     assert set(gpu_suite.PAPER_EXPLAINERS) <= set(explain) and len(gpu_suite.PAPER_EXPLAINERS) == 11
     precision = list(map(str, plan["fud_precision"][0]))
     assert "bench/fud_precision.py" in precision
-    assert precision[precision.index("--models") + 1:][:2] == ["resnet50", "vit"]
+    assert precision[precision.index("--models") + 1 :][:2] == ["resnet50", "vit"]
     assert "--tiny" not in map(str, plan["paper_standin"][0])
     assert _plan(time_scale=2.0)["paper_standin"][1] == 2 * plan["paper_standin"][1]
 
@@ -50,8 +52,7 @@ def test_tiny_plan_skips_compiling_unless_asked():
 def test_a_step_over_its_limit_is_stopped_with_its_children(tmp_path):
     marker = tmp_path / "child.pid"
     t0 = time.perf_counter()
-    row = gpu_suite.run_step("slow", ["bash", "-c", f"sleep 60 & echo $! > {marker}; wait"], 1.5,
-                             tmp_path / "slow.log")
+    row = gpu_suite.run_step("slow", ["bash", "-c", f"sleep 60 & echo $! > {marker}; wait"], 1.5, tmp_path / "slow.log")
     assert row["status"] == "timed out" and time.perf_counter() - t0 < 20
     child = int(marker.read_text())
     time.sleep(0.5)
@@ -65,9 +66,21 @@ def test_the_suite_runs_at_toy_size_on_a_cpu(tmp_path):
     the summary names the machine and says how each step ended. Generous limits (--time-scale): a
     shared CI machine is slow, and the limits themselves are tested above."""
     out = tmp_path / "suite"
-    res = subprocess.run(["bash", str(REPO / "bench" / "gpu_suite.sh"), "--tiny", "--out", str(out),
-                          "--time-scale", os.environ.get("FUD_SUITE_TIME_SCALE", "10")],
-                         cwd=REPO, capture_output=True, text=True, timeout=3000)
+    res = subprocess.run(
+        [
+            "bash",
+            str(REPO / "bench" / "gpu_suite.sh"),
+            "--tiny",
+            "--out",
+            str(out),
+            "--time-scale",
+            os.environ.get("FUD_SUITE_TIME_SCALE", "10"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=3000,
+    )
     logs = "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in sorted(out.glob("*.log")))
     assert res.returncode == 0, (res.stdout + res.stderr)[-3000:] + logs
     summary = pd.read_csv(out / "summary.csv")

@@ -5,6 +5,7 @@ The state dicts are generated in guided-diffusion's key naming: a reduced
 config with random weights for numerical checks, and the full 256x256 model on
 the meta device (shapes only) for the key and parameter counts.
 """
+
 import math
 
 import pytest
@@ -12,21 +13,36 @@ import torch
 import torch.nn.functional as F
 
 from fudbench.models.guided_diffusion import (
-    ADM256, ADM256_PARAMETERS, ADMConfig, ConversionError, build_adm_unet, convert_checkpoint,
-    convert_state_dict, diffusers_config, load_into_unet, schedule,
+    ADM256,
+    ADM256_PARAMETERS,
+    ADMConfig,
+    ConversionError,
+    build_adm_unet,
+    convert_checkpoint,
+    convert_state_dict,
+    diffusers_config,
+    load_into_unet,
+    schedule,
 )
 from fudbench.assets.stand_ins import gd_shapes, random_gd_state  # noqa: F401  (other tests import them from here)
 
 pytestmark = pytest.mark.numerics  # the outcome may depend on the CPU's kernels (tests/numerics_support.py)
 
-SMALL = ADMConfig(image_size=16, model_channels=32, num_res_blocks=1, attention_resolutions=(8,),
-                  channel_mult=(1, 2), num_head_channels=16)
+SMALL = ADMConfig(
+    image_size=16,
+    model_channels=32,
+    num_res_blocks=1,
+    attention_resolutions=(8,),
+    channel_mult=(1, 2),
+    num_head_channels=16,
+)
 
 
 # gd_shapes / random_gd_state: guided-diffusion's key names with random tensors (library: the stand-ins)
 
 
 # --- reference forward of guided-diffusion's UNetModel, from the state dict ---
+
 
 def _gn(x, sd, p):
     return F.group_norm(x.float(), 32, sd[f"{p}.weight"], sd[f"{p}.bias"], eps=1e-5)
@@ -54,7 +70,7 @@ def _attention(sd, p, x, head_ch, order="legacy"):
     heads, t = c // head_ch, hh * ww
     if order == "legacy":  # guided-diffusion's QKVAttentionLegacy
         q, k, v = qkv.reshape(b * heads, 3 * head_ch, t).split(head_ch, dim=1)
-    else:                  # QKVAttention
+    else:  # QKVAttention
         q, k, v = (z.reshape(b * heads, head_ch, t) for z in qkv.chunk(3, dim=1))
     s = 1 / math.sqrt(math.sqrt(head_ch))
     w = torch.softmax(torch.einsum("bct,bcs->bts", q * s, k * s), dim=-1)
@@ -67,8 +83,11 @@ def gd_forward(sd, adm: ADMConfig, x, t, order="legacy"):
     freqs = torch.exp(-math.log(10000) * torch.arange(half, dtype=torch.float32) / half)
     args = t[:, None].float() * freqs[None]
     emb = torch.cat([torch.cos(args), torch.sin(args)], dim=1)
-    emb = F.linear(F.silu(F.linear(emb, sd["time_embed.0.weight"], sd["time_embed.0.bias"])),
-                   sd["time_embed.2.weight"], sd["time_embed.2.bias"])
+    emb = F.linear(
+        F.silu(F.linear(emb, sd["time_embed.0.weight"], sd["time_embed.0.bias"])),
+        sd["time_embed.2.weight"],
+        sd["time_embed.2.bias"],
+    )
     attn = [2**lv in {adm.image_size // r for r in adm.attention_resolutions} for lv in range(len(adm.channel_mult))]
     h = F.conv2d(x, sd["input_blocks.0.0.weight"], sd["input_blocks.0.0.bias"], padding=1)
     hs, idx = [h], 1
@@ -156,8 +175,9 @@ def test_checkpoint_file_round_trip(small, tmp_path):
     state, x, t, ref = small
     torch.save({k: v.half() for k, v in state.items()}, tmp_path / "gd.pt")  # released as fp16-trained
     config = convert_checkpoint(tmp_path / "gd.pt", tmp_path / "score_model.safetensors", SMALL)
-    save_score_model_pointer(tmp_path / "score_model.pt", tmp_path / "score_model.safetensors", config,
-                             schedule(), {"path": "gd.pt"})
+    save_score_model_pointer(
+        tmp_path / "score_model.pt", tmp_path / "score_model.safetensors", config, schedule(), {"path": "gd.pt"}
+    )
     unet, sched = load_score_model(tmp_path / "score_model.pt")
     assert next(unet.parameters()).dtype == torch.float32 and sched["num_train_timesteps"] == 1000
     half_state = {k: v.half().float() for k, v in state.items()}

@@ -1,6 +1,7 @@
 """amp_dtype / channels_last: auto resolved by the device's capability (mocked
 here, so the test says the same on every CPU), explicit choices kept, bad
 combinations named; the run's provenance."""
+
 import json
 import sys
 
@@ -16,12 +17,14 @@ from fudbench.imputers.diffusion.settings import RuntimeSettings
 @pytest.fixture
 def cpu(monkeypatch):
     """Set the mocked CPU's native bf16 / fp16 (torch's own CPUID probes)."""
+
     def set_cpu(bf16: bool, fp16: bool = False, amx: bool = False):
         monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: bf16)
         monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
         monkeypatch.setattr(torch.cpu, "_is_amx_fp16_supported", lambda: fp16)
         monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
         monkeypatch.delenv("DNNL_MAX_CPU_ISA", raising=False)
+
     return set_cpu
 
 
@@ -48,8 +51,7 @@ def test_a_onednn_isa_cap_below_bf16_means_no_native_bf16(cpu, monkeypatch):
 
 
 @pytest.mark.parametrize("bf16", [True, False])
-@pytest.mark.parametrize("explicit,expected", [(None, None), ("fp32", None), ("bf16", "bf16"),
-                                               ("bfloat16", "bf16")])
+@pytest.mark.parametrize("explicit,expected", [(None, None), ("fp32", None), ("bf16", "bf16"), ("bfloat16", "bf16")])
 def test_an_explicit_setting_is_kept(cpu, bf16, explicit, expected):
     cpu(bf16=bf16)
     warnings = []
@@ -85,24 +87,29 @@ def test_bf16_on_a_gpu_without_it_is_refused(monkeypatch):
 @pytest.fixture
 def gpu(monkeypatch):
     """A mocked CUDA GPU of the given compute capability (the only probe the CUDA defaults read)."""
+
     def set_gpu(capability, name="Mock GPU"):
         monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
         monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: name)
         return torch.device("cuda", 0)
+
     return set_gpu
 
 
 # The defaults by device kind (issue 41's measurement: on an H200, contiguous bf16 + compile was the fastest
 # setting; channels_last under autocast 34% slower; on CPUs channels_last measured faster in both precisions).
-@pytest.mark.parametrize("kind,expected", [
-    (("cuda", (9, 0)), ("bf16", False, True)),    # Hopper (H100 / H200)
-    (("cuda", (8, 0)), ("bf16", False, True)),    # Ampere A100: the first with bf16
-    (("cuda", (7, 5)), ("fp16", False, True)),    # Turing: no bf16, Triton still compiles
-    (("cuda", (7, 0)), ("fp16", False, True)),    # Volta V100
-    (("cuda", (6, 1)), ("fp16", False, False)),   # Pascal: no Triton, eager
-    (("cpu", True), ("bf16", True, False)),       # AVX512-BF16 / AMX
-    (("cpu", False), (None, True, False)),        # AVX2 only
-])
+@pytest.mark.parametrize(
+    "kind,expected",
+    [
+        (("cuda", (9, 0)), ("bf16", False, True)),  # Hopper (H100 / H200)
+        (("cuda", (8, 0)), ("bf16", False, True)),  # Ampere A100: the first with bf16
+        (("cuda", (7, 5)), ("fp16", False, True)),  # Turing: no bf16, Triton still compiles
+        (("cuda", (7, 0)), ("fp16", False, True)),  # Volta V100
+        (("cuda", (6, 1)), ("fp16", False, False)),  # Pascal: no Triton, eager
+        (("cpu", True), ("bf16", True, False)),  # AVX512-BF16 / AMX
+        (("cpu", False), (None, True, False)),  # AVX2 only
+    ],
+)
 def test_auto_defaults_by_device_kind(cpu, gpu, kind, expected):
     what, probe = kind
     if what == "cuda":
@@ -123,8 +130,10 @@ def test_explicit_compile_and_layout_are_kept(cpu, gpu):
     p = resolve_precision("auto", True, device, compile=False)
     assert (p.amp_dtype, p.channels_last, p.compile) == ("bf16", True, False)
     assert "compile" not in p.reason
-    assert "compile auto: on, CUDA compute capability 9.0" in resolve_precision("auto", "auto", device,
-                                                                               compile="auto").reason
+    assert (
+        "compile auto: on, CUDA compute capability 9.0"
+        in resolve_precision("auto", "auto", device, compile="auto").reason
+    )
 
 
 def test_settings_precision_keys_the_work_cache_by_compilation(cpu, gpu):
@@ -173,8 +182,8 @@ def test_run_info_names_machine_versions_threads_and_precision(cpu):
 def test_run_info_names_the_packages_that_are_not_the_locks(tmp_path):
     import numpy
 
-    if "-node" not in sys.prefix:   # not an environment made with a node's packages (README, offline)
-        assert hardware.run_info("cpu")["packages_off_lock"] == ""   # this environment is the lock
+    if "-node" not in sys.prefix:  # not an environment made with a node's packages (README, offline)
+        assert hardware.run_info("cpu")["packages_off_lock"] == ""  # this environment is the lock
     lock = tmp_path / "lock.txt"
     lock.write_text(f"numpy=={numpy.__version__}\n    # via x\nnumpy-fud-absent==1.0\nsix==0.0.1\n")
     off = hardware.packages_off_lock(str(lock)).split("; ")
@@ -190,11 +199,17 @@ def test_lock_entries_read_pins_only_and_the_cli_prints_them(tmp_path):
     from fudbench.core.lockfile import lock_entries
 
     lock = tmp_path / "lock.txt"
-    lock.write_text("# comment==1\nA_b.c==1.2.3+cpu ; sys_platform == 'linux'\n    # via x==2\n"
-                    "torch==2.1 \\\n    --hash=sha256:00\n-e ./pkg\nplain\nx==4#note\n")
+    lock.write_text(
+        "# comment==1\nA_b.c==1.2.3+cpu ; sys_platform == 'linux'\n    # via x==2\n"
+        "torch==2.1 \\\n    --hash=sha256:00\n-e ./pkg\nplain\nx==4#note\n"
+    )
     assert lock_entries(lock) == [("A_b.c", "1.2.3+cpu"), ("torch", "2.1"), ("x", "4")]
-    printed = subprocess.run([sys.executable, str(hardware_src() / "fudbench" / "lockfile.py"), str(lock)],
-                             capture_output=True, text=True, check=True).stdout.split()
+    printed = subprocess.run(
+        [sys.executable, str(hardware_src() / "fudbench" / "lockfile.py"), str(lock)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert printed == ["A_b.c==1.2.3+cpu", "torch==2.1", "x==4"]
 
 

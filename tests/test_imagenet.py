@@ -1,5 +1,6 @@
 """The ImageNet sampler on stand-ins: a few generated JPEGs in each supported
 layout (class folders, devkit ground truth + meta.mat, Kaggle LOC csv)."""
+
 import logging
 
 import numpy as np
@@ -8,7 +9,13 @@ import scipy.io
 from PIL import Image
 
 from fudbench.data.imagenet import (
-    CorruptImageError, ImageNetLayoutError, build_eval_set, eval_arrays, index_imagenet, load_rgb, preprocess,
+    CorruptImageError,
+    ImageNetLayoutError,
+    build_eval_set,
+    eval_arrays,
+    index_imagenet,
+    load_rgb,
+    preprocess,
     sample_eval_set,
 )
 
@@ -16,8 +23,8 @@ from fudbench.data.imagenet import (
 WNIDS = ["n01440764", "n01443537", "n01484850"]
 NAMES = ["tench", "goldfish", "great white shark"]
 ILSVRC_ID = {"n01484850": 1, "n01440764": 2, "n01443537": 3}
-LABELS = [0, 1, 2, 0, 1, 2, 1, 0, 2]           # class of ILSVRC2012_val_0000000{i+1}
-MODES = ["RGB"] * 7 + ["L", "CMYK"]            # ImageNet's validation set has both
+LABELS = [0, 1, 2, 0, 1, 2, 1, 0, 2]  # class of ILSVRC2012_val_0000000{i+1}
+MODES = ["RGB"] * 7 + ["L", "CMYK"]  # ImageNet's validation set has both
 
 
 def _image(i, mode):
@@ -50,8 +57,7 @@ def layouts(tmp_path_factory):
         img.save(flat / _name(i), quality=95)
     devkit = base / "devkit" / "data"
     devkit.mkdir(parents=True)
-    (devkit / "ILSVRC2012_validation_ground_truth.txt").write_text(
-        "".join(f"{ILSVRC_ID[WNIDS[y]]}\n" for y in LABELS))
+    (devkit / "ILSVRC2012_validation_ground_truth.txt").write_text("".join(f"{ILSVRC_ID[WNIDS[y]]}\n" for y in LABELS))
     synsets = np.zeros(4, dtype=[("ILSVRC2012_ID", "O"), ("WNID", "O"), ("words", "O"), ("num_children", "O")])
     for k, w in enumerate(WNIDS):
         synsets[k] = (ILSVRC_ID[w], w, f"{NAMES[k]}, x", 0)
@@ -59,8 +65,10 @@ def layouts(tmp_path_factory):
     scipy.io.savemat(devkit / "meta.mat", {"synsets": synsets})
     loc = base / "loc"
     loc.mkdir()
-    (loc / "LOC_val_solution.csv").write_text("ImageId,PredictionString\n" + "".join(
-        f"{_name(i)[:-5]},{WNIDS[y]} 1 2 30 40 {WNIDS[y]} 3 4 20 30\n" for i, y in enumerate(LABELS)))
+    (loc / "LOC_val_solution.csv").write_text(
+        "ImageId,PredictionString\n"
+        + "".join(f"{_name(i)[:-5]},{WNIDS[y]} 1 2 30 40 {WNIDS[y]} 3 4 20 30\n" for i, y in enumerate(LABELS))
+    )
     _write_synsets(loc / "LOC_synset_mapping.txt")
     return {"base": base, "folders": folders, "flat": flat, "devkit": devkit, "loc": loc}
 
@@ -84,8 +92,10 @@ def test_each_layout_gives_the_same_classes(layouts, layout):
 
 
 def test_sample_is_seeded_and_layout_independent(layouts):
-    samples = {k: sample_eval_set(index_imagenet(**c, n_classes=3), 5, seed=3407, resize=40, crop=32)
-               for k, c in _configs(layouts).items()}
+    samples = {
+        k: sample_eval_set(index_imagenet(**c, n_classes=3), 5, seed=3407, resize=40, crop=32)
+        for k, c in _configs(layouts).items()
+    }
     ref = samples["folders"]
     assert ref["images"].shape == (5, 3, 32, 32) and ref["images"].dtype == np.uint8
     for s in samples.values():
@@ -174,8 +184,12 @@ def test_wrong_layouts_are_explained(layouts, tmp_path):
     with pytest.raises(ImageNetLayoutError, match=r"need the devkit's meta\.mat.*data\.imagenet\.synsets"):
         index_imagenet(layouts["flat"], labels=gt, n_classes=3)
     with pytest.raises(ImageNetLayoutError, match=r"layout 'devkit' expects a flat folder"):
-        index_imagenet(layouts["folders"], layout="devkit",
-                       labels=layouts["devkit"] / "ILSVRC2012_validation_ground_truth.txt", n_classes=3)
+        index_imagenet(
+            layouts["folders"],
+            layout="devkit",
+            labels=layouts["devkit"] / "ILSVRC2012_validation_ground_truth.txt",
+            n_classes=3,
+        )
     with pytest.raises(ImageNetLayoutError, match=r"'data\.imagenet\.labels'.*missing\.csv does not exist"):
         index_imagenet(layouts["flat"], labels=tmp_path / "missing.csv")
     with pytest.raises(ImageNetLayoutError, match=r"'data\.n_eval': 20 images requested.*only 9"):
@@ -183,8 +197,14 @@ def test_wrong_layouts_are_explained(layouts, tmp_path):
 
 
 def test_build_eval_set_arrays(layouts):
-    cfg = {"root": layouts["flat"], "labels": layouts["loc"] / "LOC_val_solution.csv", "layout": "auto",
-           "seed": 3407, "resize": 40, "crop": 32}
+    cfg = {
+        "root": layouts["flat"],
+        "labels": layouts["loc"] / "LOC_val_solution.csv",
+        "layout": "auto",
+        "seed": 3407,
+        "resize": 40,
+        "crop": 32,
+    }
     out = build_eval_set(cfg, 4, n_classes=3)
     arrays = eval_arrays(out)
     assert arrays["masks"].shape == (4, 32, 32) and not arrays["masks"].any() and not arrays["has_masks"]

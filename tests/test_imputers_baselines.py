@@ -1,15 +1,24 @@
 """Baseline imputers (mean, noise, train-set, histogram, telea, noisy-linear,
 box blur, max-distance) and the by-name factory, on small hand-made images."""
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-import yaml
 
-from fudbench.imputers import (BoxBlurImputer, GaussianNoiseImputer, HistogramImputer, ImputeContext,
-                               MaxDistanceImputer, MeanImputer, NoisyLinearImputer, SampleAverageImputer,
-                               TeleaImputer, TrainSetImputer, UniformNoiseImputer, ZeroImputer)
+from fudbench.imputers import (
+    BoxBlurImputer,
+    GaussianNoiseImputer,
+    HistogramImputer,
+    ImputeContext,
+    MaxDistanceImputer,
+    MeanImputer,
+    NoisyLinearImputer,
+    SampleAverageImputer,
+    TeleaImputer,
+    TrainSetImputer,
+    UniformNoiseImputer,
+    ZeroImputer,
+)
 from fudbench.imputers.factory import build_imputer
 from fudbench.imputers.registry import IMPUTERS
 
@@ -42,8 +51,9 @@ def _masks(n=3, h=12, w=12, seed=1):
 
 
 def _ctx(n, offset=0, model=None):
-    return ImputeContext(classifier=model, target=torch.zeros(n, dtype=torch.long),
-                         seeds=[1000 + offset + i for i in range(n)])
+    return ImputeContext(
+        classifier=model, target=torch.zeros(n, dtype=torch.long), seeds=[1000 + offset + i for i in range(n)]
+    )
 
 
 def _refs():
@@ -52,12 +62,20 @@ def _refs():
 
 
 ALL = [
-    ("zero", ZeroImputer()), ("mean", MeanImputer([0.2, 0.4, 0.6])), ("mean_model", MeanImputer(None)),
-    ("sample_average", SampleAverageImputer()), ("uniform", UniformNoiseImputer()),
-    ("gaussian", GaussianNoiseImputer(std=1.0)), ("gaussian_image", GaussianNoiseImputer(0.3, around_image=True)),
-    ("gaussian_model", GaussianNoiseImputer(1.0, model_space=True)), ("train_set", TrainSetImputer(_refs())),
-    ("histogram", HistogramImputer()), ("telea", TeleaImputer()), ("noisy_linear", NoisyLinearImputer()),
-    ("box_blur", BoxBlurImputer()), ("max_distance", MaxDistanceImputer()),
+    ("zero", ZeroImputer()),
+    ("mean", MeanImputer([0.2, 0.4, 0.6])),
+    ("mean_model", MeanImputer(None)),
+    ("sample_average", SampleAverageImputer()),
+    ("uniform", UniformNoiseImputer()),
+    ("gaussian", GaussianNoiseImputer(std=1.0)),
+    ("gaussian_image", GaussianNoiseImputer(0.3, around_image=True)),
+    ("gaussian_model", GaussianNoiseImputer(1.0, model_space=True)),
+    ("train_set", TrainSetImputer(_refs())),
+    ("histogram", HistogramImputer()),
+    ("telea", TeleaImputer()),
+    ("noisy_linear", NoisyLinearImputer()),
+    ("box_blur", BoxBlurImputer()),
+    ("max_distance", MaxDistanceImputer()),
 ]
 
 
@@ -82,8 +100,9 @@ def test_seeded_imputers_batched_equals_per_sample_and_depend_on_seed(name, impu
     x, m = _images(), _masks()
     model = NormalisedModel([0.5, 0.4, 0.3], [0.25, 0.2, 0.3])
     batched = imputer.fill(x, m, _ctx(3, model=model))
-    single = torch.cat([imputer.fill(x[i:i + 1], m[i:i + 1], ImputeContext(classifier=model, seeds=[1000 + i]))
-                        for i in range(3)])
+    single = torch.cat(
+        [imputer.fill(x[i : i + 1], m[i : i + 1], ImputeContext(classifier=model, seeds=[1000 + i])) for i in range(3)]
+    )
     assert torch.equal(batched, single)
     assert torch.equal(batched, imputer.fill(x, m, _ctx(3, model=model)))
     assert not torch.equal(batched, imputer.fill(x, m, _ctx(3, offset=50, model=model)))
@@ -92,8 +111,7 @@ def test_seeded_imputers_batched_equals_per_sample_and_depend_on_seed(name, impu
 
 
 def _ramp(h=16, w=16):
-    yy, xx = torch.meshgrid(torch.arange(h, dtype=torch.float32), torch.arange(w, dtype=torch.float32),
-                            indexing="ij")
+    yy, xx = torch.meshgrid(torch.arange(h, dtype=torch.float32), torch.arange(w, dtype=torch.float32), indexing="ij")
     r = 0.2 + 0.02 * xx + 0.015 * yy
     return torch.stack([r, 1 - r, 0.5 * r + 0.1]).unsqueeze(0)
 
@@ -140,7 +158,7 @@ def test_noisy_linear_weights_are_one_sixth_edge_one_twelfth_diagonal():
     # One removed pixel: its value is the weighted mean of its 8 neighbours.
     x = torch.zeros(1, 1, 3, 3)
     x[0, 0, 0, 1] = x[0, 0, 1, 0] = 1.0  # two edge neighbours
-    x[0, 0, 0, 0] = 1.0                   # one diagonal neighbour
+    x[0, 0, 0, 0] = 1.0  # one diagonal neighbour
     m = torch.ones(1, 1, 3, 3)
     m[0, 0, 1, 1] = 0.0
     out = NoisyLinearImputer(0.0).fill(x, m, None)
@@ -243,8 +261,9 @@ def test_factory_builds_by_name_and_rejects_bad_options(tmp_path):
     np.savez(tmp_path / "refs.npz", images=refs)
     mean = build_imputer("mean", {}, None, {"reference_images": str(tmp_path / "refs.npz")})
     assert mean.mean == pytest.approx([0.4, 0.4, 0.4])
-    assert isinstance(build_imputer("train_set", {}, None, {"reference_images": str(tmp_path / "refs.npz")}),
-                      TrainSetImputer)
+    assert isinstance(
+        build_imputer("train_set", {}, None, {"reference_images": str(tmp_path / "refs.npz")}), TrainSetImputer
+    )
     np.savez(tmp_path / "bad.npz", pictures=refs)
     with pytest.raises(ValueError, match="no 'images' array"):
         build_imputer("train_set", {}, None, {"reference_images": str(tmp_path / "bad.npz")})
@@ -280,8 +299,9 @@ def test_every_registered_imputer_is_in_the_schema(repo):
     from fudbench.imputers.settings import IMPUTER_SETTINGS
     from fudbench.core.settings import defaults
 
-    schema = with_entry_schemas(load_yaml(repo / "config/schema.yaml"),
-                                load_yaml(repo / "config/config.yaml"))["$defs"]["imputer_options"]
+    schema = with_entry_schemas(load_yaml(repo / "config/schema.yaml"), load_yaml(repo / "config/config.yaml"))[
+        "$defs"
+    ]["imputer_options"]
     assert set(schema["properties"]) == set(IMPUTERS) == set(IMPUTER_SETTINGS) == set(DEFAULTS)
     assert schema["additionalProperties"]["properties"]["method"]["anyOf"][0]["enum"] == list(IMPUTERS)
     assert all(DEFAULTS[name] == defaults(IMPUTER_SETTINGS[name]) for name in IMPUTERS)
@@ -295,12 +315,16 @@ def test_needed_assets_are_known_from_the_settings():
         return spec(method).assets(spec(method).resolve(settings))
 
     assert needed("srg", {"imputers": ["telea", "noisy_linear"]}) == {"srg_reference"}
-    assert needed("srg", {"imputers": ["mean", "diffusion_plain"]}) == {"reference_images", "score_model",
-                                                                         "srg_reference"}
+    assert needed("srg", {"imputers": ["mean", "diffusion_plain"]}) == {
+        "reference_images",
+        "score_model",
+        "srg_reference",
+    }
     assert needed("srg", {"imputers": ["mean"], "imputer_options": {"mean": {"mean": [0.5] * 3}}}) == {"srg_reference"}
     assert needed("road", {"imputer": "train_set"}) == {"reference_images"}
     assert needed("road", {"imputer": "fill", "imputer_options": {"fill": {"method": "train_set"}}}) == {
-        "reference_images"}
+        "reference_images"
+    }
     assert needed("idsds", {"fill": "zero"}) == set()
     assert needed("distill", {"fills": ["blur"]}) == set()
     assert needed("fud", {}) == {"score_model"} and needed("ffid", {}) == {"surrogate"}

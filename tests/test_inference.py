@@ -10,6 +10,7 @@ or the paired difference of two such statistics on the same image (bounds
 [-2, 2]); the true value is the mean over 200,000 simulated images. Every
 draw is seeded: the numbers are deterministic (docs/meta_evaluation.md,
 "Statistics", quotes them)."""
+
 import math
 
 import numpy as np

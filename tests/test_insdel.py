@@ -1,4 +1,5 @@
 """INS/DEL against a small example computed by hand."""
+
 import numpy as np
 import pytest
 import torch
@@ -45,8 +46,12 @@ def test_deletion_curve_matches_hand_computation():
 
 def test_insertion_curve_starts_from_blur_and_ends_at_image():
     x, attribution = _example()
-    ev = build_insdel({"n_steps": 4, "blur_kernel": 3, "blur_sigma": 1.0, "batch_size": 3},
-                      {"ratios": [0.25, 0.5, 0.75], "reduction": "abs_sum"}, {}, "cpu")
+    ev = build_insdel(
+        {"n_steps": 4, "blur_kernel": 3, "blur_sigma": 1.0, "batch_size": 3},
+        {"ratios": [0.25, 0.5, 0.75], "reduction": "abs_sum"},
+        {},
+        "cpu",
+    )
     records, samples = ev.run(SumModel(), x, torch.tensor([0]), attribution, [0], ("t",))
     ins = records[records.curve == "insertion"].sort_values("kept")
     assert list(ins["kept"]) == [0, 0.25, 0.5, 0.75, 1.0]

@@ -6,6 +6,7 @@ an index that does not exist. The machine's pip / uv settings are simulated by a
 (PIP_CONFIG_FILE) and PIP_FIND_LINKS / UV_FIND_LINKS naming a folder that holds a wheel of the
 same version with a build tag (which pip prefers when it sees both): if the install reads them, the
 environment gets that wheel (VALUE 99) instead of the wheelhouse's (41)."""
+
 import os
 import subprocess
 import sys
@@ -21,11 +22,22 @@ NO_INDEX = {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "UV_INDEX_URL": "http:
 
 def install(tmp_path, *args, cwd=REPO, **env):
     base = {k: v for k, v in os.environ.items() if k not in ("FUD_WHEELHOUSE",)}
-    return subprocess.run(["bash", str(REPO / "tools/install_env.sh"), *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=600,
-                          env={**base, **NO_INDEX, "FUD_CACHE": str(tmp_path / "cache"), "FUD_PYTHON": sys.executable,
-                               "FUD_REUSE_TORCH": "0", "UV_CACHE_DIR": str(tmp_path / "uv"),
-                               **{k: str(v) for k, v in env.items()}})
+    return subprocess.run(
+        ["bash", str(REPO / "tools/install_env.sh"), *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={
+            **base,
+            **NO_INDEX,
+            "FUD_CACHE": str(tmp_path / "cache"),
+            "FUD_PYTHON": sys.executable,
+            "FUD_REUSE_TORCH": "0",
+            "UV_CACHE_DIR": str(tmp_path / "uv"),
+            **{k: str(v) for k, v in env.items()},
+        },
+    )
 
 
 @pytest.fixture
@@ -45,12 +57,21 @@ def test_offline_install_reads_none_of_the_machines_pip_or_uv_settings(wheels, t
     # a uv.toml where the install is started (uv reads the working directory's)
     (tmp_path / "here").mkdir()
     (tmp_path / "here" / "uv.toml").write_text(f'find-links = ["{machine}"]\n')
-    res = install(tmp_path, "--offline", wh, cwd=tmp_path / "here", FUD_LOCK=lock, PIP_CONFIG_FILE=conf,
-                  PIP_FIND_LINKS=machine, UV_FIND_LINKS=machine)
+    res = install(
+        tmp_path,
+        "--offline",
+        wh,
+        cwd=tmp_path / "here",
+        FUD_LOCK=lock,
+        PIP_CONFIG_FILE=conf,
+        PIP_FIND_LINKS=machine,
+        UV_FIND_LINKS=machine,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     venv = Path(res.stdout.strip().splitlines()[-1])
-    out = subprocess.run([venv / "bin" / "python", "-c", "import fudofflinea; print(fudofflinea.VALUE)"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [venv / "bin" / "python", "-c", "import fudofflinea; print(fudofflinea.VALUE)"], capture_output=True, text=True
+    )
     assert out.stdout.strip() == "41", (out.stdout, out.stderr, res.stderr[-2000:])
     # nothing of the install's own left in the cache: only the environment and the installers' lock
     assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == sorted([venv.name, ".install.lock"])
@@ -71,8 +92,9 @@ def test_an_empty_wheelhouse_variable_is_an_error_not_an_online_install(wheels, 
     res = install(tmp_path, FUD_LOCK=lock, FUD_WHEELHOUSE="")
     assert res.returncode == 2
     assert "FUD_WHEELHOUSE is set but empty" in res.stderr and "unset FUD_WHEELHOUSE" in res.stderr
-    assert not (tmp_path / "cache").exists() or not [p for p in (tmp_path / "cache").iterdir()
-                                                    if p.name.startswith("venv")]
+    assert not (tmp_path / "cache").exists() or not [
+        p for p in (tmp_path / "cache").iterdir() if p.name.startswith("venv")
+    ]
 
 
 def test_a_relative_cache_gives_an_absolute_environment_path(wheels, tmp_path):

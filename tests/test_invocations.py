@@ -1,4 +1,5 @@
 """results/<run>/invocations.jsonl: one line per invocation with its commit (issue 44)."""
+
 import subprocess
 
 from fudbench.workflow.invocations import read_invocations, record_invocation

@@ -3,6 +3,7 @@ on known curves, the steps (one per superpixel, K + 1 per image, K its own),
 the removal order, and the fill. Its direction, shard invariance, value range
 and reduction are checked with every other evaluator in
 tests/test_evaluator_registry.py."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -16,14 +17,14 @@ from fudbench.core.superpixels import segment
 
 def test_area_over_the_normalised_probability_curve():
     curve = pd.DataFrame({"step": [0, 1, 2], "region_fraction": [0, 0.5, 1], "confidence": [0.8, 0.4, 0.0]})
-    assert area_over_curve(curve) == pytest.approx(0.5)                     # ratio 1, 0.5, 0
+    assert area_over_curve(curve) == pytest.approx(0.5)  # ratio 1, 0.5, 0
     flat = curve.assign(confidence=0.8)
-    assert area_over_curve(flat) == pytest.approx(0.0)                      # nothing changes
+    assert area_over_curve(flat) == pytest.approx(0.0)  # nothing changes
     instant = curve.assign(confidence=[0.8, 0.0, 0.0])
-    assert area_over_curve(instant) == pytest.approx(0.75)                  # drop at the first superpixel
+    assert area_over_curve(instant) == pytest.approx(0.75)  # drop at the first superpixel
     rising = curve.assign(confidence=[0.4, 0.8, 0.8])
-    assert area_over_curve(rising) == pytest.approx(-0.75)                  # ratio 1, 2, 2: help scores < 0
-    assert area_over_curve(curve.iloc[::-1]) == pytest.approx(0.5)          # row order does not matter
+    assert area_over_curve(rising) == pytest.approx(-0.75)  # ratio 1, 2, 2: help scores < 0
+    assert area_over_curve(curve.iloc[::-1]) == pytest.approx(0.5)  # row order does not matter
 
 
 def _region_ranking(means, seed):
@@ -76,11 +77,12 @@ def test_everything_removed_is_the_image_mean_and_the_regions_go_in_rank_order(r
     for i, image in enumerate([4, 7, 9]):
         steps = int((records["image"] == image).sum())
         final = kept[i, steps - 1]
-        np.testing.assert_allclose(final, np.broadcast_to(x[i].mean((1, 2), keepdim=True).numpy(), final.shape),
-                                   atol=2e-3)  # float16 samples
+        np.testing.assert_allclose(
+            final, np.broadcast_to(x[i].mean((1, 2), keepdim=True).numpy(), final.shape), atol=2e-3
+        )  # float16 samples
         assert np.isnan(kept[i, steps:]).all()
         # step 1 removes the superpixel of highest mean attribution
-        lab = segment(x[i:i + 1].numpy(), "slic", n_segments=4, compactness=10.0)[0]
+        lab = segment(x[i : i + 1].numpy(), "slic", n_segments=4, compactness=10.0)[0]
         score = a[i].abs().sum(0).numpy()
         top = np.argmax([score[lab == k].mean() for k in range(lab.max() + 1)])
         changed = np.abs(kept[i, 1] - kept[i, 0]).sum(0) > 1e-3

@@ -1,16 +1,27 @@
 """Meta-evaluation: Spearman with the ground-truth ranking of degraded explainers
 (macro / micro, orientation), agreement between metrics, table and heatmap."""
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from fudbench.meta.families import (average_ranks, degraded_explainers, ground_truth_correlations,
-                                    kendall_rows, metric_agreement, spearman)
+from fudbench.meta.families import (
+    average_ranks,
+    degraded_explainers,
+    ground_truth_correlations,
+    kendall_rows,
+    metric_agreement,
+    spearman,
+)
 from fudbench.report.meta import agreement_heatmap, meta_table
 
 # curve -> (table name, higher is better, score fn); the fns are not used by the meta-evaluation
-SCORES = {"up": ("Up", True, None), "down": ("Down", False, None), "flat": ("Flat", True, None),
-          "single": ("Single", True, None)}
+SCORES = {
+    "up": ("Up", True, None),
+    "down": ("Down", False, None),
+    "flat": ("Flat", True, None),
+    "single": ("Single", True, None),
+}
 STEPS = {"up": "value", "down": "value", "flat": "value"}
 DEGRADED = {"ig_d00": ("ig", 0.0), "ig_d20": ("ig", 0.2), "ig_d10": ("ig", 0.1), "ig_d30": ("ig", 0.3)}
 
@@ -18,8 +29,12 @@ DEGRADED = {"ig_d00": ("ig", 0.0), "ig_d20": ("ig", 0.2), "ig_d10": ("ig", 0.1),
 def _per_image(values: dict, model="cnn", n_images=6, noise=0.0, seed=0):
     """values: {curve: {explainer: mean score}} -> per-image rows (optionally noisy)."""
     rng = np.random.default_rng(seed)
-    rows = [{"model": model, "explainer": ex, "curve": curve, "image": i, "score": v + noise * rng.standard_normal()}
-            for curve, per_ex in values.items() for ex, v in per_ex.items() for i in range(n_images)]
+    rows = [
+        {"model": model, "explainer": ex, "curve": curve, "image": i, "score": v + noise * rng.standard_normal()}
+        for curve, per_ex in values.items()
+        for ex, v in per_ex.items()
+        for i in range(n_images)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -36,8 +51,12 @@ def test_rank_statistics():
 
 
 def test_degraded_explainers_from_config():
-    config = {"ig": {"n_steps": 8}, "ig_d10": {"method": "degrade", "base": "ig", "fraction": 0.1},
-              "oracle_d00": {"method": "degrade", "base": "oracle", "fraction": 0}, "random": {}}
+    config = {
+        "ig": {"n_steps": 8},
+        "ig_d10": {"method": "degrade", "base": "ig", "fraction": 0.1},
+        "oracle_d00": {"method": "degrade", "base": "oracle", "fraction": 0},
+        "random": {},
+    }
     assert degraded_explainers(config) == {"ig_d10": ("ig", 0.1), "oracle_d00": ("oracle", 0.0)}
     with pytest.raises(ValueError, match="explainers.bad.fraction"):
         degraded_explainers({"bad": {"method": "degrade", "base": "ig"}})
@@ -45,13 +64,16 @@ def test_degraded_explainers_from_config():
 
 def test_perfect_reversed_and_orientation():
     p = {e: f for e, (_, f) in DEGRADED.items()}
-    per_image = _per_image({
-        "up": {e: 1 - v for e, v in p.items()},      # higher better, falls with noise: perfect
-        "down": {e: 1 - v for e, v in p.items()},    # lower better, yet falls with noise: reversed
-        "flat": {e: 0.5 for e in p},                 # no ranking at all
-    })
-    out = ground_truth_correlations(per_image, DEGRADED, None, n_boot=50, seed=0, curve_scores=SCORES,
-                                    step_values=STEPS)
+    per_image = _per_image(
+        {
+            "up": {e: 1 - v for e, v in p.items()},  # higher better, falls with noise: perfect
+            "down": {e: 1 - v for e, v in p.items()},  # lower better, yet falls with noise: reversed
+            "flat": {e: 0.5 for e in p},  # no ranking at all
+        }
+    )
+    out = ground_truth_correlations(
+        per_image, DEGRADED, None, n_boot=50, seed=0, curve_scores=SCORES, step_values=STEPS
+    )
     assert _row(out, "Up", "macro")["spearman"] == pytest.approx(1.0)
     assert _row(out, "Down", "macro")["spearman"] == pytest.approx(-1.0)
     assert np.isnan(_row(out, "Flat", "macro")["spearman"])
@@ -82,16 +104,26 @@ def test_micro_differs_from_macro_on_a_hand_made_frame():
     for k, ex in enumerate(members):
         for image in range(4):
             for step, vals in step_values.items():
-                recs.append({"model": "cnn", "explainer": ex, "curve": "up", "image": image, "step": step,
-                             "value": vals[k]})
-            scores.append({"model": "cnn", "explainer": ex, "curve": "up", "image": image,
-                           "score": np.mean([v[k] for v in step_values.values()])})
+                recs.append(
+                    {"model": "cnn", "explainer": ex, "curve": "up", "image": image, "step": step, "value": vals[k]}
+                )
+            scores.append(
+                {
+                    "model": "cnn",
+                    "explainer": ex,
+                    "curve": "up",
+                    "image": image,
+                    "score": np.mean([v[k] for v in step_values.values()]),
+                }
+            )
             # a single-value metric: micro is not defined
-            recs.append({"model": "cnn", "explainer": ex, "curve": "single", "image": image, "step": 0,
-                         "value": np.nan})
+            recs.append(
+                {"model": "cnn", "explainer": ex, "curve": "single", "image": image, "step": 0, "value": np.nan}
+            )
             scores.append({"model": "cnn", "explainer": ex, "curve": "single", "image": image, "score": -k})
-    out = ground_truth_correlations(pd.DataFrame(scores), degraded, pd.DataFrame(recs), n_boot=20, seed=0,
-                                    curve_scores=SCORES, step_values=STEPS)
+    out = ground_truth_correlations(
+        pd.DataFrame(scores), degraded, pd.DataFrame(recs), n_boot=20, seed=0, curve_scores=SCORES, step_values=STEPS
+    )
     assert _row(out, "Up", "macro")["spearman"] == pytest.approx(1.0)
     micro = _row(out, "Up", "micro")
     assert micro["spearman"] == pytest.approx(0.0) and micro["n_steps"] == 2
@@ -107,26 +139,46 @@ def test_no_degraded_explainers_is_a_clear_error():
 def test_agreement_matrix_symmetric_with_unit_diagonal():
     explainers = ["sm", "ig", "gig", "random"]
     base = dict(zip(explainers, [0.9, 0.7, 0.4, 0.1]))
-    per_image = pd.concat([
-        _per_image({"up": base, "down": {e: -v for e, v in base.items()},      # same ranking, other direction
-                    "flat": dict(zip(explainers, [0.1, 0.4, 0.7, 0.9]))}, model=m, n_images=5, noise=0.01, seed=s)
-        for s, m in enumerate(["cnn", "vit"])])
+    per_image = pd.concat(
+        [
+            _per_image(
+                {
+                    "up": base,
+                    "down": {e: -v for e, v in base.items()},  # same ranking, other direction
+                    "flat": dict(zip(explainers, [0.1, 0.4, 0.7, 0.9])),
+                },
+                model=m,
+                n_images=5,
+                noise=0.01,
+                seed=s,
+            )
+            for s, m in enumerate(["cnn", "vit"])
+        ]
+    )
     matrices, long = metric_agreement(per_image, explainers, n_boot=50, seed=0, curve_scores=SCORES)
     assert set(matrices) == {"cnn", "vit"}
     m = matrices["cnn"]
     assert list(m.index) == ["Up", "Down", "Flat"] == list(m.columns)
     np.testing.assert_allclose(m.to_numpy(), m.to_numpy().T)
     np.testing.assert_allclose(np.diag(m.to_numpy()), 1.0)
-    assert m.loc["Up", "Down"] == pytest.approx(1.0)   # oriented by higher_is_better
+    assert m.loc["Up", "Down"] == pytest.approx(1.0)  # oriented by higher_is_better
     assert m.loc["Up", "Flat"] == pytest.approx(-1.0)  # opposite ranking
     assert len(long) == 2 * 9 and long[["tau", "ci_low", "ci_high"]].notna().all().all()
 
 
 def test_table_and_heatmap_are_written(tmp_path):
     p = {e: f for e, (_, f) in DEGRADED.items()}
-    per_image = pd.concat([_per_image({"up": {e: 1 - v for e, v in p.items()},
-                                       "down": {e: v for e, v in p.items()}}, model=m, noise=0.05, seed=k)
-                           for k, m in enumerate(["cnn", "vit"])])
+    per_image = pd.concat(
+        [
+            _per_image(
+                {"up": {e: 1 - v for e, v in p.items()}, "down": {e: v for e, v in p.items()}},
+                model=m,
+                noise=0.05,
+                seed=k,
+            )
+            for k, m in enumerate(["cnn", "vit"])
+        ]
+    )
     corr = ground_truth_correlations(per_image, DEGRADED, None, n_boot=30, seed=0, curve_scores=SCORES)
     csv, tex = meta_table(corr, models=["cnn", "vit"], families=["ig"])
     assert list(csv["model"].unique()) == ["cnn", "vit"]
@@ -178,8 +230,7 @@ def test_agreement_is_refused_with_fewer_than_three_explainers():
 def test_partial_order_family_rows():
     """A randomise_model family (name *_randomised) is scored on its known pairs:
     `recovery` is the known-pairs concordance, `spearman` the full Spearman."""
-    degraded = {"ig_r000": ("ig_randomised", 0.0), "ig_r050": ("ig_randomised", 0.5),
-                "ig_r100": ("ig_randomised", 1.0)}
+    degraded = {"ig_r000": ("ig_randomised", 0.0), "ig_r050": ("ig_randomised", 0.5), "ig_r100": ("ig_randomised", 1.0)}
     per_image = _per_image({"up": {"ig_r000": 1.0, "ig_r050": 0.2, "ig_r100": 0.5}}, n_images=8, noise=0.01)
     out = ground_truth_correlations(per_image, degraded, None, n_boot=0, curve_scores=SCORES)
     r = _row(out, "Up", "macro")
@@ -197,5 +248,7 @@ def test_agreement_metrics_leave_out_a_run_with_one_scored_curve():
 
     one = {"fud": {"symmetric": False}, "fud_100": {"method": "fud", "steps": 100}}
     assert agreement_metrics(one) == ["fud"]
-    assert agreement_metrics({**one, "insdel": {}})[:1] == ["fud"] and len(agreement_metrics({**one, "insdel": {}})) >= 2
+    assert (
+        agreement_metrics({**one, "insdel": {}})[:1] == ["fud"] and len(agreement_metrics({**one, "insdel": {}})) >= 2
+    )
     assert agreement_metrics({**one, "insdel": {}}, ["fud"]) == ["fud"]

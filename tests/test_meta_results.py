@@ -4,6 +4,7 @@ the same commit on the same kind of CPU> its CSVs must equal the run's (but
 for the timing columns, fudbench.report.TIMING_COLUMNS; a run of another CPU
 kind, by its run_info.json, is skipped: issue 56); without it only the export
 tool is checked."""
+
 import os
 import sys
 from pathlib import Path
@@ -34,8 +35,16 @@ def test_export_refuses_an_unfinished_run_and_copies_a_finished_one(tmp_path):
 
 
 # What makes two runs' numbers bit for bit the same (fudbench.core.hardware.run_info's fields).
-CPU_KIND = ("cpu_model", "cpu_flags", "aten_cpu_capability", "onednn_max_cpu_isa", "fud_precision", "torch",
-            "torch_threads", "device")
+CPU_KIND = (
+    "cpu_model",
+    "cpu_flags",
+    "aten_cpu_capability",
+    "onednn_max_cpu_isa",
+    "fud_precision",
+    "torch",
+    "torch_threads",
+    "device",
+)
 
 
 @pytest.mark.numerics
@@ -43,8 +52,10 @@ def test_committed_verdict_equals_a_run_of_its_commit():
     where = os.environ.get("FUD_META_RESULTS")
     committed = REPO / "studies" / "meta_profile_runs" / "results"
     if not where:
-        pytest.skip("FUD_META_RESULTS is not set: point it at a finished meta run of the commit in "
-                    "studies/meta_profile_runs/README.md")
+        pytest.skip(
+            "FUD_META_RESULTS is not set: point it at a finished meta run of the commit in "
+            "studies/meta_profile_runs/README.md"
+        )
     if not committed.is_dir():
         pytest.skip("studies/meta_profile_runs/results has not been exported yet")
     import json
@@ -61,11 +72,16 @@ def test_committed_verdict_equals_a_run_of_its_commit():
     if not info.is_file():
         pytest.skip(f"FUD_META_RESULTS={where}: no run_info.json, so the run's CPU kind is unknown")
     ran_kind, kept_kind = (json.loads(p.read_text()) for p in (info, committed / "run_info.json"))
-    other = [f"{k}: {ran_kind.get(k)!r} here, {kept_kind.get(k)!r} committed" for k in CPU_KIND
-             if ran_kind.get(k) != kept_kind.get(k)]
+    other = [
+        f"{k}: {ran_kind.get(k)!r} here, {kept_kind.get(k)!r} committed"
+        for k in CPU_KIND
+        if ran_kind.get(k) != kept_kind.get(k)
+    ]
     if other:
-        pytest.skip("the run is of another CPU kind than the committed verdict's (" + "; ".join(other) + "): "
-                    "its tables are not expected to match bit for bit")
+        pytest.skip(
+            "the run is of another CPU kind than the committed verdict's (" + "; ".join(other) + "): "
+            "its tables are not expected to match bit for bit"
+        )
     for stem in TABLES:
         timing = list(TIMING_COLUMNS.get(f"{stem}.csv", ()))  # seconds per image: the machine's, not the run's
         ran, kept = (pd.read_csv(d / f"{stem}.csv").drop(columns=timing) for d in (Path(where) / "tables", committed))
@@ -80,7 +96,9 @@ def test_exports_under_docs_results_are_not_ignored_by_git():
 
     if subprocess.run(["git", "-C", str(REPO), "rev-parse"], capture_output=True).returncode != 0:
         pytest.skip("not a git checkout")
-    ignored = subprocess.run(["git", "-C", str(REPO), "check-ignore", "-q", "studies/meta_profile_runs/results/claims.csv"])
+    ignored = subprocess.run(
+        ["git", "-C", str(REPO), "check-ignore", "-q", "studies/meta_profile_runs/results/claims.csv"]
+    )
     assert ignored.returncode == 1, "studies/*/results/ is ignored by .gitignore"
     root = subprocess.run(["git", "-C", str(REPO), "check-ignore", "-q", "results/synthetic/tables/x.csv"])
     assert root.returncode == 0, "the workflow's results/ should stay ignored"

@@ -3,6 +3,7 @@
 and model `cnn` + explainer `_ig` gave one key (one overwrote the other) and the
 qualitative figure's split("__") dropped the `cnn_` rows. The keys now join with
 a character no name may hold. Every test fails on 6c8cba0."""
+
 import numpy as np
 import pytest
 
@@ -10,7 +11,13 @@ from fudbench.core.io import load_npz, write_npz
 from fudbench.config.names import name_problem
 from fudbench.report.figures import qualitative_grid
 from fudbench.report.gallery import (
-    FORMAT, SEP, build_gallery, check_gallery, gallery_key, gallery_pairs, parse_key,
+    FORMAT,
+    SEP,
+    build_gallery,
+    check_gallery,
+    gallery_key,
+    gallery_pairs,
+    parse_key,
 )
 
 PAIRS = [("cnn_", "ig"), ("cnn", "_ig"), ("a", "b_"), ("a_", "b")]
@@ -26,15 +33,23 @@ def test_the_adversarial_names_are_valid_names_and_cannot_hold_the_separator():
 
 def _gallery(tmp_path, pairs, n=3, steps=2):
     rng = np.random.default_rng(0)
-    write_npz(tmp_path / "eval.npz", images=rng.integers(0, 256, (4, 3, 8, 8), dtype=np.uint8),
-              masks=np.zeros((4, 8, 8), np.uint8), labels=np.zeros(4, np.int64))
+    write_npz(
+        tmp_path / "eval.npz",
+        images=rng.integers(0, 256, (4, 3, 8, 8), dtype=np.uint8),
+        masks=np.zeros((4, 8, 8), np.uint8),
+        labels=np.zeros(4, np.int64),
+    )
     attributions, samples = {}, {}
     for k, (model, explainer) in enumerate(pairs):
         write_npz(tmp_path / f"attr{k}.npz", attributions=np.full((4, 3, 8, 8), k, np.float32))
-        write_npz(tmp_path / f"samples{k}.npz", ids=np.arange(4),
-                  fud=np.full((4, steps, 3, 8, 8), (k + 1) / 10, np.float32), removed_fud=np.linspace(0.2, 0.8, steps),
-                  gevaert_del__blur=np.full((4, steps, 3, 8, 8), k, np.float32),
-                  removed_gevaert_del__blur=np.full((4, steps), 0.5))
+        write_npz(
+            tmp_path / f"samples{k}.npz",
+            ids=np.arange(4),
+            fud=np.full((4, steps, 3, 8, 8), (k + 1) / 10, np.float32),
+            removed_fud=np.linspace(0.2, 0.8, steps),
+            gevaert_del__blur=np.full((4, steps, 3, 8, 8), k, np.float32),
+            removed_gevaert_del__blur=np.full((4, steps), 0.5),
+        )
         attributions[(model, explainer)] = tmp_path / f"attr{k}.npz"
         samples[(model, explainer, "fud")] = tmp_path / f"samples{k}.npz"
     return build_gallery(tmp_path / "eval.npz", attributions, samples, n)

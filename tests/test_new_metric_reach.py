@@ -11,6 +11,7 @@ that go stale (issue 46):
   profile's (tools/profile_counts.py generates them), unless the same table cell or
   sentence part dates it with a commit or a date: a measurement of that run, kept as
   measured ("5 min 35 s at commit f609455 (105 jobs then)")."""
+
 import re
 from pathlib import Path
 
@@ -25,8 +26,11 @@ NUMBER_WORDS = "two three four five six seven eight nine ten eleven twelve thirt
 # "x ten evaluations", "all eleven evaluators", "the ten metrics", "x 10 evaluators": the whole set, counted
 # (a count of a particular few, "the smoke config (four evaluators)", says something else and stays; a
 # numeral next to a profile's name is that profile's count, checked below)
-COUNT = re.compile(rf"(?:\bx|\ball|\bthe|\bevery one of the) (?:{'|'.join(NUMBER_WORDS)}|\d+) "
-                   rf"(?:registered )?(?:evaluations|evaluators|metrics)\b", re.I)
+COUNT = re.compile(
+    rf"(?:\bx|\ball|\bthe|\bevery one of the) (?:{'|'.join(NUMBER_WORDS)}|\d+) "
+    rf"(?:registered )?(?:evaluations|evaluators|metrics)\b",
+    re.I,
+)
 LIST_MIN = 8  # a line naming this many registered evaluators is a list of them: it must name them all
 
 
@@ -44,8 +48,10 @@ def test_no_count_or_partial_list_of_the_evaluators(doc):
         found = {w for w in re.findall(r"[a-z_]+", line) if w in names}
         if len(found) >= LIST_MIN and found != names:
             problems.append(f"line {number}: lists {len(found)} registered evaluators, not {sorted(names - found)}")
-    assert not problems, (f"{doc.relative_to(REPO)}: name the registry (fudbench.evaluators.EVALUATORS) instead of "
-                          f"counting or listing its entries:\n  " + "\n  ".join(problems))
+    assert not problems, (
+        f"{doc.relative_to(REPO)}: name the registry (fudbench.evaluators.EVALUATORS) instead of "
+        f"counting or listing its entries:\n  " + "\n  ".join(problems)
+    )
 
 
 PROFILES = sorted((REPO / "config").glob("*.yaml"))
@@ -58,23 +64,38 @@ def test_no_profile_filters_the_meta_evaluation_by_hand(profile):
     config = resolve_config([profile])
     assert config["analysis"].get("meta_metrics") is None, (
         f"{profile.relative_to(REPO)}: analysis.meta_metrics lists curves by hand, so a metric added by the recipe "
-        f"is left out of its meta-evaluation; leave it null (every scored curve)")
+        f"is left out of its meta-evaluation; leave it null (every scored curve)"
+    )
 
 
 # --- counts of a profile, next to its name -----------------------------------------------------------------------
 
-PROFILE_NAMES = ((re.compile(r"config/(\w+)\.yaml"), None),
-                 (re.compile(r"\bdefault (?:workflow|run|profile)\b", re.I), "config"),
-                 (re.compile(r"\bsmoke (?:workflow|config|profile|run)\b", re.I), "smoke"))
-KIND_OF = {"jobs": "jobs", "explainers": "explainers", "explainer entries": "explainers", "evaluators": "evaluators",
-           "evaluator entries": "evaluators", "models": "models", "images": "images"}
+PROFILE_NAMES = (
+    (re.compile(r"config/(\w+)\.yaml"), None),
+    (re.compile(r"\bdefault (?:workflow|run|profile)\b", re.I), "config"),
+    (re.compile(r"\bsmoke (?:workflow|config|profile|run)\b", re.I), "smoke"),
+)
+KIND_OF = {
+    "jobs": "jobs",
+    "explainers": "explainers",
+    "explainer entries": "explainers",
+    "evaluators": "evaluators",
+    "evaluator entries": "evaluators",
+    "models": "models",
+    "images": "images",
+}
 # "105 jobs", "13 explainers x 2 models x 12 evaluators on 8 images"; not "~1200 jobs", "about 40 jobs"
-CLAIM = re.compile(r"(?<![~\d.,/])(?<!about )(?<!up to )(\d[\d,]*) (" + "|".join(sorted(KIND_OF, key=len, reverse=True))
-                   + r")\b(?! (?:of a|of each|per|in a|in each)\b)")   # "100 images of a shard": a job's share
+CLAIM = re.compile(
+    r"(?<![~\d.,/])(?<!about )(?<!up to )(\d[\d,]*) ("
+    + "|".join(sorted(KIND_OF, key=len, reverse=True))
+    + r")\b(?! (?:of a|of each|per|in a|in each)\b)"
+)  # "100 images of a shard": a job's share
 # a commit (7+ hex digits with a letter and a digit), a date or a past run ("of that time"): the count is
 # that run's, as measured
-DATED = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b|\b20\d\d-\d\d-\d\d\b"
-                   r"|\b(?:of that time|at the time|then|would)\b")   # "would": a what-if, not the profile
+DATED = re.compile(
+    r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b|\b20\d\d-\d\d-\d\d\b"
+    r"|\b(?:of that time|at the time|then|would)\b"
+)  # "would": a what-if, not the profile
 # `config/paper.yaml + an overlay`, "the smoke config without `fud`": another config, not the profile's counts
 COMBINED = re.compile(r"^`?\s*(?:\+|without\b)")
 
@@ -87,9 +108,12 @@ def profile_claims(line: str) -> list:
     row_profile = None
     out = []
     for cell in cells:
-        marks = sorted((m.start(), m.group(1) if name is None else name)
-                       for pattern, name in PROFILE_NAMES for m in pattern.finditer(cell)
-                       if not COMBINED.match(cell[m.end():]))
+        marks = sorted(
+            (m.start(), m.group(1) if name is None else name)
+            for pattern, name in PROFILE_NAMES
+            for m in pattern.finditer(cell)
+            if not COMBINED.match(cell[m.end() :])
+        )
         if marks and row_profile is None:
             row_profile = marks[0][1]
         if DATED.search(cell):
@@ -106,8 +130,10 @@ def profile_claims(line: str) -> list:
 
 def test_a_count_of_the_registry_in_numerals_is_caught_too(tmp_path, monkeypatch):
     doc = tmp_path / "doc.md"
-    doc.write_text("runs on 2 models x 10 evaluators\nthe paper's 4 evaluators\n"
-                   "default workflow (13 explainers x 2 models x 12 evaluators)\n")
+    doc.write_text(
+        "runs on 2 models x 10 evaluators\nthe paper's 4 evaluators\n"
+        "default workflow (13 explainers x 2 models x 12 evaluators)\n"
+    )
     with pytest.raises(AssertionError, match=r"line 1: a count of the registry \('x 10 evaluators'\)") as err:
         monkeypatch.setattr("test_new_metric_reach.REPO", tmp_path)
         test_no_count_or_partial_list_of_the_evaluators(doc)
@@ -115,12 +141,17 @@ def test_a_count_of_the_registry_in_numerals_is_caught_too(tmp_path, monkeypatch
 
 
 def test_profile_claims_are_found_per_cell():
-    row = ("| default workflow (108 jobs: 13 explainers x 2 models x 12 evaluators on 8 images) | 5 min 35 s at "
-           "commit f609455 (105 jobs then) |")
-    assert profile_claims(row) == [("config", [("jobs", 108), ("explainers", 13), ("models", 2),
-                                                ("evaluators", 12), ("images", 8)])]
+    row = (
+        "| default workflow (108 jobs: 13 explainers x 2 models x 12 evaluators on 8 images) | 5 min 35 s at "
+        "commit f609455 (105 jobs then) |"
+    )
+    assert profile_claims(row) == [
+        ("config", [("jobs", 108), ("explainers", 13), ("models", 2), ("evaluators", 12), ("images", 8)])
+    ]
     assert profile_claims("`config/photos.yaml` (33 jobs) and `config/your_own.yaml` (34 jobs)") == [
-        ("photos", [("jobs", 33)]), ("your_own", [("jobs", 34)])]
+        ("photos", [("jobs", 33)]),
+        ("your_own", [("jobs", 34)]),
+    ]
     assert profile_claims("the paper profile: `-n` builds ~1200 jobs") == []
     assert profile_claims("the default run of that time (16 images)") == []
     assert profile_claims("(config/paper.yaml + an overlay): 4 explainers") == []
@@ -183,12 +214,16 @@ def test_config_counts_next_to_a_profile_are_the_profiles():
     sys.path.insert(0, str(REPO / "tools"))
     from profile_counts import config_counts
 
-    wrong = [f"{doc.relative_to(REPO)} line {number}: {n} {kind} for config/{profile}.yaml, which has "
-             f"{config_counts(profile)[kind]}"
-             for doc, number, profile, kind, n in CLAIMS if kind != "jobs" and config_counts(profile)[kind] != n]
-    assert not wrong, ("counts typed next to a profile's name are not the profile's; write its current counts "
-                       "(./fud python tools/profile_counts.py) or date the measurement (commit, date):\n  "
-                       + "\n  ".join(wrong))
+    wrong = [
+        f"{doc.relative_to(REPO)} line {number}: {n} {kind} for config/{profile}.yaml, which has "
+        f"{config_counts(profile)[kind]}"
+        for doc, number, profile, kind, n in CLAIMS
+        if kind != "jobs" and config_counts(profile)[kind] != n
+    ]
+    assert not wrong, (
+        "counts typed next to a profile's name are not the profile's; write its current counts "
+        "(./fud python tools/profile_counts.py) or date the measurement (commit, date):\n  " + "\n  ".join(wrong)
+    )
 
 
 @pytest.mark.workflow
@@ -200,7 +235,12 @@ def test_job_counts_next_to_a_profile_are_its_dry_runs(profile):
     from profile_counts import job_count
 
     jobs = job_count(profile)
-    wrong = [f"{doc.relative_to(REPO)} line {number}: {n} jobs" for doc, number, p, kind, n in CLAIMS
-             if p == profile and kind == "jobs" and n != jobs]
-    assert not wrong, (f"config/{profile}.yaml runs {jobs} jobs from nothing (Snakemake's dry run; "
-                       f"./fud python tools/profile_counts.py --jobs {profile}), not:\n  " + "\n  ".join(wrong))
+    wrong = [
+        f"{doc.relative_to(REPO)} line {number}: {n} jobs"
+        for doc, number, p, kind, n in CLAIMS
+        if p == profile and kind == "jobs" and n != jobs
+    ]
+    assert not wrong, (
+        f"config/{profile}.yaml runs {jobs} jobs from nothing (Snakemake's dry run; "
+        f"./fud python tools/profile_counts.py --jobs {profile}), not:\n  " + "\n  ".join(wrong)
+    )

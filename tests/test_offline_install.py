@@ -4,6 +4,7 @@ from it with no package index, reusing a compatible torch of the node. Tested on
 lock of one or two small packages (FUD_LOCK), wheels made here, a private FUD_CACHE
 (the shared environment is never touched) and a package index that does not exist,
 so any attempt to reach one fails the install."""
+
 import os
 import socket
 import subprocess
@@ -18,15 +19,25 @@ sys.path.insert(0, str(REPO / "tools"))
 import compatible_torch  # noqa: E402
 from wheel_support import make_wheel  # noqa: E402
 
-NO_INDEX = {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "UV_INDEX_URL": "http://127.0.0.1:9/simple",
-            "PIP_EXTRA_INDEX_URL": "", "UV_EXTRA_INDEX_URL": ""}
+NO_INDEX = {
+    "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
+    "UV_INDEX_URL": "http://127.0.0.1:9/simple",
+    "PIP_EXTRA_INDEX_URL": "",
+    "UV_EXTRA_INDEX_URL": "",
+}
 
 
 def run(cmd, **env):
     # none of the caller's FUD_* settings (on a node the tests run with FUD_NODE_PACKAGES=1 & co.)
     own = {k: v for k, v in os.environ.items() if not k.startswith("FUD_")}
-    return subprocess.run([str(c) for c in cmd], cwd=REPO, capture_output=True, text=True, timeout=600,
-                          env={**own, **NO_INDEX, **{k: str(v) for k, v in env.items()}})
+    return subprocess.run(
+        [str(c) for c in cmd],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**own, **NO_INDEX, **{k: str(v) for k, v in env.items()}},
+    )
 
 
 @pytest.fixture
@@ -40,9 +51,23 @@ def source(tmp_path):
 
 def test_wheelhouse_takes_each_entry_and_lists_those_without_a_wheel(source, tmp_path):
     src, lock = source
-    res = run(["bash", "tools/wheelhouse.sh", "--python", "%d.%d" % sys.version_info[:2], "--platform",
-               "manylinux2014_x86_64", "--requirements", lock, "--find-links", src, "--out", tmp_path / "wh"],
-              FUD_PYTHON=sys.executable)
+    res = run(
+        [
+            "bash",
+            "tools/wheelhouse.sh",
+            "--python",
+            "%d.%d" % sys.version_info[:2],
+            "--platform",
+            "manylinux2014_x86_64",
+            "--requirements",
+            lock,
+            "--find-links",
+            src,
+            "--out",
+            tmp_path / "wh",
+        ],
+        FUD_PYTHON=sys.executable,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     wh = tmp_path / "wh"
     assert res.stdout.strip().splitlines()[-1] == str(wh)
@@ -60,8 +85,24 @@ def test_wheelhouse_skips_what_the_node_has(source, tmp_path):
     src, lock = source
     node = tmp_path / "node.txt"
     node.write_text("# the node's packages\nFudOfflineB\n")
-    res = run(["bash", "tools/wheelhouse.sh", "--python", "%d.%d" % sys.version_info[:2], "--requirements", lock,
-               "--find-links", src, "--out", tmp_path / "wh", "--except", node, "--no-uv"], FUD_PYTHON=sys.executable)
+    res = run(
+        [
+            "bash",
+            "tools/wheelhouse.sh",
+            "--python",
+            "%d.%d" % sys.version_info[:2],
+            "--requirements",
+            lock,
+            "--find-links",
+            src,
+            "--out",
+            tmp_path / "wh",
+            "--except",
+            node,
+            "--no-uv",
+        ],
+        FUD_PYTHON=sys.executable,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     wh = tmp_path / "wh"
     assert [p.name for p in wh.glob("*.whl")] == ["fudofflinea-0.1-py3-none-any.whl"]
@@ -75,25 +116,38 @@ def test_offline_install_uses_no_index_and_a_private_cache(source, tmp_path):
     small = tmp_path / "small.lock"
     small.write_text("fudofflinea==0.1\n")
     cache = tmp_path / "cache"
-    res = run(["bash", "tools/install_env.sh", "--offline", src], FUD_LOCK=small, FUD_CACHE=cache,
-              FUD_PYTHON=sys.executable, FUD_REUSE_TORCH="0", UV_CACHE_DIR=tmp_path / "uv")
+    res = run(
+        ["bash", "tools/install_env.sh", "--offline", src],
+        FUD_LOCK=small,
+        FUD_CACHE=cache,
+        FUD_PYTHON=sys.executable,
+        FUD_REUSE_TORCH="0",
+        UV_CACHE_DIR=tmp_path / "uv",
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     venv = Path(res.stdout.strip().splitlines()[-1])
     assert venv.parent == cache and (venv / ".complete").is_file()
-    out = subprocess.run([venv / "bin" / "python", "-c", "import fudofflinea; print(fudofflinea.VALUE)"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [venv / "bin" / "python", "-c", "import fudofflinea; print(fudofflinea.VALUE)"], capture_output=True, text=True
+    )
     assert out.stdout.strip() == "41", out.stderr
     # FUD_WHEELHOUSE is the same switch (./fud passes its environment on); the finished environment is reused
-    again = run(["bash", "tools/install_env.sh"], FUD_LOCK=small, FUD_CACHE=cache, FUD_WHEELHOUSE=src,
-                FUD_PYTHON=sys.executable)
+    again = run(
+        ["bash", "tools/install_env.sh"], FUD_LOCK=small, FUD_CACHE=cache, FUD_WHEELHOUSE=src, FUD_PYTHON=sys.executable
+    )
     assert again.returncode == 0 and again.stdout.strip() == str(venv) and "building" not in again.stderr
 
 
 def test_offline_install_names_lock_entries_without_a_wheel(source, tmp_path):
     src, lock = source
     (src / "missing.txt").write_text("fudofflineb==0.2\tERROR: No matching distribution found\n")
-    res = run(["bash", "tools/install_env.sh", "--offline", src], FUD_LOCK=lock, FUD_CACHE=tmp_path / "cache",
-              FUD_PYTHON=sys.executable, FUD_REUSE_TORCH="0")
+    res = run(
+        ["bash", "tools/install_env.sh", "--offline", src],
+        FUD_LOCK=lock,
+        FUD_CACHE=tmp_path / "cache",
+        FUD_PYTHON=sys.executable,
+        FUD_REUSE_TORCH="0",
+    )
     assert res.returncode != 0
     assert "1 lock entry has no wheel" in res.stderr
     assert "fudofflineb==0.2: ERROR: No matching distribution found" in res.stderr
@@ -104,8 +158,9 @@ def test_the_nodes_torch_is_reused_only_where_compatible(tmp_path, monkeypatch):
     import torch
 
     lock = tmp_path / "lock.txt"
-    lock.write_text(f"numpy==2.0.0\ntorch=={torch.__version__.split('+')[0]}\ntorchvision==0.1\ntriton==3.0\n"
-                    "nvidia-cublas==13.1\n")
+    lock.write_text(
+        f"numpy==2.0.0\ntorch=={torch.__version__.split('+')[0]}\ntorchvision==0.1\ntriton==3.0\nnvidia-cublas==13.1\n"
+    )
     monkeypatch.setenv("FUD_REUSE_TORCH", "auto")
     monkeypatch.delenv("FUD_MIN_TORCH", raising=False)
     ok, why = compatible_torch.reuse_decision(lock)
@@ -143,14 +198,30 @@ def test_a_reused_torch_is_a_view_of_its_stack_even_from_a_virtual_environment(s
 
     assert sys.prefix != sys.base_prefix, "this test's node must be a virtual environment"
     src, _ = source
-    torch_needs = ("filelock", "typing-extensions", "sympy", "mpmath", "networkx", "jinja2", "markupsafe",
-                   "fsspec", "setuptools", "numpy")
-    lines = [line for line in (REPO / "requirements.lock").read_text().splitlines()
-             if line.split("==")[0] in torch_needs]
+    torch_needs = (
+        "filelock",
+        "typing-extensions",
+        "sympy",
+        "mpmath",
+        "networkx",
+        "jinja2",
+        "markupsafe",
+        "fsspec",
+        "setuptools",
+        "numpy",
+    )
+    lines = [
+        line for line in (REPO / "requirements.lock").read_text().splitlines() if line.split("==")[0] in torch_needs
+    ]
     lock = tmp_path / "node.lock"
     lock.write_text("\n".join(["fudofflinea==0.1", f"torch=={torch.__version__.split('+')[0]}", *lines]) + "\n")
-    env = dict(FUD_LOCK=lock, FUD_CACHE=tmp_path / "cache", FUD_PYTHON=sys.executable, FUD_REUSE_TORCH="1",
-               UV_CACHE_DIR=tmp_path / "uv")
+    env = dict(
+        FUD_LOCK=lock,
+        FUD_CACHE=tmp_path / "cache",
+        FUD_PYTHON=sys.executable,
+        FUD_REUSE_TORCH="1",
+        UV_CACHE_DIR=tmp_path / "uv",
+    )
     refused = run(["bash", "tools/install_env.sh", "--offline", src], **env)
     assert refused.returncode != 0 and f"{len(lines)} lock entries have no wheel" in refused.stderr
     assert "FUD_NODE_PACKAGES=1" in refused.stderr
@@ -159,8 +230,10 @@ def test_a_reused_torch_is_a_view_of_its_stack_even_from_a_virtual_environment(s
     venv = Path(res.stdout.strip().splitlines()[-1])
     assert "-nodepkgs-nodetorch-" in venv.name
     assert "[install] from the node" in res.stderr and f"torch {torch.__version__}" in res.stderr
-    probe = ("import importlib.util as u, fudofflinea, numpy, torch; print(fudofflinea.VALUE, torch.__file__, "
-             "torch.ones(2).sum().item(), u.find_spec('pytest') is None)")
+    probe = (
+        "import importlib.util as u, fudofflinea, numpy, torch; print(fudofflinea.VALUE, torch.__file__, "
+        "torch.ones(2).sum().item(), u.find_spec('pytest') is None)"
+    )
     out = subprocess.run([venv / "bin" / "python", "-c", probe], capture_output=True, text=True, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     value, torch_file, total, no_pytest = out.stdout.split()
@@ -196,8 +269,10 @@ def test_the_view_shows_a_shared_namespace_folder_only_in_part(tmp_path, monkeyp
         info = site / f"{name}-1.0.dist-info"
         info.mkdir()
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
-        (info / "RECORD").write_text(f"fudns/{sub}/__init__.py,,\n{name}-1.0.dist-info/METADATA,,\n"
-                                     f"{name}-1.0.dist-info/RECORD,,\n../../bin/{name},,\n")
+        (info / "RECORD").write_text(
+            f"fudns/{sub}/__init__.py,,\n{name}-1.0.dist-info/METADATA,,\n"
+            f"{name}-1.0.dist-info/RECORD,,\n../../bin/{name},,\n"
+        )
     dists = {c: PathDistribution(site / f"{c}-1.0.dist-info") for c in ("fudtaken", "fudother")}
     monkeypatch.setattr(compatible_torch, "node_distributions", lambda: dists)
     view = tmp_path / "view"
@@ -220,14 +295,33 @@ def _pypi_reachable() -> bool:
 def test_wheelhouse_from_pypi_for_another_python(tmp_path):
     """Two lock entries (a pure-Python one and a compiled one) fetched for Python 3.12 on
     manylinux2014 from PyPI: the compiled one is the cp312 manylinux wheel, not this machine's."""
-    entries = [line for line in (REPO / "requirements.lock").read_text().splitlines()
-               if line.startswith(("cachetools==", "pyyaml=="))]
+    entries = [
+        line
+        for line in (REPO / "requirements.lock").read_text().splitlines()
+        if line.startswith(("cachetools==", "pyyaml=="))
+    ]
     assert len(entries) == 2
     lock = tmp_path / "lock.txt"
     lock.write_text("\n".join(entries) + "\n")
-    res = subprocess.run(["bash", "tools/wheelhouse.sh", "--python", "3.12", "--platform", "manylinux2014_x86_64",
-                          "--requirements", str(lock), "--out", str(tmp_path / "wh")], cwd=REPO, capture_output=True,
-                         text=True, timeout=300, env={**os.environ, "FUD_PYTHON": sys.executable})
+    res = subprocess.run(
+        [
+            "bash",
+            "tools/wheelhouse.sh",
+            "--python",
+            "3.12",
+            "--platform",
+            "manylinux2014_x86_64",
+            "--requirements",
+            str(lock),
+            "--out",
+            str(tmp_path / "wh"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "FUD_PYTHON": sys.executable},
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     names = sorted(p.name for p in (tmp_path / "wh").glob("*.whl"))
     assert any(n.startswith("cachetools-") and n.endswith("py3-none-any.whl") for n in names), names

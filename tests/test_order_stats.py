@@ -11,6 +11,7 @@ mean scores). Scores per image: member mean + an image effect shared by the
 members (images differ in difficulty) + member noise. Every repetition is
 seeded, so the tests are deterministic.
 """
+
 import math
 
 import numpy as np
@@ -18,8 +19,14 @@ import pytest
 
 from fudbench.analysis.bootstrap import percentile_interval
 from fudbench.meta.families import _boot_means, _resample_weights
-from fudbench.meta.order_stats import (adjacent_pairs, compatible_interval, known_pairs,
-                                           pairs_concordance_rows, recovery_rows, resolved_pairs)
+from fudbench.meta.order_stats import (
+    adjacent_pairs,
+    compatible_interval,
+    known_pairs,
+    pairs_concordance_rows,
+    recovery_rows,
+    resolved_pairs,
+)
 
 N_IMAGES = 16
 
@@ -27,7 +34,7 @@ N_IMAGES = 16
 def test_known_pairs_of_a_total_and_a_partial_order():
     f = [0.0, 0.5, 1.0]
     assert known_pairs(f, "total") == [(0, 1), (0, 2), (1, 2)]
-    assert known_pairs(f, "best_first") == [(0, 1), (0, 2)]   # 0.5 vs 1.0: not known
+    assert known_pairs(f, "best_first") == [(0, 1), (0, 2)]  # 0.5 vs 1.0: not known
     assert adjacent_pairs([0.0, 0.2, 0.2, 0.4], "total") == [(0, 1), (0, 2), (1, 3), (2, 3)]
     assert adjacent_pairs(f, "best_first") == [(0, 1), (0, 2)]
     with pytest.raises(ValueError, match="total"):
@@ -78,6 +85,7 @@ def _percentile(fractions, order):
     def interval(s, rep):
         boot = recovery_rows(_boot_means(_resample_weights(len(s), 400, rep), s), fractions, order)
         return percentile_interval(boot, 0.95)
+
     return interval
 
 
@@ -98,8 +106,7 @@ def test_compatible_interval_covers_at_least_95_percent(name):
     0.015) in every scenario, skewed (centred exponential) noise included."""
     means, fractions, order = SCENARIOS[name]
     for skewed in (False, True):
-        cov = _coverage(lambda s, rep: compatible_interval(s, fractions, order), means, fractions, order, 200,
-                        skewed)
+        cov = _coverage(lambda s, rep: compatible_interval(s, fractions, order), means, fractions, order, 200, skewed)
         assert cov >= 0.93, (name, skewed, cov)
 
 
@@ -126,8 +133,14 @@ def test_interval_contains_the_point_estimate():
 # 1.53 / 0.91 (five members), 0.80 / 0.23 (well apart), 1.97 / 1.94 (randomisation): the asserted bounds are
 # these plus about 0.05. Members 0.1 apart with per-image noise sd 1 are not resolved at 64 images: the card
 # says "uninformative" there (width >= 1.8) instead of printing [-1, 1] as a result.
-MAX_WIDTH = {"close, in order": (2.0, 1.85), "near tie": (2.0, 1.8), "one pair reversed": (1.85, 1.1),
-             "five members": (1.6, 0.97), "well apart": (0.86, 0.28), "randomisation, f=0 barely best": (2.0, 2.0)}
+MAX_WIDTH = {
+    "close, in order": (2.0, 1.85),
+    "near tie": (2.0, 1.8),
+    "one pair reversed": (1.85, 1.1),
+    "five members": (1.6, 0.97),
+    "well apart": (0.86, 0.28),
+    "randomisation, f=0 barely best": (2.0, 2.0),
+}
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
@@ -138,8 +151,7 @@ def test_compatible_interval_width(name):
     means, fractions, order = SCENARIOS[name]
     widths = []
     for n, limit in zip((N_IMAGES, 64), MAX_WIDTH[name]):
-        w = [np.subtract(*compatible_interval(_sample(rep, means, n=n), fractions, order)[::-1])
-             for rep in range(100)]
+        w = [np.subtract(*compatible_interval(_sample(rep, means, n=n), fractions, order)[::-1]) for rep in range(100)]
         widths.append(float(np.mean(w)))
         assert widths[-1] <= limit, (name, n, widths[-1])
     if name not in ("randomisation, f=0 barely best",):

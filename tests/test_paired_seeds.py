@@ -10,6 +10,7 @@
   group, each evaluator entry named after its method), so its numbers do
   not move.
 """
+
 from pathlib import Path
 
 import numpy as np
@@ -27,14 +28,28 @@ from fudbench.core.seeding import derive_seed, seed_groups
 from fudbench.explainers.seeds import explain_seed_key
 
 REPO = Path(__file__).resolve().parents[1]
-SCORE_CFG = {"block_out_channels": [8, 16], "attention": [False, True], "layers_per_block": 1,
-             "num_train_timesteps": 100, "beta_schedule": "linear"}
-FUD = {"steps": 4, "guidance_scale": 4.0, "guidance_start": 0.5, "known": "clean", "clip_x0": True,
-       "batch_size": 7, "amp_dtype": None, "channels_last": False}
+SCORE_CFG = {
+    "block_out_channels": [8, 16],
+    "attention": [False, True],
+    "layers_per_block": 1,
+    "num_train_timesteps": 100,
+    "beta_schedule": "linear",
+}
+FUD = {
+    "steps": 4,
+    "guidance_scale": 4.0,
+    "guidance_start": 0.5,
+    "known": "clean",
+    "clip_x0": True,
+    "batch_size": 7,
+    "amp_dtype": None,
+    "channels_last": False,
+}
 EVALUATION = {"ratios": [0.25, 0.5, 0.75], "reduction": "abs_sum"}
 
 
 # --- the keys ---------------------------------------------------------------------------------
+
 
 def test_default_config_keys_are_exactly_the_old_ones():
     """Old keys: explain (seed, "explain", model, explainer), evaluate (seed,
@@ -51,8 +66,12 @@ def test_default_config_keys_are_exactly_the_old_ones():
 
 def test_meta_profile_pairs_seeds_and_fud_variants():
     config = load_config(REPO / "config/meta.yaml")
-    assert seed_groups(config["models"]["classifiers"]) == {"cnn": "cnn", "vit": "vit", "cnn_seed1": "cnn",
-                                                            "vit_seed1": "vit"}
+    assert seed_groups(config["models"]["classifiers"]) == {
+        "cnn": "cnn",
+        "vit": "vit",
+        "cnn_seed1": "cnn",
+        "vit_seed1": "vit",
+    }
     variants = [e for e, s in config["evaluators"].items() if (s or {}).get("method") == "fud"]
     assert set(variants) == {"fud_renoise", "fud_last_steps", "fud_patch"}
     assert {evaluator_noise(e, config["evaluators"][e]) for e in ["fud", *variants]} == {"fud"}
@@ -73,12 +92,21 @@ def test_plugin_evaluator_keeps_its_entry_name():
 
 # --- the noise itself ---------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def assets(tmp_path_factory):
     """Two classifiers with different weights (two training seeds), one score model."""
     d = tmp_path_factory.mktemp("assets")
-    cfg = {"image_size": 16, "shapes": ["circle", "square"], "dark": 0.1, "light": 0.9, "object_scale": [0.5, 0.8],
-           "n_train": 4, "n_val": 4, "n_test": 6}
+    cfg = {
+        "image_size": 16,
+        "shapes": ["circle", "square"],
+        "dark": 0.1,
+        "light": 0.9,
+        "object_scale": [0.5, 0.8],
+        "n_train": 4,
+        "n_val": 4,
+        "n_test": 6,
+    }
     write_npz(d / "eval.npz", **make_benchmark(cfg, n_eval=6, seed=0)["splits"]["eval"])
     clf_cfg = {"arch": "small_cnn", "width": 4}
     for seed, name in enumerate(("cnn", "cnn_seed1")):
@@ -89,36 +117,62 @@ def assets(tmp_path_factory):
 
 
 def _explain(assets, model, explainer, settings, group):
-    return explain_shard(assets / f"{model}.pt", assets / "eval.npz", 0, 6, explainer, settings, "predicted",
-                         explain_seed_key(0, group, explainer, settings), "cpu")["attributions"]
+    return explain_shard(
+        assets / f"{model}.pt",
+        assets / "eval.npz",
+        0,
+        6,
+        explainer,
+        settings,
+        "predicted",
+        explain_seed_key(0, group, explainer, settings),
+        "cpu",
+    )["attributions"]
 
 
-@pytest.mark.parametrize("explainer,settings", [
-    ("random", {}),
-    ("noise_only", {"method": "degrade", "base": "sm", "fraction": 1.0, "mode": "replace"}),  # the noise alone
-])
+@pytest.mark.parametrize(
+    "explainer,settings",
+    [
+        ("random", {}),
+        ("noise_only", {"method": "degrade", "base": "sm", "fraction": 1.0, "mode": "replace"}),  # the noise alone
+    ],
+)
 def test_seed_group_members_draw_the_same_explainer_noise(assets, explainer, settings):
     method = settings.get("method", explainer)
     one = _explain(assets, "cnn", method, settings, group="cnn")
     two = _explain(assets, "cnn_seed1", method, settings, group="cnn")
-    assert np.array_equal(one, two)            # same group: same random map, same degrade noise
+    assert np.array_equal(one, two)  # same group: same random map, same degrade noise
     apart = _explain(assets, "cnn_seed1", method, settings, group="cnn_seed1")
-    assert not np.array_equal(one, apart)      # the old key (the model's name): other noise
+    assert not np.array_equal(one, apart)  # the old key (the model's name): other noise
 
 
 def _evaluate(assets, tmp, model, entries, seed_group=None, attributions=None):
     """{entry: records} of evaluate_explainers on the `ig` map of `attributions`."""
     if attributions is None:
         attributions = tmp / "attr.npz"
-        write_npz(attributions, **explain_shard(assets / "cnn.pt", assets / "eval.npz", 0, 6, "sm", {}, "predicted",
-                                                (0,), "cpu"))
+        write_npz(
+            attributions,
+            **explain_shard(assets / "cnn.pt", assets / "eval.npz", 0, 6, "sm", {}, "predicted", (0,), "cpu"),
+        )
     out = {}
     for entry, settings in entries.items():
         paths = {"ig": (attributions, tmp / f"{model}_{entry}.parquet", tmp / f"{model}_{entry}.npz")}
-        evaluate_explainers(model, entry, paths, model_path=assets / "cnn.pt", images_path=assets / "eval.npz",
-                            shard=0, shard_size=6, settings=settings, evaluation=EVALUATION,
-                            assets={"score_model": assets / "score.pt"}, seed=0, device="cpu", kept_images=0,
-                            seed_group=seed_group)
+        evaluate_explainers(
+            model,
+            entry,
+            paths,
+            model_path=assets / "cnn.pt",
+            images_path=assets / "eval.npz",
+            shard=0,
+            shard_size=6,
+            settings=settings,
+            evaluation=EVALUATION,
+            assets={"score_model": assets / "score.pt"},
+            seed=0,
+            device="cpu",
+            kept_images=0,
+            seed_group=seed_group,
+        )
         out[entry] = pd.read_parquet(paths["ig"][1]).drop(columns=["seconds", "model", "evaluator"])
     return out
 
@@ -145,9 +199,17 @@ def test_fud_variants_draw_paper_fuds_noise(assets, tmp_path, monkeypatch):
         return sample(self, x, keep_mask, context, *args, **kwargs)
 
     monkeypatch.setattr(DiffusionImputer, "sample", recording)
-    rec = _evaluate(assets, tmp_path, "cnn", {"fud": FUD, "fud_alias": {**FUD, "method": "fud"},
-                                              "fud_renoise": {**FUD, "method": "fud", "known": "renoise"}})
+    rec = _evaluate(
+        assets,
+        tmp_path,
+        "cnn",
+        {
+            "fud": FUD,
+            "fud_alias": {**FUD, "method": "fud"},
+            "fud_renoise": {**FUD, "method": "fud", "known": "renoise"},
+        },
+    )
     alias = rec["fud_alias"].assign(curve=rec["fud_alias"]["curve"].str.replace("@fud_alias", ""))
     pd.testing.assert_frame_equal(rec["fud"], alias, check_exact=True)
     hard, renoise = seen["HardConstraint"], seen["DDIMRenoiseConstraint"]
-    assert len(hard) == 2 * len(renoise) and hard[:len(renoise)] == hard[len(renoise):] == renoise
+    assert len(hard) == 2 * len(renoise) and hard[: len(renoise)] == hard[len(renoise) :] == renoise

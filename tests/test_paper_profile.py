@@ -2,6 +2,7 @@
 classifiers and the 256 px U-Net (here 6 px images and an 8 px U-Net), the
 asset check that runs before any job, and the workflow's DAG and start-up
 behaviour with a fake ImageNet path."""
+
 import copy
 import hashlib
 import resource
@@ -39,29 +40,48 @@ def test_paper_config_is_valid_and_has_the_papers_setup(paper, repo):
     _check(paper, repo)
     im = paper["data"]["imagenet"]
     assert (im["seed"], im["resize"], im["crop"], paper["data"]["n_eval"]) == (3407, 256, 224, 1000)
-    assert set(paper["explainers"]) == {"agi", "la", "attexplore", "big", "eg", "fig", "gig", "ig", "isa", "mfaba",
-                                        "sm"}
+    assert set(paper["explainers"]) == {
+        "agi",
+        "la",
+        "attexplore",
+        "big",
+        "eg",
+        "fig",
+        "gig",
+        "ig",
+        "isa",
+        "mfaba",
+        "sm",
+    }
     fud = paper["evaluators"]["fud"]
     assert (fud["steps"], fud["guidance_scale"], fud["guidance_start"]) == (100, 4.0, 0.05)
     assert paper["evaluators"]["insdel"]["n_steps"] == 224 and paper["explainers"]["isa"]["step_size"] == 5000
-    assert {c["arch"] for c in paper["models"]["classifiers"].values()} == {"torchvision_resnet50",
-                                                                            "torchvision_vit_b_16"}
+    assert {c["arch"] for c in paper["models"]["classifiers"].values()} == {
+        "torchvision_resnet50",
+        "torchvision_vit_b_16",
+    }
 
 
-@pytest.mark.parametrize("edit,match", [
-    (lambda c: c["models"]["classifiers"]["vit"].update(weights="IMAGENET1K_V2"),
-     r"classifiers\.vit\.weights.*IMAGENET1K_V2.*choose one of IMAGENET1K_V1, IMAGENET1K_SWAG_LINEAR_V1"),
-    (lambda c: c["data"]["imagenet"].update(crop=192, resize=192),
-     r"data\.imagenet\.crop.*192.*vit.*224x224"),
-    (lambda c: c["data"]["imagenet"].update(resize=200), r"data\.imagenet\.resize.*200.*>= .*crop"),
-    (lambda c: c["data"].pop("imagenet"), r"'data'.*'imagenet' is a required property"),
-    (lambda c: c["models"]["classifiers"]["vit"].pop("weights"), r"classifiers\.vit.*'weights' is a required"),
-    (lambda c: c["models"]["score_model"].update(source="train"),
-     r"score_model.*'ema_decay' is a required property"),
-    (lambda c: c["data"]["imagenet"].update(layout="tree"), r"data\.imagenet\.layout.*'tree'.*'folders'"),
-    (lambda c: c["models"]["classifiers"]["resnet50"].update(sha256="abc"), r"resnet50\.sha256.*does not match"),
-    (lambda c: c["explainers"].update(oracle={}), r"explainers\.oracle.*ground-truth masks"),
-])
+@pytest.mark.parametrize(
+    "edit,match",
+    [
+        (
+            lambda c: c["models"]["classifiers"]["vit"].update(weights="IMAGENET1K_V2"),
+            r"classifiers\.vit\.weights.*IMAGENET1K_V2.*choose one of IMAGENET1K_V1, IMAGENET1K_SWAG_LINEAR_V1",
+        ),
+        (lambda c: c["data"]["imagenet"].update(crop=192, resize=192), r"data\.imagenet\.crop.*192.*vit.*224x224"),
+        (lambda c: c["data"]["imagenet"].update(resize=200), r"data\.imagenet\.resize.*200.*>= .*crop"),
+        (lambda c: c["data"].pop("imagenet"), r"'data'.*'imagenet' is a required property"),
+        (lambda c: c["models"]["classifiers"]["vit"].pop("weights"), r"classifiers\.vit.*'weights' is a required"),
+        (
+            lambda c: c["models"]["score_model"].update(source="train"),
+            r"score_model.*'ema_decay' is a required property",
+        ),
+        (lambda c: c["data"]["imagenet"].update(layout="tree"), r"data\.imagenet\.layout.*'tree'.*'folders'"),
+        (lambda c: c["models"]["classifiers"]["resnet50"].update(sha256="abc"), r"resnet50\.sha256.*does not match"),
+        (lambda c: c["explainers"].update(oracle={}), r"explainers\.oracle.*ground-truth masks"),
+    ],
+)
 def test_paper_config_errors_name_the_key(paper, repo, edit, match):
     edit(paper)
     with pytest.raises(ConfigError, match=match):
@@ -76,8 +96,11 @@ def test_models_must_fit_the_data_source(paper, repo):
         _check(mixed, repo)
     paper["models"]["classifiers"]["cnn"] = default["models"]["classifiers"]["cnn"]
     paper["models"]["score_model"] = default["models"]["score_model"]
-    with pytest.raises(ConfigError, match=r"(?s)classifiers\.cnn\.arch.*synthetic.*score_model\.source.*"
-                                          r"guided_diffusion"):
+    with pytest.raises(
+        ConfigError,
+        match=r"(?s)classifiers\.cnn\.arch.*synthetic.*score_model\.source.*"
+        r"guided_diffusion",
+    ):
         _check(paper, repo)
 
 
@@ -129,9 +152,10 @@ def test_bridge_is_per_sample_and_passes_through_at_model_size(bridge):
     wrapped = ResizedDiffusionImputer(inner, 8)
     batched = wrapped.fill(x, keep, ctx)
     for i in range(3):
-        one = ImputeContext(classifier=clf, target=ctx.target[i:i + 1], seeds=ctx.seeds[i:i + 1])
-        torch.testing.assert_close(wrapped.fill(x[i:i + 1], keep[i:i + 1], one), batched[i:i + 1], rtol=1e-5,
-                                   atol=1e-6)
+        one = ImputeContext(classifier=clf, target=ctx.target[i : i + 1], seeds=ctx.seeds[i : i + 1])
+        torch.testing.assert_close(
+            wrapped.fill(x[i : i + 1], keep[i : i + 1], one), batched[i : i + 1], rtol=1e-5, atol=1e-6
+        )
     x8, keep8 = torch.rand(3, 3, 8, 8), (torch.rand(3, 1, 8, 8) > 0.5).float()
     ctx8 = ImputeContext(seeds=[1, 2, 3])
     assert torch.equal(wrapped.fill(x8, keep8, ctx8), inner.fill(x8, keep8, ctx8))
@@ -141,7 +165,8 @@ def test_bridge_callbacks_and_traces_are_at_image_size(bridge):
     inner, clf, x, keep, ctx = bridge
     seen = []
     out, dist = ResizedDiffusionImputer(inner, 8).sample(
-        x, keep, ctx, trace=True, callback=lambda step, t, x_t, x0_hat=None: seen.append((x_t.shape, x0_hat.shape)))
+        x, keep, ctx, trace=True, callback=lambda step, t, x_t, x0_hat=None: seen.append((x_t.shape, x0_hat.shape))
+    )
     assert seen and all(a[-2:] == (6, 6) and b[-2:] == (6, 6) for a, b in seen)
     assert dist.shape == (3, 4) and torch.isfinite(dist).all()
     assert ResizedDiffusionImputer(inner, 8).steps == 3  # settings forwarded, methods not
@@ -198,8 +223,10 @@ def test_missing_assets_are_all_named_with_fetch_commands(paper, tmp_path, repo)
     assert f"{tmp_path / 'nope'} does not exist (config key 'data.imagenet.root')" in msg
     assert "image-net.org" in msg and "LOC_val_solution.csv" in msg
     assert f"curl -L -o {tmp_path / 'vit.pth'} https://download.pytorch.org/models/vit_b_16-c867db91.pth" in msg
-    assert (f"curl -L -o {tmp_path / 'gd.pt'} https://openaipublic.blob.core.windows.net/diffusion/jul-2021/"
-            f"256x256_diffusion_uncond.pt") in msg
+    assert (
+        f"curl -L -o {tmp_path / 'gd.pt'} https://openaipublic.blob.core.windows.net/diffusion/jul-2021/"
+        f"256x256_diffusion_uncond.pt"
+    ) in msg
 
 
 def test_unset_and_empty_imagenet_dir(paper, paper_assets, tmp_path, repo):
@@ -282,14 +309,25 @@ def test_paper_dag_builds_quickly_without_assets(repo, tmp_path):
 
     cfg = resolve_config([repo / "config/paper.yaml"])
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    res = snakemake(repo, "-n", "--quiet", "rules", "--configfile", str(stand_in_paper_config(tmp_path)),
-                    "--directory", str(tmp_path / "work"))
+    res = snakemake(
+        repo,
+        "-n",
+        "--quiet",
+        "rules",
+        "--configfile",
+        str(stand_in_paper_config(tmp_path)),
+        "--directory",
+        str(tmp_path / "work"),
+    )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
     counts = job_counts(res.stdout + res.stderr)
     shards = -(-cfg["data"]["n_eval"] // cfg["data"]["shard_size"])
-    n_models, n_explainers, n_evaluators = (len(cfg["models"]["classifiers"]), len(cfg["explainers"]),
-                                            len(cfg["evaluators"]))
+    n_models, n_explainers, n_evaluators = (
+        len(cfg["models"]["classifiers"]),
+        len(cfg["explainers"]),
+        len(cfg["evaluators"]),
+    )
     assert counts["explain"] == n_models * n_explainers * shards
     assert counts["evaluate"] == n_models * n_evaluators * shards
     assert counts["make_dataset"] == 1 and counts["prepare_classifier"] == 2 and counts["convert_score_model"] == 1
@@ -305,8 +343,15 @@ def test_paper_dag_builds_quickly_without_assets(repo, tmp_path):
 def test_paper_run_without_assets_stops_before_any_job(repo, tmp_path):
     from workflow_support import snakemake
 
-    res = snakemake(repo, "--cores", "1", "--configfile", str(stand_in_paper_config(tmp_path)),
-                    "--directory", str(tmp_path / "work"))
+    res = snakemake(
+        repo,
+        "--cores",
+        "1",
+        "--configfile",
+        str(stand_in_paper_config(tmp_path)),
+        "--directory",
+        str(tmp_path / "work"),
+    )
     out = res.stdout + res.stderr
     assert res.returncode != 0
     assert "asset problem(s); nothing was run" in out and "imagenet is empty" in out
@@ -324,8 +369,15 @@ def _run_script(repo, name, tmp_path, **smk):
     from types import SimpleNamespace
 
     ns = {k: SimpleNamespace(**v) if isinstance(v, dict) else v for k, v in smk.items()}
-    job = SimpleNamespace(threads=1, log=[str(tmp_path / f"{name}.log")], rule=name, wildcards=SimpleNamespace(),
-                          input=SimpleNamespace(), output=SimpleNamespace(), params=SimpleNamespace())
+    job = SimpleNamespace(
+        threads=1,
+        log=[str(tmp_path / f"{name}.log")],
+        rule=name,
+        wildcards=SimpleNamespace(),
+        input=SimpleNamespace(),
+        output=SimpleNamespace(),
+        params=SimpleNamespace(),
+    )
     job.__dict__.update(ns)
     sys.path.insert(0, str(repo / "scripts"))
     try:
@@ -356,11 +408,28 @@ def test_paper_job_scripts_on_stand_ins(repo, tmp_path, monkeypatch):
         (root / f"n{k:08d}").mkdir(parents=True)
     for i in range(5):
         Image.fromarray(rng.integers(0, 256, (40, 48, 3), dtype=np.uint8)).save(
-            root / f"n{i % 2:08d}" / f"ILSVRC2012_val_{i + 1:08d}.JPEG")
-    imagenet = {"root": str(root), "layout": "auto", "labels": None, "synsets": None, "seed": 3407, "resize": 36,
-                "crop": 32, "on_corrupt": "error"}
-    data = {k: str(res / f"{k}.{ext}") for k, ext in
-            [("eval", "npz"), ("classes", "json"), ("manifest", "csv"), ("examples", "npz"), ("summary", "json")]}
+            root / f"n{i % 2:08d}" / f"ILSVRC2012_val_{i + 1:08d}.JPEG"
+        )
+    imagenet = {
+        "root": str(root),
+        "layout": "auto",
+        "labels": None,
+        "synsets": None,
+        "seed": 3407,
+        "resize": 36,
+        "crop": 32,
+        "on_corrupt": "error",
+    }
+    data = {
+        k: str(res / f"{k}.{ext}")
+        for k, ext in [
+            ("eval", "npz"),
+            ("classes", "json"),
+            ("manifest", "csv"),
+            ("examples", "npz"),
+            ("summary", "json"),
+        ]
+    }
     _run_script(repo, "prepare_imagenet.py", tmp_path, params={"imagenet": imagenet, "n_eval": 4}, output=data)
     manifest = pd.read_csv(data["manifest"])
     assert len(manifest) == 4 and set(manifest["label"]) <= {0, 1}
@@ -370,27 +439,41 @@ def test_paper_job_scripts_on_stand_ins(repo, tmp_path, monkeypatch):
 
     torch.manual_seed(0)
     torch.save(tvm.build_torchvision_net("torchvision_resnet50").state_dict(), tmp_path / "rn.pth")
-    clf = {"arch": "torchvision_resnet50", "weights": "IMAGENET1K_V1", "path": str(tmp_path / "rn.pth"),
-           "sha256": None}
+    clf = {"arch": "torchvision_resnet50", "weights": "IMAGENET1K_V1", "path": str(tmp_path / "rn.pth"), "sha256": None}
     job = {"seed": 0, "device": "cpu"}
     gates = {"min_test_accuracy": 0.7, "strict": False, "n_samples": 2, "sample_steps": 2}
     models = {"model": str(res / "rn.pt"), "metrics": str(res / "rn_metrics.json")}
     with pytest.raises(tvm.WeightsError, match="sha256 prefix 0676ba61"):  # verified before loading
-        _run_script(repo, "prepare_classifier.py", tmp_path, wildcards={"model": "rn"},
-                    input={"images": data["eval"], "classes": data["classes"]}, output=models,
-                    params={"classifier": clf, "gates": gates, "job": job})
+        _run_script(
+            repo,
+            "prepare_classifier.py",
+            tmp_path,
+            wildcards={"model": "rn"},
+            input={"images": data["eval"], "classes": data["classes"]},
+            output=models,
+            params={"classifier": clf, "gates": gates, "job": job},
+        )
     clf["sha256"] = file_sha256(tmp_path / "rn.pth")
-    _run_script(repo, "prepare_classifier.py", tmp_path, wildcards={"model": "rn"},
-                input={"images": data["eval"], "classes": data["classes"]}, output=models,
-                params={"classifier": clf, "gates": gates, "job": job})
+    _run_script(
+        repo,
+        "prepare_classifier.py",
+        tmp_path,
+        wildcards={"model": "rn"},
+        input={"images": data["eval"], "classes": data["classes"]},
+        output=models,
+        params={"classifier": clf, "gates": gates, "job": job},
+    )
     metrics = json.loads(Path(models["metrics"]).read_text())
     assert metrics["sha256"] == clf["sha256"] and 0 <= metrics["test_accuracy"] <= 1
     assert load_classifier(models["model"])(torch.rand(1, 3, 32, 32)).shape == (1, 1000)
 
     torch.save(random_gd_state(SMALL), tmp_path / "gd.pt")
     monkeypatch.setattr(gd, "ADM256", SMALL)  # a reduced ADM instead of the 2.2 GB model
-    score = {"model": str(res / "score_model.pt"), "weights": str(res / "score_model.safetensors"),
-             "manifest": str(res / "score_model.json")}
+    score = {
+        "model": str(res / "score_model.pt"),
+        "weights": str(res / "score_model.safetensors"),
+        "manifest": str(res / "score_model.json"),
+    }
     cfg = {"checkpoint": str(tmp_path / "gd.pt"), "url": gd.ADM256_URL, "sha256": "0" * 64}
     with pytest.raises(gd.ConversionError, match=r"checksum mismatch.*gd\.pt"):
         _run_script(repo, "convert_score_model.py", tmp_path, params={"guided_diffusion": cfg}, output=score)
@@ -402,11 +485,24 @@ def test_paper_job_scripts_on_stand_ins(repo, tmp_path, monkeypatch):
     assert unet.config.sample_size == 16
 
     check = {"report": str(res / "check.json"), "samples": str(res / "samples.npz")}
-    _run_script(repo, "check_score_model.py", tmp_path,
-                input={"score_model": score["model"], "test": data["eval"], "classes": data["classes"],
-                       "classifiers": [models["model"]]},
-                output=check, params={"gates": gates, "models": ["rn"], "job": job,
-                                      "precision": {"amp_dtype": "bf16", "channels_last": True}})
+    _run_script(
+        repo,
+        "check_score_model.py",
+        tmp_path,
+        input={
+            "score_model": score["model"],
+            "test": data["eval"],
+            "classes": data["classes"],
+            "classifiers": [models["model"]],
+        },
+        output=check,
+        params={
+            "gates": gates,
+            "models": ["rn"],
+            "job": job,
+            "precision": {"amp_dtype": "bf16", "channels_last": True},
+        },
+    )
     report = json.loads(Path(check["report"]).read_text())
     assert report["sampled_at"] == 16 and 0 <= report["classifiers"]["rn"]["auroc"] <= 1
     assert load_npz(check["samples"])["samples"].shape == (2, 3, 32, 32)

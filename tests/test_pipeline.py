@@ -5,6 +5,7 @@ explaining/evaluating 8 images as one shard or as two shards of 4 gives the
 same numbers. This covers the multi-shard path that the one-shard smoke
 workflow does not exercise.
 """
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -19,11 +20,22 @@ from fudbench.report.gallery import build_gallery
 
 pytestmark = pytest.mark.numerics  # the outcome may depend on the CPU's kernels (tests/numerics_support.py)
 
-SCORE_CFG = {"block_out_channels": [8, 16], "attention": [False, True], "layers_per_block": 1,
-             "num_train_timesteps": 100, "beta_schedule": "linear"}
+SCORE_CFG = {
+    "block_out_channels": [8, 16],
+    "attention": [False, True],
+    "layers_per_block": 1,
+    "num_train_timesteps": 100,
+    "beta_schedule": "linear",
+}
 EVALUATORS = {
-    "fud": {"steps": 4, "guidance_scale": 4.0, "guidance_start": 0.5, "known": "clean", "clip_x0": True,
-            "batch_size": 7},
+    "fud": {
+        "steps": 4,
+        "guidance_scale": 4.0,
+        "guidance_start": 0.5,
+        "known": "clean",
+        "clip_x0": True,
+        "batch_size": 7,
+    },
     "insdel": {"n_steps": 4, "blur_kernel": 5, "blur_sigma": 1.0, "batch_size": 5},
     "sensn": {"n_subsets": 5, "batch_size": 11},
     "infid": {"perturbation": "authors", "n_perturb": 4, "sigma": 0.2, "batch_size": 8},
@@ -34,8 +46,16 @@ EVALUATION = {"ratios": [0.25, 0.5, 0.75], "reduction": "abs_sum"}
 @pytest.fixture(scope="module")
 def assets(tmp_path_factory):
     d = tmp_path_factory.mktemp("assets")
-    cfg = {"image_size": 16, "shapes": ["circle", "square"], "dark": 0.1, "light": 0.9, "object_scale": [0.5, 0.8],
-           "n_train": 4, "n_val": 4, "n_test": 8}
+    cfg = {
+        "image_size": 16,
+        "shapes": ["circle", "square"],
+        "dark": 0.1,
+        "light": 0.9,
+        "object_scale": [0.5, 0.8],
+        "n_train": 4,
+        "n_val": 4,
+        "n_test": 8,
+    }
     write_npz(d / "eval.npz", **make_benchmark(cfg, n_eval=8, seed=0)["splits"]["eval"])
     torch.manual_seed(0)
     clf_cfg = {"arch": "small_cnn", "width": 4}
@@ -45,8 +65,20 @@ def assets(tmp_path_factory):
 
 
 def _explain(assets, shard_size, explainer, settings):
-    parts = [explain_shard(assets / "clf.pt", assets / "eval.npz", s, shard_size, explainer, settings, "predicted",
-                           (0, "explain", "clf", explainer), "cpu") for s in range(8 // shard_size)]
+    parts = [
+        explain_shard(
+            assets / "clf.pt",
+            assets / "eval.npz",
+            s,
+            shard_size,
+            explainer,
+            settings,
+            "predicted",
+            (0, "explain", "clf", explainer),
+            "cpu",
+        )
+        for s in range(8 // shard_size)
+    ]
     return {k: np.concatenate([p[k] for p in parts]) for k in ("attributions", "targets", "ids")}
 
 
@@ -63,20 +95,39 @@ def test_evaluate_is_shard_invariant(assets, tmp_path, evaluator):
     for shard_size in (8, 4):
         frames, samples = [], []
         for s in range(8 // shard_size):
-            attr = explain_shard(assets / "clf.pt", assets / "eval.npz", s, shard_size, "ig", {"n_steps": 4},
-                                 "predicted", (0, "explain", "clf", "ig"), "cpu")
+            attr = explain_shard(
+                assets / "clf.pt",
+                assets / "eval.npz",
+                s,
+                shard_size,
+                "ig",
+                {"n_steps": 4},
+                "predicted",
+                (0, "explain", "clf", "ig"),
+                "cpu",
+            )
             write_npz(tmp_path / f"attr{shard_size}_{s}.npz", **attr)
-            rec, smp = evaluate_shard(assets / "clf.pt", assets / "eval.npz", tmp_path / f"attr{shard_size}_{s}.npz",
-                                      s, shard_size, evaluator, EVALUATORS[evaluator], EVALUATION,
-                                      {"score_model": assets / "score.pt"}, (0, "evaluate", "clf", "ig", evaluator),
-                                      "cpu")
+            rec, smp = evaluate_shard(
+                assets / "clf.pt",
+                assets / "eval.npz",
+                tmp_path / f"attr{shard_size}_{s}.npz",
+                s,
+                shard_size,
+                evaluator,
+                EVALUATORS[evaluator],
+                EVALUATION,
+                {"score_model": assets / "score.pt"},
+                (0, "evaluate", "clf", "ig", evaluator),
+                "cpu",
+            )
             frames.append(rec.drop(columns="seconds"))
             samples.append(smp)
         results[shard_size] = (pd.concat(frames, ignore_index=True), samples)
     (one, s_one), (two, s_two) = results[8], results[4]
     key = ["curve", "image", "step"]
-    pd.testing.assert_frame_equal(one.sort_values(key).reset_index(drop=True),
-                                  two.sort_values(key).reset_index(drop=True), rtol=1e-5, atol=1e-6)
+    pd.testing.assert_frame_equal(
+        one.sort_values(key).reset_index(drop=True), two.sort_values(key).reset_index(drop=True), rtol=1e-5, atol=1e-6
+    )
     for curve, arr in s_one[0].items():
         if curve.startswith("removed_"):
             continue
@@ -87,11 +138,26 @@ def test_evaluate_is_shard_invariant(assets, tmp_path, evaluator):
 def test_gallery_keeps_first_images_of_every_curve(assets, tmp_path):
     attr = explain_shard(assets / "clf.pt", assets / "eval.npz", 0, 8, "sm", {}, "predicted", (0,), "cpu")
     write_npz(tmp_path / "attr.npz", **attr)
-    _, samples = evaluate_shard(assets / "clf.pt", assets / "eval.npz", tmp_path / "attr.npz", 0, 8, "insdel",
-                                EVALUATORS["insdel"], EVALUATION, {}, (0,), "cpu")
+    _, samples = evaluate_shard(
+        assets / "clf.pt",
+        assets / "eval.npz",
+        tmp_path / "attr.npz",
+        0,
+        8,
+        "insdel",
+        EVALUATORS["insdel"],
+        EVALUATION,
+        {},
+        (0,),
+        "cpu",
+    )
     write_npz(tmp_path / "samples.npz", **samples)
-    g = build_gallery(assets / "eval.npz", {("clf", "sm"): tmp_path / "attr.npz"},
-                      {("clf", "sm", "insdel"): tmp_path / "samples.npz"}, n_images=2)
+    g = build_gallery(
+        assets / "eval.npz",
+        {("clf", "sm"): tmp_path / "attr.npz"},
+        {("clf", "sm", "insdel"): tmp_path / "samples.npz"},
+        n_images=2,
+    )
     assert g["clf.sm.samples.deletion_ratios"].shape == (2, 3, 3, 16, 16)
     assert list(g["clf.sm.removed.deletion_ratios"]) == [0.25, 0.5, 0.75]
     assert np.array_equal(g["images"], load_npz(assets / "eval.npz")["images"][:2])
@@ -99,14 +165,23 @@ def test_gallery_keeps_first_images_of_every_curve(assets, tmp_path):
 
 # --- The evaluate job: every explainer of a (model, evaluator, shard), paired noise, work cache ---
 
+
 def _attributions(assets, tmp_path, names):
     """Attribution files: `ig` and `ig_copy` hold the same map under two names."""
     paths = {}
     for name in names:
         method = {"ig": "ig", "ig_copy": "ig", "random": "random"}[name]
-        attr = explain_shard(assets / "clf.pt", assets / "eval.npz", 0, 8, method,
-                             {"n_steps": 4} if method == "ig" else {}, "predicted", (0, "explain", "clf", method),
-                             "cpu")
+        attr = explain_shard(
+            assets / "clf.pt",
+            assets / "eval.npz",
+            0,
+            8,
+            method,
+            {"n_steps": 4} if method == "ig" else {},
+            "predicted",
+            (0, "explain", "clf", method),
+            "cpu",
+        )
         write_npz(tmp_path / f"attr_{name}.npz", **attr)
         paths[name] = tmp_path / f"attr_{name}.npz"
     return paths
@@ -115,13 +190,25 @@ def _attributions(assets, tmp_path, names):
 def _job(assets, tmp_path, evaluator, attributions, cache):
     from fudbench.workflow.pipeline import evaluate_explainers
 
-    outputs = {e: (a, tmp_path / "out" / f"{e}.parquet", tmp_path / "out" / f"{e}.npz")
-               for e, a in attributions.items()}
-    done = evaluate_explainers("clf", evaluator, outputs, model_path=assets / "clf.pt",
-                               images_path=assets / "eval.npz", shard=0, shard_size=8,
-                               settings=EVALUATORS[evaluator], evaluation=EVALUATION,
-                               assets={"score_model": assets / "score.pt"}, seed=0, device="cpu", kept_images=2,
-                               cache=cache)
+    outputs = {
+        e: (a, tmp_path / "out" / f"{e}.parquet", tmp_path / "out" / f"{e}.npz") for e, a in attributions.items()
+    }
+    done = evaluate_explainers(
+        "clf",
+        evaluator,
+        outputs,
+        model_path=assets / "clf.pt",
+        images_path=assets / "eval.npz",
+        shard=0,
+        shard_size=8,
+        settings=EVALUATORS[evaluator],
+        evaluation=EVALUATION,
+        assets={"score_model": assets / "score.pt"},
+        seed=0,
+        device="cpu",
+        kept_images=2,
+        cache=cache,
+    )
     return done, {e: pd.read_parquet(o[1]) for e, o in outputs.items()}
 
 
@@ -142,8 +229,10 @@ def test_paired_noise_same_map_under_two_names_gives_identical_records(assets, t
     ratio, draw), never by the explainer: the same map scores the same."""
     attributions = _attributions(assets, tmp_path, ["ig", "ig_copy"])
     # separate jobs, so both are computed (one job computes a map once: the next test)
-    rec = {name: _job(assets, tmp_path / name, evaluator, {name: path}, cache=None)[1][name]
-           for name, path in attributions.items()}
+    rec = {
+        name: _job(assets, tmp_path / name, evaluator, {name: path}, cache=None)[1][name]
+        for name, path in attributions.items()
+    }
     a, b = (rec[n].drop(columns=["explainer", "seconds"]) for n in ("ig", "ig_copy"))
     pd.testing.assert_frame_equal(a, b, check_exact=True)
 
@@ -209,7 +298,7 @@ def test_work_cache_recomputes_an_explainer_whose_entry_is_corrupt(assets, tmp_p
     with caplog.at_level(logging.WARNING, logger="fudbench.workflow.work_cache"):
         done, third = _job(assets, tmp_path, "insdel", attributions, cache)
     assert done == {"computed": ["ig"], "cached": ["random"]}
-    assert f"work cache entry {str(entry)[:-len('.parquet')]} " in caplog.text
+    assert f"work cache entry {str(entry)[: -len('.parquet')]} " in caplog.text
     pd.testing.assert_frame_equal(first["ig"].drop(columns="seconds"), third["ig"].drop(columns="seconds"))
     done, _ = _job(assets, tmp_path, "insdel", attributions, cache)  # the recomputed entry is good again
     assert done == {"computed": [], "cached": ["ig", "random"]}

@@ -1,6 +1,7 @@
 """The pre-forked job server (fudbench.workflow.prefork, issue 47): a script job handed over to it runs as it
 would in its own process (directory, environment, argv, stdio, exit status, exceptions, atexit,
 signals), and a job that cannot reach it runs in its own process."""
+
 from __future__ import annotations
 
 import os
@@ -103,7 +104,7 @@ def wait_for(predicate, timeout=20.0):
 
 @pytest.fixture(scope="module")
 def server():
-    with prefork.Server(libraries=("numpy", "threadpoolctl")) as srv:   # not all of PRELOAD: seconds
+    with prefork.Server(libraries=("numpy", "threadpoolctl")) as srv:  # not all of PRELOAD: seconds
         assert wait_for(lambda: os.path.exists(srv.path)), "the job server did not start"
         yield srv
     assert srv.process.wait(timeout=10) is not None
@@ -113,8 +114,15 @@ def job(tmp_path, *args, env=None, **kw):
     script = tmp_path / "job.py"
     script.write_text(JOB.format(src=str(REPO / "src")))
     environment = {**os.environ, "JOB_VAR": "set by the job's environment", **(env or {})}
-    return subprocess.Popen([sys.executable, str(script), *args], cwd=tmp_path, env=environment,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    return subprocess.Popen(
+        [sys.executable, str(script), *args],
+        cwd=tmp_path,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
+    )
 
 
 def test_a_handed_over_job_runs_as_in_its_own_process(server, tmp_path):
@@ -161,7 +169,7 @@ def test_a_job_keeps_freed_memory_instead_of_faulting_it_in_again(server, tmp_pa
         counts[where] = int(out.split("\n")[1])
     assert counts["child"] < 500, counts
     thp = Path("/sys/kernel/mm/transparent_hugepage/enabled")
-    if not (thp.is_file() and "[always]" in thp.read_text()):   # huge pages would fault 2 MiB at a time
+    if not (thp.is_file() and "[always]" in thp.read_text()):  # huge pages would fault 2 MiB at a time
         assert counts["own process"] > 20000, counts
 
 
@@ -226,15 +234,19 @@ def test_an_exception_fails_the_job_with_its_traceback(server, tmp_path):
 def test_no_server_reachable_means_the_job_runs_in_its_own_process(server, tmp_path):
     where, library, path = os.environ[prefork.ENV].split("|", 2)
     host, slurm, cgroup, env = where.split("#")
-    for address in ("#".join(("another-host", slurm, cgroup, env)) + f"|{library}|{path}",
-                    "#".join((host, "4242.0", cgroup, env)) + f"|{library}|{path}",
-                    "#".join((host, slurm, "0::/another.slice", env)) + f"|{library}|{path}",
-                    "#".join((host, slurm, cgroup, "/a/conda/env")) + f"|{library}|{path}",
-                    f"{where}|/another/checkout/fudbench|{path}", f"{where}|{library}|/no/socket", "off"):
+    for address in (
+        "#".join(("another-host", slurm, cgroup, env)) + f"|{library}|{path}",
+        "#".join((host, "4242.0", cgroup, env)) + f"|{library}|{path}",
+        "#".join((host, slurm, "0::/another.slice", env)) + f"|{library}|{path}",
+        "#".join((host, slurm, cgroup, "/a/conda/env")) + f"|{library}|{path}",
+        f"{where}|/another/checkout/fudbench|{path}",
+        f"{where}|{library}|/no/socket",
+        "off",
+    ):
         proc = job(tmp_path, "0", env={prefork.ENV: address})
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == 0 and out.startswith("own process"), address
-    proc = job(tmp_path, "0", env={"SLURM_STEP_ID": "7"})   # a SLURM step of its own: stays in it
+    proc = job(tmp_path, "0", env={"SLURM_STEP_ID": "7"})  # a SLURM step of its own: stays in it
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0 and out.startswith("own process")
 
@@ -253,7 +265,7 @@ def test_signals_reach_the_job_and_a_killed_job_process_takes_its_job_along(serv
     proc = job(tmp_path, "sleep")
     proc.stdout.readline(), proc.stdout.readline()
     assert len(children()) == 1
-    proc.kill()   # Snakemake killing the job: nothing to forward, the child notices its job process is gone
+    proc.kill()  # Snakemake killing the job: nothing to forward, the child notices its job process is gone
     proc.wait(timeout=20)
     assert wait_for(lambda: not children())
 
@@ -270,12 +282,26 @@ def test_a_job_reports_its_status_even_if_the_server_is_gone(tmp_path):
 def test_snakemake_gets_a_server_only_where_it_runs_jobs(monkeypatch):
     monkeypatch.delenv(prefork.ENV, raising=False)
     assert prefork.wanted(["--cores", "2", "--configfile", "config/smoke.yaml"])
-    for quiet in (["-n"], ["-np"], ["--dry-run"], ["--dry"], ["--report=r.html"], ["--dag"], ["--unlock"],
-                  ["--list-rules"], ["--lt"], ["-S"], ["--executor", "slurm"], ["--executor=slurm"],
-                  ["--workflow-profile", "profiles/slurm"], ["--profile", "slurm"]):
+    for quiet in (
+        ["-n"],
+        ["-np"],
+        ["--dry-run"],
+        ["--dry"],
+        ["--report=r.html"],
+        ["--dag"],
+        ["--unlock"],
+        ["--list-rules"],
+        ["--lt"],
+        ["-S"],
+        ["--executor", "slurm"],
+        ["--executor=slurm"],
+        ["--workflow-profile", "profiles/slurm"],
+        ["--profile", "slurm"],
+    ):
         assert not prefork.wanted(["--cores", "2", *quiet]), quiet
-    assert prefork.wanted(["--cores", "2", "--workflow-profile", "profiles/default", "--executor", "local",
-                           "-p", "--report-after-run"])
+    assert prefork.wanted(
+        ["--cores", "2", "--workflow-profile", "profiles/default", "--executor", "local", "-p", "--report-after-run"]
+    )
     monkeypatch.setenv(prefork.ENV, "off")
     assert not prefork.wanted(["--cores", "2"])
 
@@ -284,10 +310,17 @@ def test_the_server_ends_with_its_snakemake(tmp_path):
     """A server whose Snakemake process is gone (killed, no clean exit) stops and removes its socket."""
     path = tmp_path / "jobs.sock"
     snakemake = subprocess.Popen(
-        [sys.executable, "-c", "import os, subprocess, sys, time; "
-         f"p = subprocess.Popen([sys.executable, '-m', 'fudbench.workflow.prefork', {str(path)!r}, str(os.getpid()), "
-         "'']); print(p.pid, flush=True); time.sleep(60)"],
-        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+        [
+            sys.executable,
+            "-c",
+            "import os, subprocess, sys, time; "
+            f"p = subprocess.Popen([sys.executable, '-m', 'fudbench.workflow.prefork', {str(path)!r}, str(os.getpid()), "
+            "'']); print(p.pid, flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
     server = int(snakemake.stdout.readline())
 
     def server_running():
@@ -321,6 +354,11 @@ def test_the_server_refuses_to_serve_where_its_libraries_touched_cuda():
         import diffusers; diffusers.UNet2DModel
         print(before, after_preload, prefork._children_cannot_use_cuda())
         """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )
     assert out.returncode == 0 and out.stdout.split() == ["False", "False", "True"], out.stdout + out.stderr[-2000:]

@@ -1,4 +1,5 @@
 """Progress outside a terminal is plain lines a person can read; inside one, a tqdm bar."""
+
 import io
 
 from fudbench.core import bars

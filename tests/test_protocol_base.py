@@ -3,6 +3,7 @@ batch runs out of GPU memory and then records what a run without the failure
 records (to float rounding: tests/numerics_support.py); other errors propagate;
 the first batch is fitted to the free GPU memory; which protocols need an
 attribution."""
+
 import logging
 from types import SimpleNamespace
 
@@ -27,8 +28,10 @@ pytestmark = pytest.mark.numerics  # the outcome may depend on the CPU's kernels
 BATCH = 8  # work items per batch
 EVALUATION = {"ratios": [0.25, 0.5, 0.75], "reduction": "abs_sum"}
 FAILING = [(method, part) for method in EVALUATORS for part in ("model", "imputer")]
-ERRORS = {"OutOfMemoryError": lambda: torch.OutOfMemoryError("CUDA out of memory"),
-          "RuntimeError": lambda: RuntimeError("CUDA error: out of memory")}
+ERRORS = {
+    "OutOfMemoryError": lambda: torch.OutOfMemoryError("CUDA out of memory"),
+    "RuntimeError": lambda: RuntimeError("CUDA error: out of memory"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +42,13 @@ def assets(tmp_path_factory, tiny_cnn, tiny_unet):
 
     d = tmp_path_factory.mktemp("protocol_assets")
     save_classifier(d / "surrogate.pt", tiny_cnn, {"arch": "small_cnn", "width": 4}, 4, 8, {})
-    unet_cfg = {"block_out_channels": [8, 16], "attention": [False, True], "layers_per_block": 1,
-                "num_train_timesteps": 100, "beta_schedule": "linear"}
+    unet_cfg = {
+        "block_out_channels": [8, 16],
+        "attention": [False, True],
+        "layers_per_block": 1,
+        "num_train_timesteps": 100,
+        "beta_schedule": "linear",
+    }
     save_score_model(d / "score.pt", tiny_unet[0], unet_cfg, 8, {})
     images = torch.randint(0, 256, (4, 3, 8, 8), generator=torch.Generator().manual_seed(0), dtype=torch.uint8)
     np.savez(d / "train.npz", images=images.numpy(), labels=np.zeros(4, np.int64))
@@ -106,8 +114,9 @@ class LimitedImputer(Imputer):
 def _run(proto, model, imputer, data):
     """Every protocol gets the images' ground-truth masks; those that read them (needs_masks) use them."""
     x, y, attribution, masks = data
-    return proto.run(model, x, y, attribution, imputer, image_ids=[5, 2, 9], seed_key=(0, "t", proto.curve),
-                     masks=masks)
+    return proto.run(
+        model, x, y, attribution, imputer, image_ids=[5, 2, 9], seed_key=(0, "t", proto.curve), masks=masks
+    )
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +126,7 @@ def data(tiny_cnn):
     with torch.no_grad():
         y = tiny_cnn(x).argmax(1)
     masks = torch.zeros(3, 8, 8)
-    masks[0, :4, :4], masks[1, 2:, 3:], masks[2, :, :2] = 1, 1, 1   # a different object per image
+    masks[0, :4, :4], masks[1, 2:, 3:], masks[2, :, :2] = 1, 1, 1  # a different object per image
     return x, y, torch.randn(3, 3, 8, 8, generator=g), masks
 
 
@@ -164,7 +173,7 @@ def test_other_errors_propagate_without_back_off(method, tiny_cnn, data, assets)
 
 class EstimatingImputer(GaussianNoiseImputer):
     def bytes_per_sample(self, sample_shape, device):
-        return 2.0 ** 20
+        return 2.0**20
 
 
 @pytest.mark.parametrize("method", list(EVALUATORS))
@@ -215,15 +224,24 @@ def test_points_with_a_different_number_of_steps_per_image(tiny_cnn, data):
             points = Points.empty(shard.x, steps, keep_samples=True)
             items = [Item(i, j) for i in range(n) for j in range(steps[i])]
             h = shard.x.shape[-1]
-            self.fill_items(shard, items, lambda b: torch.stack([
-                (torch.arange(h * h).view(1, h, h) >= h * h * (it.step + 1) // steps[it.image]).float()
-                for it in b]), points.record)
+            self.fill_items(
+                shard,
+                items,
+                lambda b: torch.stack(
+                    [
+                        (torch.arange(h * h).view(1, h, h) >= h * h * (it.step + 1) // steps[it.image]).float()
+                        for it in b
+                    ]
+                ),
+                points.record,
+            )
             removed = (np.arange(n)[None, :] + 1) / steps[:, None]  # per image and step; ignored past the end
             return CurveResult(points.frame(self.curve, shard, kept=1 - removed, removed=removed), points.samples)
 
     x, y, a, _ = data
     records, samples = Evaluator("ragged", [(Ragged(), GaussianNoiseImputer(std=0.1))]).run(
-        tiny_cnn, x, y, a, [5, 2, 9], (0, "ragged"))
+        tiny_cnn, x, y, a, [5, 2, 9], (0, "ragged")
+    )
     assert records.groupby("image", sort=False).size().tolist() == [1, 2, 3]
     assert records["confidence"].notna().all() and (records["prediction"] >= 0).all()
     kept = samples["ragged"]
@@ -232,5 +250,5 @@ def test_points_with_a_different_number_of_steps_per_image(tiny_cnn, data):
     assert finite.tolist() == [[True, False, False], [True, True, False], [True, True, True]]
     removed = samples["removed_ragged"]
     np.testing.assert_allclose(removed, [[1, np.nan, np.nan], [0.5, 1, np.nan], [1 / 3, 2 / 3, 1]])
-    regular = pd.DataFrame({"curve": "c", "image": [1, 1, 2, 2], "step": [0, 1, 0, 1], "removed": [.2, .6, .2, .6]})
-    np.testing.assert_array_equal(removed_per_step(regular, "c"), [.2, .6])  # the same for every image: per step
+    regular = pd.DataFrame({"curve": "c", "image": [1, 1, 2, 2], "step": [0, 1, 0, 1], "removed": [0.2, 0.6, 0.2, 0.6]})
+    np.testing.assert_array_equal(removed_per_step(regular, "c"), [0.2, 0.6])  # the same for every image: per step

@@ -1,4 +1,5 @@
 """Image-quality metrics (piq, small-size adaptations), Table 2 (energy OOD), Table 3, Fig. 2."""
+
 import matplotlib.figure
 import numpy as np
 import pandas as pd
@@ -6,11 +7,15 @@ import pytest
 import torch
 
 from fudbench.models.energy import ood_metrics
-from fudbench.analysis.quality import (HIGHER_IS_BETTER, PERFECT, QUALITY_METRICS, adaptation,
-                                       msssim_levels, quality_metrics)
-from fudbench.report.ood_quality import (fig2_radar, radar_normalise, table2_ood, table3_quality,
-                                         weighted_ood_metrics)
-
+from fudbench.analysis.quality import (
+    HIGHER_IS_BETTER,
+    PERFECT,
+    QUALITY_METRICS,
+    adaptation,
+    msssim_levels,
+    quality_metrics,
+)
+from fudbench.report.ood_quality import fig2_radar, radar_normalise, table2_ood, table3_quality, weighted_ood_metrics
 
 
 def _images(n, size, seed=0):
@@ -98,9 +103,9 @@ def test_weighted_ood_metrics_equal_sklearn_on_duplicated_data():
         e_in = np.round(rng.normal(0, 1, rng.integers(2, 25)), 1)  # rounded: many ties
         e_out = np.round(rng.normal(0.5, 1, rng.integers(2, 40)), 1)
         w = rng.integers(0, 3, len(e_in) + len(e_out))
-        if w[:len(e_in)].sum() == 0 or w[len(e_in):].sum() == 0:
+        if w[: len(e_in)].sum() == 0 or w[len(e_in) :].sum() == 0:
             continue
-        ref = ood_metrics(np.repeat(e_in, w[:len(e_in)]), np.repeat(e_out, w[len(e_in):]))
+        ref = ood_metrics(np.repeat(e_in, w[: len(e_in)]), np.repeat(e_out, w[len(e_in) :]))
         score, is_in = -np.r_[e_in, e_out], np.r_[np.ones(len(e_in)), np.zeros(len(e_out))]
         o = np.argsort(-score, kind="mergesort")
         got = weighted_ood_metrics(score[o], is_in[o], w[o])
@@ -116,8 +121,18 @@ def _ood_records(shift, n_images=60, seed=0):
             for curve in ("fud", "deletion_ratios"):
                 for step in range(3):
                     e = rng.normal(shift[curve], 1, n_images)
-                    rows.append(pd.DataFrame({"model": model, "explainer": ex, "curve": curve,
-                                              "image": np.arange(n_images), "step": step, "energy": e}))
+                    rows.append(
+                        pd.DataFrame(
+                            {
+                                "model": model,
+                                "explainer": ex,
+                                "curve": curve,
+                                "image": np.arange(n_images),
+                                "step": step,
+                                "energy": e,
+                            }
+                        )
+                    )
     clean = {m: rng.normal(0, 1, n_images) for m in ("cnn", "vit")}
     return pd.concat(rows, ignore_index=True), clean
 
@@ -145,8 +160,7 @@ def test_table2_separated_and_indistinguishable():
 def test_table2_per_run_pooling_is_balanced():
     records, clean = _ood_records({"fud": 0.0, "deletion_ratios": 25.0})
     s_all, _ = table2_ood(records, clean, {"deletion_ratios": "INS/DEL"}, ["cnn"], n_boot=20, seed=1)
-    s_run, _ = table2_ood(records, clean, {"deletion_ratios": "INS/DEL"}, ["cnn"], n_boot=20, seed=1,
-                          pooling="run")
+    s_run, _ = table2_ood(records, clean, {"deletion_ratios": "INS/DEL"}, ["cnn"], n_boot=20, seed=1, pooling="run")
     a, r = (s.set_index("metric")["value"] for s in (s_all, s_run))
     assert a["AUROC"] == pytest.approx(1.0) and r["AUROC"] == pytest.approx(1.0)
     assert int(s_run["n_runs"].iloc[0]) == 2 * 3 and int(s_all["n_runs"].iloc[0]) == 1
@@ -166,16 +180,33 @@ def test_table2_unchanged_samples_tie_exactly_with_their_clean_images(caplog):
     however close. n_unchanged counts them; an unchanged sample that removed pixels is logged."""
     rng = np.random.default_rng(3)
     n, dets = 40, ("energy", "mahalanobis", "knn")
-    clean = pd.concat([pd.DataFrame({"model": m, "image": np.arange(n),
-                                     **{d: rng.normal(5 * k, 1, n) for k, d in enumerate(dets)}})
-                       for m in ("cnn", "vit")], ignore_index=True)
+    clean = pd.concat(
+        [
+            pd.DataFrame(
+                {"model": m, "image": np.arange(n), **{d: rng.normal(5 * k, 1, n) for k, d in enumerate(dets)}}
+            )
+            for m in ("cnn", "vit")
+        ],
+        ignore_index=True,
+    )
     rows = []
     for m, g in clean.groupby("model"):
         for step, kept in enumerate((1.0, 0.5)):
             shift = 0.0 if kept == 1.0 else 1.0
-            rows.append(pd.DataFrame({"model": m, "explainer": "ig", "curve": "irof", "image": np.arange(n),
-                                      "step": step, "kept": kept, "l2": 0.0 if kept == 1.0 else 0.3,
-                                      **{d: g[d].to_numpy() + shift for d in dets}}))
+            rows.append(
+                pd.DataFrame(
+                    {
+                        "model": m,
+                        "explainer": "ig",
+                        "curve": "irof",
+                        "image": np.arange(n),
+                        "step": step,
+                        "kept": kept,
+                        "l2": 0.0 if kept == 1.0 else 0.3,
+                        **{d: g[d].to_numpy() + shift for d in dets},
+                    }
+                )
+            )
     exact = pd.concat(rows, ignore_index=True)
     unchanged = exact["l2"] == 0
 
@@ -235,8 +266,9 @@ def _quality_frame(seed=0):
                         row = {"evaluator": ev, "model": model, "explainer": ex, "image": image, "step": step}
                         for m in QUALITY_METRICS:
                             noise = rng.normal(0, 0.05)
-                            row[m] = (1 - c + noise) if not HIGHER_IS_BETTER[m] else (c + noise) * (
-                                40 if m == "PSNR" else 1)
+                            row[m] = (
+                                (1 - c + noise) if not HIGHER_IS_BETTER[m] else (c + noise) * (40 if m == "PSNR" else 1)
+                            )
                         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -319,7 +351,9 @@ def test_batched_fpr95_drops_equally_spaced_points_as_sklearn():
     weights[2, 36:] = 0  # ... and without its last two
     batch = weighted_ood_metrics_batch(score, is_in, weights)
     for b, w in enumerate(weights):
-        ref = ood_metrics(np.repeat(-score[labels == 1], w[labels == 1]), np.repeat(-score[labels == 0], w[labels == 0]))
+        ref = ood_metrics(
+            np.repeat(-score[labels == 1], w[labels == 1]), np.repeat(-score[labels == 0], w[labels == 0])
+        )
         assert batch["fpr95"][b] == ref["fpr95"] == 1.0
 
 
@@ -335,8 +369,12 @@ def test_sample_quality_skips_the_steps_an_image_does_not_have(tmp_path):
     samples = np.full((2, 3, 3, 16, 16), np.nan, np.float16)
     samples[0, :1] = images[0] / 255
     samples[1, :3] = images[1] / 255
-    write_npz(tmp_path / "samples.npz", ids=np.arange(2), ragged=samples, removed_ragged=np.array([[1, np.nan, np.nan],
-                                                                                                 [.3, .6, 1]]))
+    write_npz(
+        tmp_path / "samples.npz",
+        ids=np.arange(2),
+        ragged=samples,
+        removed_ragged=np.array([[1, np.nan, np.nan], [0.3, 0.6, 1]]),
+    )
     q = sample_quality(tmp_path / "eval.npz", {("m", "e"): tmp_path / "samples.npz"}, 0, 2, ["PSNR"])
     assert list(zip(q["image"], q["step"])) == [(0, 0), (1, 0), (1, 1), (1, 2)]
     assert np.isfinite(q["PSNR"]).all()

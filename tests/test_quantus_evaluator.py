@@ -5,6 +5,7 @@ installed Quantus; bad settings are refused at parse time; every supported
 metric, in the direction the table gives it, prefers the map on the evidence
 to its reverse on the quadrant task of tests/test_evaluator_registry.py, but
 the two the table lists as not ordering it (DOES_NOT_ORDER), which do not."""
+
 import inspect
 
 import numpy as np
@@ -41,10 +42,15 @@ def test_the_table_agrees_with_the_installed_quantus():
     for name, m in METRICS.items():
         cls = getattr(quantus, name)
         keywords = set(inspect.signature(cls.__init__).parameters)
-        assert set(m.keywords) | set(COMMON) | {"return_aggregate", "disable_warnings", "display_progressbar"} \
-            <= keywords | {"return_auc_per_sample"}, name
+        assert set(m.keywords) | set(COMMON) | {
+            "return_aggregate",
+            "disable_warnings",
+            "display_progressbar",
+        } <= keywords | {"return_auc_per_sample"}, name
         assert keywords - {"self", "args", "kwargs"} <= set(m.keywords) | set(COMMON) | set(RESERVED), (
-            name, sorted(keywords - set(m.keywords) - set(COMMON) - set(RESERVED)))
+            name,
+            sorted(keywords - set(m.keywords) - set(COMMON) - set(RESERVED)),
+        )
         theirs = cls.score_direction.name == "HIGHER"
         if name == "RegionPerturbation":  # documented: Quantus' metadata says lower, its drops say higher
             assert not theirs and m.higher_is_better and m.why
@@ -70,7 +76,8 @@ def test_scores_equal_calling_quantus_directly_with_the_image_seed(metric, task)
     key = (0, "evaluate", "task", "quantus")
     ids = [11, 3, 7]
     records, samples = build_evaluator("quantus", settings, EVALUATION, {}, "cpu").run(
-        model, x[:3], y[:3], quadrant[:3], ids, key)
+        model, x[:3], y[:3], quadrant[:3], ids, key
+    )
     assert samples == {} and list(records["image"]) == ids
     maps = reduce_attribution(quadrant[:3], "abs_sum")[:, None].numpy()
     kwargs = dict(SMALL[metric], **({"order": "morf"} if metric == "RegionPerturbation" else {}))
@@ -78,13 +85,19 @@ def test_scores_equal_calling_quantus_directly_with_the_image_seed(metric, task)
     for i, image in enumerate(ids):
         with seeded(derive_seed(*key, curve_name(metric), image), torch.device("cpu")):
             out = getattr(quantus, metric)(**kwargs, disable_warnings=True, display_progressbar=False)(
-                model=model, x_batch=x[i:i + 1].numpy(), y_batch=y[i:i + 1].numpy(), a_batch=maps[i:i + 1],
-                device="cpu", batch_size=8)
+                model=model,
+                x_batch=x[i : i + 1].numpy(),
+                y_batch=y[i : i + 1].numpy(),
+                a_batch=maps[i : i + 1],
+                device="cpu",
+                batch_size=8,
+            )
         direct.append(reduce_output(out[0], METRICS[metric].reduce))
     np.testing.assert_allclose(records["value"].to_numpy(), direct, rtol=1e-9, atol=1e-12)
     # one image alone scores as it does in the shard
     alone, _ = build_evaluator("quantus", settings, EVALUATION, {}, "cpu").run(
-        model, x[1:2], y[1:2], quadrant[1:2], [3], key)
+        model, x[1:2], y[1:2], quadrant[1:2], [3], key
+    )
     assert alone["value"].iloc[0] == pytest.approx(records["value"].iloc[1], rel=1e-12)
 
 
@@ -99,13 +112,15 @@ def test_a_constant_map_scores_nan_and_leaves_the_other_images_as_they_were(task
     maps[1] = level
     ids, key = [11, 3, 7], (0, "evaluate", "task", "quantus")
     with caplog.at_level("WARNING"):
-        records, _ = build_evaluator("quantus", settings, EVALUATION, {}, "cpu").run(model, x[:3], y[:3], maps,
-                                                                                     ids, key)
+        records, _ = build_evaluator("quantus", settings, EVALUATION, {}, "cpu").run(
+            model, x[:3], y[:3], maps, ids, key
+        )
     assert "1 constant map(s), all-zero or uniform (images [3])" in caplog.text
     values = records["value"].to_numpy()
     assert np.isnan(values[1]) and np.isfinite(values[[0, 2]]).all()
     kept, _ = build_evaluator("quantus", settings, EVALUATION, {}, "cpu").run(
-        model, x[[0, 2]], y[[0, 2]], quadrant[[0, 2]], [11, 7], key)
+        model, x[[0, 2]], y[[0, 2]], quadrant[[0, 2]], [11, 7], key
+    )
     np.testing.assert_array_equal(values[[0, 2]], kept["value"].to_numpy())
     scores = per_image_scores(records.assign(model="m", explainer="e")).set_index("image")["score"]
     assert np.isnan(scores[3]) and scores.drop(3).notna().all()  # the analysis drops it (dropna on score)
@@ -119,7 +134,8 @@ def test_each_metric_prefers_the_map_on_the_evidence_in_its_direction(metric, ta
     means = {}
     for name, a in (("quadrant", quadrant), ("reversed", reversed_)):
         records, _ = build_evaluator("quantus", settings, EVALUATION, {}, "cpu").run(
-            model, x, y, a, list(range(N)), (0, "t"))
+            model, x, y, a, list(range(N)), (0, "t")
+        )
         means[name] = per_image_scores(records.assign(model="m", explainer=name))["score"].mean()
     better = means["quadrant"] - means["reversed"]
     if not curve.higher_is_better:
@@ -130,35 +146,57 @@ def test_each_metric_prefers_the_map_on_the_evidence_in_its_direction(metric, ta
         assert better > 0, (metric, means)
 
 
-@pytest.mark.parametrize("settings, match", [
-    ({"metric": "FaithfulnessCorrelation", "settings": {"nr_runz": 3}},
-     r"evaluators.q.settings': unknown keyword\(s\) \['nr_runz'\] of quantus.FaithfulnessCorrelation; allowed: .*nr_runs"),
-    ({"metric": "PixelFlipping", "settings": {"return_auc_per_sample": True}},
-     r"evaluators.q.settings': \['return_auc_per_sample'\] are set by the adapter"),
-    ({"metric": "RegionPerturbation", "settings": {"order": "lerf"}}, r"give it as 'evaluators.q.order'"),
-])
+@pytest.mark.parametrize(
+    "settings, match",
+    [
+        (
+            {"metric": "FaithfulnessCorrelation", "settings": {"nr_runz": 3}},
+            r"evaluators.q.settings': unknown keyword\(s\) \['nr_runz'\] of quantus.FaithfulnessCorrelation; allowed: .*nr_runs",
+        ),
+        (
+            {"metric": "PixelFlipping", "settings": {"return_auc_per_sample": True}},
+            r"evaluators.q.settings': \['return_auc_per_sample'\] are set by the adapter",
+        ),
+        ({"metric": "RegionPerturbation", "settings": {"order": "lerf"}}, r"give it as 'evaluators.q.order'"),
+    ],
+)
 def test_bad_settings_are_refused_at_parse_time_naming_the_key(settings, match):
     problems = spec("quantus").check(settings, "evaluators.q")
     assert any(__import__("re").search(match, p) for p in problems), problems
 
 
-@pytest.mark.parametrize("metric, settings, match", [
-    ("FaithfulnessCorrelation", {"nr_runs": -5}, r"settings\.nr_runs': -5 is not an integer >= 2"),
-    ("FaithfulnessCorrelation", {"nr_runs": True}, r"settings\.nr_runs': True is not an integer >= 2"),
-    ("FaithfulnessEstimate", {"features_in_step": "abc"}, r"settings\.features_in_step': 'abc' is not an integer"),
-    ("FaithfulnessEstimate", {"features_in_step": 7}, r"settings\.features_in_step': 7 does not divide the 16x16 = "
-                                                      r"256 pixels of the images \(data\.synthetic\.image_size\)"),
-    ("FaithfulnessCorrelation", {"subset_size": 100000}, r"settings\.subset_size': 100000 must be smaller than the "
-                                                         r"16x16 = 256 pixels"),
-    ("FaithfulnessCorrelation", {"similarity_func": "pearson"}, r"settings\.similarity_func': 'pearson' is not a "
-                                                                r"function"),
-    ("RegionPerturbation", {"patch_size": 0}, r"settings\.patch_size': 0 is not an integer >= 1"),
-    ("Selectivity", {"patch_size": 17}, r"settings\.patch_size': 17 is larger than the images' side 16"),
-    ("Infidelity", {"perturb_patch_sizes": []}, r"settings\.perturb_patch_sizes': \[\] is not a non-empty list"),
-    ("MonotonicityCorrelation", {"eps": -1}, r"settings\.eps': -1 is not a number > 0"),
-    ("Monotonicity", {"abs": "yes"}, r"settings\.abs': 'yes' is not true or false"),
-    ("FaithfulnessCorrelation", {"nr_runs": 3, "subset_size": 256}, r"settings\.subset_size': 256 must be smaller"),
-])
+@pytest.mark.parametrize(
+    "metric, settings, match",
+    [
+        ("FaithfulnessCorrelation", {"nr_runs": -5}, r"settings\.nr_runs': -5 is not an integer >= 2"),
+        ("FaithfulnessCorrelation", {"nr_runs": True}, r"settings\.nr_runs': True is not an integer >= 2"),
+        ("FaithfulnessEstimate", {"features_in_step": "abc"}, r"settings\.features_in_step': 'abc' is not an integer"),
+        (
+            "FaithfulnessEstimate",
+            {"features_in_step": 7},
+            r"settings\.features_in_step': 7 does not divide the 16x16 = "
+            r"256 pixels of the images \(data\.synthetic\.image_size\)",
+        ),
+        (
+            "FaithfulnessCorrelation",
+            {"subset_size": 100000},
+            r"settings\.subset_size': 100000 must be smaller than the "
+            r"16x16 = 256 pixels",
+        ),
+        (
+            "FaithfulnessCorrelation",
+            {"similarity_func": "pearson"},
+            r"settings\.similarity_func': 'pearson' is not a "
+            r"function",
+        ),
+        ("RegionPerturbation", {"patch_size": 0}, r"settings\.patch_size': 0 is not an integer >= 1"),
+        ("Selectivity", {"patch_size": 17}, r"settings\.patch_size': 17 is larger than the images' side 16"),
+        ("Infidelity", {"perturb_patch_sizes": []}, r"settings\.perturb_patch_sizes': \[\] is not a non-empty list"),
+        ("MonotonicityCorrelation", {"eps": -1}, r"settings\.eps': -1 is not a number > 0"),
+        ("Monotonicity", {"abs": "yes"}, r"settings\.abs': 'yes' is not true or false"),
+        ("FaithfulnessCorrelation", {"nr_runs": 3, "subset_size": 256}, r"settings\.subset_size': 256 must be smaller"),
+    ],
+)
 def test_quantus_setting_values_are_checked_at_parse_time_naming_the_key(repo, metric, settings, match):
     """Issue 39, case 6: these passed the parse-time check and failed inside the evaluate
     job with numpy / Quantus errors naming no config key."""
@@ -175,11 +213,18 @@ def test_quantus_setting_values_are_checked_at_parse_time_naming_the_key(repo, m
 def test_quantus_setting_values_are_checked_by_the_protocol_too(task):  # noqa: F811
     """The API (or images of another size) gets the same check before Quantus runs."""
     model, _, x, y, quadrant, _, _ = task
-    with pytest.raises(ValueError, match=rf"'quantus\.FaithfulnessEstimate\.features_in_step': 7 does not divide "
-                                         rf"the {x.shape[-1]}x{x.shape[-1]}"):
-        build_evaluator("quantus", {"metric": "FaithfulnessEstimate", "settings": {"features_in_step": 7},
-                                    "batch_size": 8}, EVALUATION, {}, "cpu").run(model, x[:1], y[:1], quadrant[:1], [0],
-                                                                                 (0, "evaluate", "t", "q"))
+    with pytest.raises(
+        ValueError,
+        match=rf"'quantus\.FaithfulnessEstimate\.features_in_step': 7 does not divide "
+        rf"the {x.shape[-1]}x{x.shape[-1]}",
+    ):
+        build_evaluator(
+            "quantus",
+            {"metric": "FaithfulnessEstimate", "settings": {"features_in_step": 7}, "batch_size": 8},
+            EVALUATION,
+            {},
+            "cpu",
+        ).run(model, x[:1], y[:1], quadrant[:1], [0], (0, "evaluate", "t", "q"))
 
 
 def test_the_config_names_an_unsupported_metric_and_lerf_turns_the_direction(repo):
@@ -188,13 +233,19 @@ def test_the_config_names_an_unsupported_metric_and_lerf_turns_the_direction(rep
 
     config = resolve_config([repo / "config/smoke.yaml"])
     config["evaluators"]["q"] = {"method": "quantus", "metric": "SensitivityN"}
-    with pytest.raises(ConfigError, match=r"evaluators.q.metric': quantus.SensitivityN is not offered: scores a "
-                                          r"correlation over the whole batch"):
+    with pytest.raises(
+        ConfigError,
+        match=r"evaluators.q.metric': quantus.SensitivityN is not offered: scores a "
+        r"correlation over the whole batch",
+    ):
         validate_config(config, repo / "config/schema.yaml")
     for name, why in NOT_SUPPORTED.items():  # issue 39: ROAD and IROF got a bare "not allowed"
         config["evaluators"]["q"] = {"method": "quantus", "metric": name}
-        with pytest.raises(ConfigError, match=rf"evaluators.q.metric': quantus.{name} is not offered: "
-                                              rf"{__import__('re').escape(why)}; allowed values: 'Faithfulness"):
+        with pytest.raises(
+            ConfigError,
+            match=rf"evaluators.q.metric': quantus.{name} is not offered: "
+            rf"{__import__('re').escape(why)}; allowed values: 'Faithfulness",
+        ):
             validate_config(config, repo / "config/schema.yaml")
     lerf = spec("quantus").curves(spec("quantus").resolve({"metric": "RegionPerturbation", "order": "lerf"}))[0]
     assert not lerf.higher_is_better and lerf.name == "quantus_region_perturbation"
@@ -202,8 +253,13 @@ def test_the_config_names_an_unsupported_metric_and_lerf_turns_the_direction(rep
 
 def test_the_python_api_scores_a_quantus_metric(task):  # noqa: F811
     model, _, x, y, quadrant, _, _ = task
-    frame = fudbench.evaluate(model, x, y, quadrant, metrics={"qt_fc": {"method": "quantus", "settings":
-                                                                       SMALL["FaithfulnessCorrelation"]}},
-                              evaluation=EVALUATION)
+    frame = fudbench.evaluate(
+        model,
+        x,
+        y,
+        quadrant,
+        metrics={"qt_fc": {"method": "quantus", "settings": SMALL["FaithfulnessCorrelation"]}},
+        evaluation=EVALUATION,
+    )
     scores = frame.dropna(subset=["score"])
     assert set(scores["curve"]) == {"quantus_faithfulness_correlation@qt_fc"} and len(scores) == N

@@ -1,4 +1,5 @@
 """The metric report card (fudbench.meta.report_card) on hand-built per-image scores."""
+
 from __future__ import annotations
 
 import math
@@ -9,10 +10,11 @@ import pandas as pd
 import pytest
 
 from fudbench.meta.families import anchor_explainers, degraded_explainers
-from fudbench.meta.report_card import (card_families, entry_cost, images_needed, report_card, seed_groups)
+from fudbench.meta.report_card import card_families, entry_cost, images_needed, report_card, seed_groups
 
 EXPLAINERS = {
-    "random": {}, "background": {},
+    "random": {},
+    "background": {},
     "ig_d00": {"method": "degrade", "base": "ig", "fraction": 0.0},
     "ig_d50": {"method": "degrade", "base": "ig", "fraction": 0.5},
     "ig_d90": {"method": "degrade", "base": "ig", "fraction": 0.9},
@@ -33,26 +35,43 @@ def _per_image(quality: dict, n_images: int = 40, noise: float = 0.05, seed: int
         for explainer, q in quality.items():
             for image in range(n_images):
                 e = noise * rng.standard_normal()
-                rows.append({"model": model, "explainer": explainer, "curve": "insertion", "image": image,
-                             "score": q + e})
-                rows.append({"model": model, "explainer": explainer, "curve": "deletion", "image": image,
-                             "score": 1 - q + e})
+                rows.append(
+                    {"model": model, "explainer": explainer, "curve": "insertion", "image": image, "score": q + e}
+                )
+                rows.append(
+                    {"model": model, "explainer": explainer, "curve": "deletion", "image": image, "score": 1 - q + e}
+                )
                 for curve in ("insertion", "deletion"):
-                    secs += [{"model": model, "explainer": explainer, "curve": curve, "image": image,
-                              "seconds": 0.1}] * 3
+                    secs += [
+                        {"model": model, "explainer": explainer, "curve": curve, "image": image, "seconds": 0.1}
+                    ] * 3
     return pd.DataFrame(rows), pd.DataFrame(secs)
 
 
-QUALITY = {"ig_d00": 0.9, "ig_d50": 0.6, "ig_d90": 0.4, "ig_r000": 0.8, "ig_r100": 0.45, "random": 0.35,
-           "background": 0.1}
+QUALITY = {
+    "ig_d00": 0.9,
+    "ig_d50": 0.6,
+    "ig_d90": 0.4,
+    "ig_r000": 0.8,
+    "ig_r100": 0.45,
+    "random": 0.35,
+    "background": 0.1,
+}
 
 
 def test_families_and_anchors_from_config():
-    assert degraded_explainers(EXPLAINERS) == {"ig_d00": ("ig", 0.0), "ig_d50": ("ig", 0.5), "ig_d90": ("ig", 0.9),
-                                               "ig_r000": ("ig_randomised", 0.0),
-                                               "ig_r100": ("ig_randomised", 1.0)}
+    assert degraded_explainers(EXPLAINERS) == {
+        "ig_d00": ("ig", 0.0),
+        "ig_d50": ("ig", 0.5),
+        "ig_d90": ("ig", 0.9),
+        "ig_r000": ("ig_randomised", 0.0),
+        "ig_r100": ("ig_randomised", 1.0),
+    }
     assert anchor_explainers({**EXPLAINERS, "noise": {"method": "random"}}) == {
-        "random": "random", "background": "background", "noise": "random"}
+        "random": "random",
+        "background": "background",
+        "noise": "random",
+    }
 
 
 def test_seed_groups_are_identical_entries():
@@ -98,8 +117,9 @@ def test_seed_spread_between_two_seeds_of_one_model():
     a, sa = _per_image(QUALITY, models=("cnn",))
     swapped = {**QUALITY, "ig_d50": 0.3}  # the second seed's model orders the family differently
     b, sb = _per_image(swapped, models=("cnn_s1",), seed=2)
-    card = report_card(pd.concat([a, b]), pd.concat([sa, sb]), EXPLAINERS, EVALUATORS,
-                       {"cnn": CNN, "cnn_s1": dict(CNN)}, n_boot=100)
+    card = report_card(
+        pd.concat([a, b]), pd.concat([sa, sb]), EXPLAINERS, EVALUATORS, {"cnn": CNN, "cnn_s1": dict(CNN)}, n_boot=100
+    )
     assert set(card["seed_group"]) == {"cnn"}
     ins = card[card["metric"] == "Insertion"].set_index("model")
     expected = ins.loc["cnn", "ig_recovery"] - ins.loc["cnn_s1", "ig_recovery"]
@@ -166,28 +186,44 @@ def test_score_kinds_and_expected_ranks():
 
     assert anchor_expected_ranks({"random", "background"}, 20) == {"background": 20.0, "random": 19.0}
     assert anchor_expected_ranks({"random"}, 20) == {"random": 20.0}
-    assert [score_kind(c) for c in ("fud_symmetric", "fud_symmetric@fud_sym", "srg__telea", "srg_mif__telea",
-                                    "mrg__telea", "fud", "insertion")] == \
-        ["antisymmetric", "antisymmetric", "antisymmetric", "one-sided", "one-sided", "one-sided", "one-sided"]
+    assert [
+        score_kind(c)
+        for c in (
+            "fud_symmetric",
+            "fud_symmetric@fud_sym",
+            "srg__telea",
+            "srg_mif__telea",
+            "mrg__telea",
+            "fud",
+            "insertion",
+        )
+    ] == ["antisymmetric", "antisymmetric", "antisymmetric", "one-sided", "one-sided", "one-sided", "one-sided"]
 
 
 def test_agreement_is_refused_below_three_explainers():
     two = {"random": 0.35, "background": 0.1}
-    card = report_card(_per_image(two)[0], None, {"random": {}, "background": {}}, EVALUATORS, {"cnn": CNN},
-                       n_boot=0)
+    card = report_card(_per_image(two)[0], None, {"random": {}, "background": {}}, EVALUATORS, {"cnn": CNN}, n_boot=0)
     assert card["agreement_tau"].isna().all()
     assert card["agreement_note"].str.contains("fewer than 3 explainers").all()
 
 
 def test_entry_cost_sums_an_entrys_curves():
-    seconds = pd.DataFrame({"model": "cnn", "explainer": ["a", "a", "a", "b"], "curve": ["x", "y", "y", "x"],
-                            "image": [0, 0, 0, 0], "seconds": [1.0, 2.0, 3.0, 4.0]})
+    seconds = pd.DataFrame(
+        {
+            "model": "cnn",
+            "explainer": ["a", "a", "a", "b"],
+            "curve": ["x", "y", "y", "x"],
+            "image": [0, 0, 0, 0],
+            "seconds": [1.0, 2.0, 3.0, 4.0],
+        }
+    )
     assert entry_cost(seconds, {"x": "e", "y": "e"}) == {("cnn", "e"): (6.0 + 4.0) / 2}
 
 
 def test_report_card_without_scores_is_an_error():
-    per_image = pd.DataFrame({"model": ["cnn"], "explainer": ["random"], "curve": ["energy_only"], "image": [0],
-                              "score": [0.1]})
+    per_image = pd.DataFrame(
+        {"model": ["cnn"], "explainer": ["random"], "curve": ["energy_only"], "image": [0], "score": [0.1]}
+    )
     with pytest.raises(ValueError, match="no scored curve"):
         report_card(per_image, None, EXPLAINERS, EVALUATORS, {"cnn": CNN})
 
@@ -219,12 +255,24 @@ def test_uninformative_intervals_gate_and_scatter_columns(tmp_path):
     # the ig family tied (a blind metric: every order compatible); random_smooth 0.2 above random
     quality = {**QUALITY, "ig_d00": 0.6, "ig_d50": 0.6, "ig_d90": 0.6, "random_smooth": 0.55}
     per_image, seconds = _per_image(quality, n_images=16, noise=0.05, seed=3)
-    gate = pd.DataFrame({"model": ["cnn", "cnn"], "family": ["ig", "ig_randomised"],
-                         "best_member": ["ig_d00", "ig_r000"], "truth": "mass_inside", "estimate": [0.2, -0.1], "ci_low": [0.1, -0.2],
-                         "ci_high": [0.3, 0.05], "p": [0.001, 0.2], "passes": [True, False], "n_images": 16})
+    gate = pd.DataFrame(
+        {
+            "model": ["cnn", "cnn"],
+            "family": ["ig", "ig_randomised"],
+            "best_member": ["ig_d00", "ig_r000"],
+            "truth": "mass_inside",
+            "estimate": [0.2, -0.1],
+            "ci_low": [0.1, -0.2],
+            "ci_high": [0.3, 0.05],
+            "p": [0.001, 0.2],
+            "passes": [True, False],
+            "n_images": 16,
+        }
+    )
     gate.to_csv(tmp_path / "family_gate.csv", index=False)
-    card = report_card(per_image, seconds, explainers, EVALUATORS, {"cnn": CNN}, n_boot=0,
-                       gate=tmp_path / "family_gate.csv")
+    card = report_card(
+        per_image, seconds, explainers, EVALUATORS, {"cnn": CNN}, n_boot=0, gate=tmp_path / "family_gate.csv"
+    )
     assert card["ig_uninformative"].all() and not card["ig_randomised_uninformative"].any()
     assert (card["ig_ci_low"] == -1).all() and (card["ig_ci_high"] == 1).all()
     assert (card["ig_gate"] == "passes").all() and (card["ig_randomised_gate"] == "fails").all()

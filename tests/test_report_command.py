@@ -2,9 +2,9 @@
 reports the run its config files address, refuses an unfinished run with the list of what is
 missing and the command that finishes it, and a run that names targets remakes what the
 damage ledger and the presence check found instead of "Nothing to be done" with files missing."""
+
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -15,8 +15,7 @@ SMOKE = REPO / "config" / "smoke.yaml"
 
 
 def fud(*args, cwd):
-    res = subprocess.run([str(REPO / "fud"), *map(str, args)], cwd=cwd, capture_output=True, text=True,
-                         timeout=3000)
+    res = subprocess.run([str(REPO / "fud"), *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=3000)
     return res.returncode, res.stdout + res.stderr
 
 
@@ -56,12 +55,14 @@ def test_a_targeted_run_remakes_the_deleted_data_and_model(smoke_run, tmp_path):
     (run / "data" / "eval.npz").unlink()
     (run / "models" / "cnn.pt").unlink()
     (run / ".damaged").write_text(f"{run / 'data' / 'eval.npz'}\n")
-    rc, out = fud("run", "--configfile", SMOKE, "--directory", work, "--cores", "2", "results/smoke/tables/run_info.csv",
-                  cwd=REPO)
+    rc, out = fud(
+        "run", "--configfile", SMOKE, "--directory", work, "--cores", "2", "results/smoke/tables/run_info.csv", cwd=REPO
+    )
     assert rc == 0, out[-4000:]
     assert "Nothing to be done" not in out
     assert "this run names its targets, so the 2 missing file(s) noted above are added to them and remade" in out
     assert (run / "data" / "eval.npz").is_file() and (run / "models" / "cnn.pt").is_file()
-    rc, out = fud("run", "--configfile", SMOKE, "--directory", work, "-n", "results/smoke/tables/run_info.csv",
-                  cwd=REPO)
+    rc, out = fud(
+        "run", "--configfile", SMOKE, "--directory", work, "-n", "results/smoke/tables/run_info.csv", cwd=REPO
+    )
     assert rc == 0 and "Nothing to be done" in out and "remade" not in out, out[-3000:]

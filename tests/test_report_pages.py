@@ -7,6 +7,7 @@
   direction, sentences generated from those numbers, and the front page that Snakemake's report opens on;
 - end to end (workflow marker): a photo-profile run with ROAD and INS/DEL only, its report.html read back.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,9 @@ SUBSET = {"_replace": True, "road": {"batch_size": 32}, "insdel": {"n_steps": 4,
 # ------------------------------------------------------------------ a small run's per-image scores
 
 
-def _per_image(n=16, seed=0, curves=("insertion", "deletion"), explainers=("sm", "ig", "random", "ig_d50"),
-               models=("cnn",)):
+def _per_image(
+    n=16, seed=0, curves=("insertion", "deletion"), explainers=("sm", "ig", "random", "ig_d50"), models=("cnn",)
+):
     """Per-image scores: `sm` clearly above random on every image under insertion and clearly below it under
     deletion (better on both, the metrics' directions differ); `ig` close to random (noise only)."""
     rng = np.random.default_rng(seed)
@@ -46,13 +48,19 @@ def _per_image(n=16, seed=0, curves=("insertion", "deletion"), explainers=("sm",
                 shift = {"sm": 0.25 * better, "ig": 0.0, "random": 0.0, "ig_d50": 0.1}[ex]
                 noise = rng.normal(0, 0.05, n) if ex != "random" else np.zeros(n)
                 for i in range(n):
-                    rows.append({"model": model, "explainer": ex, "curve": curve, "image": i,
-                                 "score": float(np.clip(base[i] + shift + noise[i], 0, 1))})
+                    rows.append(
+                        {
+                            "model": model,
+                            "explainer": ex,
+                            "curve": curve,
+                            "image": i,
+                            "score": float(np.clip(base[i] + shift + noise[i], 0, 1)),
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
-EXPLAINERS = {"sm": {}, "ig": {}, "random": {},
-              "ig_d50": {"method": "degrade", "base": "ig", "fraction": 0.5}}
+EXPLAINERS = {"sm": {}, "ig": {}, "random": {}, "ig_d50": {"method": "degrade", "base": "ig", "fraction": 0.5}}
 
 
 def test_results_page_numbers_equal_a_recomputation():
@@ -130,11 +138,15 @@ def test_sentences_say_what_the_numbers_say():
     assert "``sm`` is better than random on 2 of 2 metrics (Insertion and Deletion)." in joined
     ig_ins = summary[(summary.explainer == "ig") & (summary.metric == "Insertion")].iloc[0]
     ig_del = summary[(summary.explainer == "ig") & (summary.metric == "Deletion")].iloc[0]
-    assert (f"Insertion (higher is better) separates ``sm`` from random (better: ``sm`` "
-            f"{rp.signed(summary[(summary.explainer == 'sm') & (summary.metric == 'Insertion')]['vs_random'].iloc[0])}"
-            in joined)
-    assert (f"does not separate ``ig`` from random at n = 16 (images that would decide the difference: ``ig`` "
-            f"{rp._images(ig_ins.images_to_decide)})") in joined
+    assert (
+        f"Insertion (higher is better) separates ``sm`` from random (better: ``sm`` "
+        f"{rp.signed(summary[(summary.explainer == 'sm') & (summary.metric == 'Insertion')]['vs_random'].iloc[0])}"
+        in joined
+    )
+    assert (
+        f"does not separate ``ig`` from random at n = 16 (images that would decide the difference: ``ig`` "
+        f"{rp._images(ig_ins.images_to_decide)})"
+    ) in joined
     assert f"``ig`` {rp._images(ig_del.images_to_decide)}" in joined
     assert "of these 4 comparisons with random about 0.2 would exclude 0 by chance alone" in joined
     # a metric that ranks random above a map by mean says so
@@ -176,8 +188,15 @@ def test_front_page_opens_on_the_results_and_renders_clean():
     summary, paired = rp.summarise(per_image, explainers, config["evaluators"], ["cnn"])
     fig = rp.overview_figure(summary, ["cnn"], list(explainers), "random")
     fig2 = rp.vs_random_figure(summary, paired, ["cnn"], list(explainers), "random")
-    front = rp.front_page(captions.run_description(config), summary, ["cnn"], list(explainers), "random",
-                          rp.png_bytes(fig), rp.png_bytes(fig2))
+    front = rp.front_page(
+        captions.run_description(config),
+        summary,
+        ["cnn"],
+        list(explainers),
+        "random",
+        rp.png_bytes(fig),
+        rp.png_bytes(fig2),
+    )
     html = _render(front)
     assert "System Message" not in html and "docutils" not in html.split("<h1", 1)[0]
     assert html.index("Results of this run") < html.index("How these numbers were computed")
@@ -186,8 +205,11 @@ def test_front_page_opens_on_the_results_and_renders_clean():
     for r in summary.itertuples():
         assert rp._interval_text(r.mean, r.ci_low, r.ci_high) in html
     assert "does not separate" in html or "separates" in html
-    assert "Run <tt class=\"docutils literal\">photos</tt>" in html or "Run <code>photos</code>" in html \
+    assert (
+        "Run <tt class=\"docutils literal\">photos</tt>" in html
+        or "Run <code>photos</code>" in html
         or "photos" in html.split("Results of this run", 1)[1][:400]
+    )
 
 
 # ------------------------------------------------------------------ captions and what applies
@@ -237,16 +259,21 @@ def test_an_evaluator_subset_like_photos_road_and_insdel_only(tmp_path):
     config = _config(tmp_path, SUBSET)
     on = captions.applies(config)
     assert on["table7_scores"] and on["road_scores"] and on["table11_ood"] and on["table9_quality"]
-    assert not any(on[k] for k in ("table4_kendall", "fig2_quality_radar", "appendix_scores", "srg_scores",
-                                   "ffidelity_scores"))
+    assert not any(
+        on[k] for k in ("table4_kendall", "fig2_quality_radar", "appendix_scores", "srg_scores", "ffidelity_scores")
+    )
     t11 = captions.caption("table11_ood", config)
     assert "intermediate samples of ROAD (" in t11 and "reference row" not in t11 and "IROF" not in t11
     t9 = captions.caption("table9_quality", config)
     assert "samples of ROAD (" in t9 and "reference" not in t9
     # the results page of such a run: Insertion, Deletion and ROAD's four curves, nothing else
     curves = ("insertion", "deletion", "road_morf", "road_lerf", "road_morf_accuracy", "road_lerf_accuracy")
-    summary, _ = rp.summarise(_per_image(curves=curves, explainers=("sm", "ig", "random")),
-                              {"sm": {}, "ig": {}, "random": {}}, config["evaluators"], ["cnn"])
+    summary, _ = rp.summarise(
+        _per_image(curves=curves, explainers=("sm", "ig", "random")),
+        {"sm": {}, "ig": {}, "random": {}},
+        config["evaluators"],
+        ["cnn"],
+    )
     road = ["ROAD MoRF", "ROAD LeRF", "ROAD MoRF acc.", "ROAD LeRF acc."]
     by_entry = {"road": road, "insdel": ["Insertion", "Deletion"]}
     assert list(dict.fromkeys(summary["metric"])) == [m for e in config["evaluators"] for m in by_entry[e]]
@@ -271,10 +298,12 @@ TINY = {  # a photo-profile run with ROAD and INS/DEL only: three photos, three 
     "run_name": "photos_issue46",
     "data": {"n_eval": 3, "shard_size": 3},
     "explainers": {"_replace": True, "gradcam": {"method": "cam"}, "sm": {}, "random": {}},
-    "evaluators": {"_replace": True, "insdel": {"n_steps": 4, "batch_size": 64},
-                   "road": {"batch_size": 32}},
-    "evaluation": {"ratios": [0.25, 0.75], "quality": {"metrics": ["PSNR"], "images_per_shard": 1},
-                   "gallery_images": 1},
+    "evaluators": {"_replace": True, "insdel": {"n_steps": 4, "batch_size": 64}, "road": {"batch_size": 32}},
+    "evaluation": {
+        "ratios": [0.25, 0.75],
+        "quality": {"metrics": ["PSNR"], "images_per_shard": 1},
+        "gallery_images": 1,
+    },
     "analysis": {"bootstrap": 20},
     "plots": {"qualitative_explainers": ["gradcam"]},
 }
@@ -296,8 +325,13 @@ def test_report_of_a_road_and_insdel_photo_run(repo, tmp_path):
     from workflow_support import snakemake
 
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(TINY, sort_keys=False))
-    args = ("--configfile", str(repo / "config/photos.yaml"), str(tmp_path / "tiny.yaml"),
-            "--directory", str(tmp_path / "w"))
+    args = (
+        "--configfile",
+        str(repo / "config/photos.yaml"),
+        str(tmp_path / "tiny.yaml"),
+        "--directory",
+        str(tmp_path / "w"),
+    )
     res = snakemake(repo, "--cores", "2", *args)
     assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
     results = tmp_path / "w/results/photos_issue46"
@@ -313,8 +347,14 @@ def test_report_of_a_road_and_insdel_photo_run(repo, tmp_path):
     assert front.count("data:image/png;base64,") == 2
     # its numbers: a recomputation from the run's per-image scores (every curve here lies in [0, 1])
     per_image = pd.read_parquet(results / "analysis/per_image.parquet")
-    curves = {"insertion": "Insertion", "deletion": "Deletion", "road_morf": "ROAD MoRF", "road_lerf": "ROAD LeRF",
-              "road_morf_accuracy": "ROAD MoRF acc.", "road_lerf_accuracy": "ROAD LeRF acc."}
+    curves = {
+        "insertion": "Insertion",
+        "deletion": "Deletion",
+        "road_morf": "ROAD MoRF",
+        "road_lerf": "ROAD LeRF",
+        "road_morf_accuracy": "ROAD MoRF acc.",
+        "road_lerf_accuracy": "ROAD LeRF acc.",
+    }
     written = pd.read_csv(results / "tables/results.csv")
     assert set(written["metric"]) == set(curves.values())
     assert set(written["explainer"]) == {"gradcam", "sm", "random"}
@@ -324,19 +364,30 @@ def test_report_of_a_road_and_insdel_photo_run(repo, tmp_path):
         for ex in ("gradcam", "sm", "random"):
             mean, low, high, _ = mean_interval(d[ex].to_numpy(), (0.0, 1.0), 0.95)
             row = written[(written.metric == label) & (written.explainer == ex)].iloc[0]
-            assert (row["mean"], row["ci_low"], row["ci_high"]) == pytest.approx((mean, low, high), rel=1e-5,
-                                                                                 abs=1e-9)
+            assert (row["mean"], row["ci_low"], row["ci_high"]) == pytest.approx((mean, low, high), rel=1e-5, abs=1e-9)
             assert rp._interval_text(mean, low, high) in front
             if ex != "random":
                 dm, dl, dh, _ = mean_interval(sign * (d[ex] - d["random"]).to_numpy(), (-1.0, 1.0), 0.95)
                 assert (row["vs_random"], row["vs_random_low"], row["vs_random_high"]) == pytest.approx(
-                    (dm, dl, dh), rel=1e-5, abs=1e-9)
+                    (dm, dl, dh), rel=1e-5, abs=1e-9
+                )
                 assert rp._interval_text(dm, dl, dh, True) in front
     # captions: only what ran; nothing for what did not
     text = "\n".join(caps)
     assert "Table 7 (scores)" in text and "ROAD (Rong et al. 2022)" in text and "Table 11" in text
-    for absent in ("Table 4", "Fig. 2", "FUD", "Sen-N", "Sensitivity", "INFID", "IDSDS", "Distill", "Gevaert",
-                   "IROF", "reference row"):
+    for absent in (
+        "Table 4",
+        "Fig. 2",
+        "FUD",
+        "Sen-N",
+        "Sensitivity",
+        "INFID",
+        "IDSDS",
+        "Distill",
+        "Gevaert",
+        "IROF",
+        "reference row",
+    ):
         assert absent not in text, absent
     assert "n = 3 images" in text
 
@@ -391,8 +442,11 @@ def test_dataset_caption_says_which_images_the_figure_picks():
     assert text.startswith("Up to 2 images of each class among the 5 evaluated images, in class-index order")
     assert "``class`` column" in text and "outlined" in text
     images = np.zeros((5, 3, 8, 8), dtype=np.float32)
-    fig = dataset_examples(images, [872, 281, 967, 665, 657], {872: "tripod", 281: "tabby cat", 967: "espresso",
-                                                                665: "moped", 657: "missile"})
+    fig = dataset_examples(
+        images,
+        [872, 281, 967, 665, 657],
+        {872: "tripod", 281: "tabby cat", 967: "espresso", 665: "moped", 657: "missile"},
+    )
     titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
     assert titles[0].startswith("tabby cat") and titles[3].startswith("tripod")
 

@@ -21,6 +21,7 @@ The dry-runs use `--rerun-triggers mtime params input`: what is tested is the
 reach of config values, and edits to the code (a trigger of their own) would
 otherwise blur it. `test_unchanged_config_reruns_nothing` covers all triggers.
 """
+
 from __future__ import annotations
 
 import copy
@@ -55,21 +56,29 @@ class Job:
         return f"{self.rule}[{wc}] ({'; '.join(k + (': ' + v[:200] if v else '') for k, v in self.reasons.items())})"
 
 
-_REASON_KINDS = (MISSING, PARAMS, "Code has changed since last execution", "Updated input files", *UPSTREAM,
-                 "Forced execution", "Job has non-existent metadata", "Incomplete output files",
-                 "Software environment definition has changed since last execution")
+_REASON_KINDS = (
+    MISSING,
+    PARAMS,
+    "Code has changed since last execution",
+    "Updated input files",
+    *UPSTREAM,
+    "Forced execution",
+    "Job has non-existent metadata",
+    "Incomplete output files",
+    "Software environment definition has changed since last execution",
+)
 
 
 def _reasons(text: str) -> dict:
     """Split Snakemake's one-line reason into {kind: details}; an unknown kind
     is kept whole so that the assertions fail on it rather than ignore it."""
     starts = sorted((m.start(), kind) for kind in _REASON_KINDS for m in re.finditer(re.escape(kind), text))
-    starts = [(i, k) for i, k in starts if i == 0 or text[i - 2:i] == "; "]
+    starts = [(i, k) for i, k in starts if i == 0 or text[i - 2 : i] == "; "]
     if not starts or starts[0][0] != 0:
         return {text: ""}
     out = {}
     for (i, kind), nxt in zip(starts, [*starts[1:], (len(text) + 2, None)]):
-        out[kind] = text[i + len(kind):nxt[0] - 2].lstrip(": ").strip()
+        out[kind] = text[i + len(kind) : nxt[0] - 2].lstrip(": ").strip()
     return out
 
 
@@ -131,8 +140,9 @@ def assert_no_sample_victims(victims: list[Job]):
     """Called last, after every other assertion of the scenario passed. Evaluate
     jobs used to rerun only to remake temp() samples for gallery/quality; the
     samples they keep are no longer temp(), so none may rerun for that."""
-    assert not victims, (f"{len(victims)} evaluate jobs rerun only to remake samples for gallery/quality, "
-                         f"e.g. {victims[0]}")
+    assert not victims, (
+        f"{len(victims)} evaluate jobs rerun only to remake samples for gallery/quality, e.g. {victims[0]}"
+    )
 
 
 def shard_count(cfg) -> int:
@@ -167,8 +177,9 @@ def dry_run(repo, work: Path, config: dict, *extra) -> tuple[list[Job], str]:
 @pytest.mark.workflow
 def test_unchanged_config_reruns_nothing(repo, completed, smoke_config):
     jobs, out = dry_run(repo, completed, smoke_config)
-    assert not jobs, "a completed run with the same config and code should have nothing to do:\n" + \
-        "\n".join(map(str, jobs))
+    assert not jobs, "a completed run with the same config and code should have nothing to do:\n" + "\n".join(
+        map(str, jobs)
+    )
     assert "Nothing to be done" in out
 
 
@@ -218,8 +229,12 @@ def test_new_explainer_adds_its_jobs_and_reruns_only_aggregations(repo, complete
         outputs are the new explainer's, and it also reads the new
         attributions (its work cache recomputes only the new explainer)."""
         missing = j.reasons.get(MISSING, "").split(", ")
-        return (j.rule == "evaluate" and missing != [""] and all("/random/" in f for f in missing)
-                and set(j.reasons) <= {MISSING, PARAMS, *UPSTREAM})
+        return (
+            j.rule == "evaluate"
+            and missing != [""]
+            and all("/random/" in f for f in missing)
+            and set(j.reasons) <= {MISSING, PARAMS, *UPSTREAM}
+        )
 
     def aggregation(j):
         """Downstream of the new jobs; an aggregation may also get the new list of
@@ -257,8 +272,17 @@ def test_plot_option_reruns_only_figures(repo, completed, smoke_config):
     redrawn = {f for j in jobs for f in j.outputs}
     assert figures and figures <= redrawn, f"not redrawn: {sorted(figures - redrawn)}"
     # ... and nothing that feeds them: no data, model, attribution, record or aggregation job.
-    upstream = {"make_dataset", "train_classifier", "train_score_model", "explain", "evaluate", "quality",
-                "aggregate_records", "gallery", "check_score_model"}
+    upstream = {
+        "make_dataset",
+        "train_classifier",
+        "train_score_model",
+        "explain",
+        "evaluate",
+        "quality",
+        "aggregate_records",
+        "gallery",
+        "check_score_model",
+    }
     assert not [j for j in jobs if j.rule in upstream]
 
 
@@ -277,6 +301,5 @@ def test_a_table_option_reruns_only_that_table(repo, completed, smoke_config):
 def test_scripts_get_config_only_through_params(repo):
     """A script that reads snakemake.config would use config values that no
     rerun trigger tracks; they must come through params: instead."""
-    offenders = [p.name for p in (repo / "scripts").glob("*.py")
-                 if re.search(r"snakemake\.config\b", p.read_text())]
+    offenders = [p.name for p in (repo / "scripts").glob("*.py") if re.search(r"snakemake\.config\b", p.read_text())]
     assert not offenders

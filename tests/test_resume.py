@@ -8,6 +8,7 @@ on the CPU (tests/test_slurm.py does the same for the CNN's chain). Timing table
 the documented exception: their wall-time columns are compared by presence
 only, every other column byte for byte.
 """
+
 from __future__ import annotations
 
 import base64
@@ -27,7 +28,6 @@ from fudbench.report import TIMING_COLUMNS
 from workflow_support import remove_recomputed, snakemake, snakemake_command
 
 pytestmark = pytest.mark.workflow
-
 
 
 def _load_complete(path: Path) -> None:
@@ -72,8 +72,7 @@ def _wait_for(condition, proc, log: Path, timeout: float, what: str):
     deadline = time.monotonic() + timeout
     while not condition():
         if proc.poll() is not None:
-            raise AssertionError(f"the run ended (rc={proc.returncode}) before {what}:\n"
-                                 + log.read_text()[-4000:])
+            raise AssertionError(f"the run ended (rc={proc.returncode}) before {what}:\n" + log.read_text()[-4000:])
         if time.monotonic() > deadline:
             os.killpg(proc.pid, signal.SIGKILL)
             raise AssertionError(f"timed out waiting for {what}")
@@ -85,8 +84,11 @@ def _running_outputs(work: Path) -> list[str]:
     .snakemake/incomplete markers, each named by the url-safe base64 of the
     output path (long names split into '@'-prefixed directories)."""
     root = work / ".snakemake" / "incomplete"
-    names = ["".join(part.removeprefix("@") for part in p.relative_to(root).parts)
-             for p in root.rglob("*") if p.is_file()] if root.exists() else []
+    names = (
+        ["".join(part.removeprefix("@") for part in p.relative_to(root).parts) for p in root.rglob("*") if p.is_file()]
+        if root.exists()
+        else []
+    )
     out = []
     for name in names:
         try:
@@ -135,8 +137,9 @@ def _upstream_differences(results: Path, reference: Path) -> list[str]:
 
     def same_npz(a, b):  # timings (e.g. attributions' seconds_per_image) aside
         with np.load(a) as x, np.load(b) as y:
-            return x.files == y.files and all(np.array_equal(x[k], y[k], equal_nan=True) for k in x.files
-                                              if "seconds" not in k)
+            return x.files == y.files and all(
+                np.array_equal(x[k], y[k], equal_nan=True) for k in x.files if "seconds" not in k
+            )
 
     def same_pt(a, b):
         x, y = (torch.load(f, map_location="cpu", weights_only=False).get("state_dict", {}) for f in (a, b))
@@ -146,8 +149,12 @@ def _upstream_differences(results: Path, reference: Path) -> list[str]:
         x, y = (pd.read_parquet(f).drop(columns=["seconds"], errors="ignore") for f in (a, b))
         return x.equals(y)
 
-    checks = {"data": ("*.npz", same_npz), "models": ("*.pt", same_pt), "attributions": ("*.npz", same_npz),
-              "records": ("*.parquet", same_parquet)}
+    checks = {
+        "data": ("*.npz", same_npz),
+        "models": ("*.pt", same_pt),
+        "attributions": ("*.npz", same_npz),
+        "records": ("*.parquet", same_parquet),
+    }
     out = []
     for folder, (pattern, same) in checks.items():
         for a in sorted((results / folder).rglob(pattern)):
@@ -174,18 +181,21 @@ def test_killed_run_resumes_to_identical_tables(repo, smoke_run, tmp_path):
     remove_recomputed(results, RECOMPUTED_MODEL)
     shutil.rmtree(results / "logs" / "evaluate", ignore_errors=True)  # the wait below looks for a new one
     log = tmp_path / "killed_run.log"
-    cmd, env = snakemake_command(repo, "--configfile", str(repo / "config/smoke.yaml"), "--directory", str(work),
-                                 "--cores", "2")
+    cmd, env = snakemake_command(
+        repo, "--configfile", str(repo / "config/smoke.yaml"), "--directory", str(work), "--cores", "2"
+    )
     with open(log, "w") as fh:
         # Own process group: SIGKILL reaches Snakemake and every job it started, like a node failure.
         proc = subprocess.Popen(cmd, cwd=repo, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         # An evaluate job has started its work once it opened its log (after its imports) ...
-        _wait_for(lambda: any((results / "logs" / "evaluate").rglob("*.log")), proc, log, 1500,
-                  "an evaluate job started")
+        _wait_for(
+            lambda: any((results / "logs" / "evaluate").rglob("*.log")), proc, log, 1500, "an evaluate job started"
+        )
         # ... then kill the run at a moment when an evaluate job is running (no race, see _freeze_while).
-        running = _freeze_while(proc, lambda: [p for p in _running_outputs(work) if "/records/" in p], log, 600,
-                                "an evaluate job running")
+        running = _freeze_while(
+            proc, lambda: [p for p in _running_outputs(work) if "/records/" in p], log, 600, "an evaluate job running"
+        )
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
@@ -195,8 +205,11 @@ def test_killed_run_resumes_to_identical_tables(repo, smoke_run, tmp_path):
     assert running, "the kill did not interrupt a running job (no .snakemake/incomplete markers)"
 
     # No file under a final name is partial: atomic writes leave only hidden '.<name>.*.part' temporaries.
-    finals = [p for p in results.rglob("*") if p.is_file() and not p.name.startswith(".")
-              and p.relative_to(results).parts[0] not in ("logs", "benchmarks")]
+    finals = [
+        p
+        for p in results.rglob("*")
+        if p.is_file() and not p.name.startswith(".") and p.relative_to(results).parts[0] not in ("logs", "benchmarks")
+    ]
     assert finals
     for p in finals:
         _load_complete(p)
@@ -206,8 +219,9 @@ def test_killed_run_resumes_to_identical_tables(repo, smoke_run, tmp_path):
     # Resume: a SIGKILLed Snakemake leaves its lock behind; unlock, then rerun to completion.
     unlock = snakemake(repo, "--configfile", str(repo / "config/smoke.yaml"), "--directory", str(work), "--unlock")
     assert unlock.returncode == 0, unlock.stderr[-3000:]
-    res = snakemake(repo, "--configfile", str(repo / "config/smoke.yaml"), "--directory", str(work),
-                    "--cores", "2", timeout=1800)
+    res = snakemake(
+        repo, "--configfile", str(repo / "config/smoke.yaml"), "--directory", str(work), "--cores", "2", timeout=1800
+    )
     assert res.returncode == 0, (res.stdout + res.stderr)[-6000:]
     assert "Nothing to be done" not in res.stdout + res.stderr
 
@@ -223,5 +237,7 @@ def test_killed_run_resumes_to_identical_tables(repo, smoke_run, tmp_path):
             a, b = (f.drop(columns=list(TIMING_COLUMNS[name])).to_csv(index=False).encode() for f in (fa, fb))
         if a != b:
             differ.append(name)
-    assert not differ, (f"tables differ from the uninterrupted run: {differ}; upstream files that differ: "
-                        f"{_upstream_differences(results, reference)}")
+    assert not differ, (
+        f"tables differ from the uninterrupted run: {differ}; upstream files that differ: "
+        f"{_upstream_differences(results, reference)}"
+    )

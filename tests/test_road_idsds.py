@@ -1,4 +1,5 @@
 """ROAD and IDSDS protocols, and the five appendix evaluators end to end on a tiny CNN."""
+
 import numpy as np
 import pytest
 import torch
@@ -45,6 +46,7 @@ def _data(n=3, h=8, w=8, seed=0):
 
 # ---------------------------------------------------------------------- ROAD
 
+
 def test_road_scores_original_prediction_not_class_zero():
     x, a = _data()
     model = NeverClassZero()
@@ -52,8 +54,11 @@ def test_road_scores_original_prediction_not_class_zero():
     assert (original != 0).all()
     explained = torch.zeros(3, dtype=torch.long)  # an explained class that differs from the prediction
     key = ("t", "road_morf")
-    rec = ROAD([0.1, 0.5, 0.9], order="morf", batch_size=4).run(model, x, explained, a, ZeroImputer(), [0, 1, 2],
-                                                                key).records
+    rec = (
+        ROAD([0.1, 0.5, 0.9], order="morf", batch_size=4)
+        .run(model, x, explained, a, ZeroImputer(), [0, 1, 2], key)
+        .records
+    )
     assert (rec["target"].to_numpy() == np.repeat(original.numpy(), 3)).all()
     assert (rec["explained"] == 0).all()
     # confidence = p(original prediction | zero-filled image), recomputed by hand
@@ -61,8 +66,8 @@ def test_road_scores_original_prediction_not_class_zero():
     for _, row in rec.iterrows():
         i, p = int(row["image"]), [0.1, 0.5, 0.9][int(row["step"])]
         keep = torch.ones(64)
-        keep[top[i, :round(p * 64)]] = 0
-        filled = x[i:i + 1] * keep.view(1, 1, 8, 8)
+        keep[top[i, : round(p * 64)]] = 0
+        filled = x[i : i + 1] * keep.view(1, 1, 8, 8)
         probs = torch.softmax(model(filled), 1)[0]
         assert row["confidence"] == pytest.approx(float(probs[original[i]]), rel=1e-5)
         assert abs(row["confidence"] - float(probs[0])) > 1e-4  # not the reference code's class 0
@@ -79,8 +84,11 @@ def test_road_morf_removes_the_top_p_and_lerf_the_bottom():
     top = torch.argsort(scores, 1, descending=True)
     for order in ("morf", "lerf"):
         spy = SpyImputer()
-        rec = ROAD([0.25, 0.75], order=order).run(NeverClassZero(), x, torch.ones(2, dtype=torch.long), a, spy,
-                                                  ids, (*key, f"road_{order}")).records
+        rec = (
+            ROAD([0.25, 0.75], order=order)
+            .run(NeverClassZero(), x, torch.ones(2, dtype=torch.long), a, spy, ids, (*key, f"road_{order}"))
+            .records
+        )
         masks = torch.cat(spy.masks).view(-1, 64)  # pairs in (image, step) order
         for r, (i, p) in enumerate([(0, 0.25), (0, 0.75), (1, 0.25), (1, 0.75)]):
             k = int(p * 64)
@@ -108,15 +116,22 @@ def test_road_batched_equals_per_image_with_noisy_linear():
     key = ("t", "road_morf")
     whole = proto.run(NeverClassZero(), x, torch.ones(3, dtype=torch.long), a, NoisyLinearImputer(), [0, 1, 2], key)
     for i in range(3):
-        one = proto.run(NeverClassZero(), x[i:i + 1], torch.ones(1, dtype=torch.long), a[i:i + 1],
-                        NoisyLinearImputer(), [i], key)
+        one = proto.run(
+            NeverClassZero(),
+            x[i : i + 1],
+            torch.ones(1, dtype=torch.long),
+            a[i : i + 1],
+            NoisyLinearImputer(),
+            [i],
+            key,
+        )
         np.testing.assert_array_equal(one.samples[0], whole.samples[i])  # solved and noised per image
         # classified in a batch of 2 against batches of 4 and 2: to float32 rounding (numerics_support)
-        np.testing.assert_allclose(one.records["confidence"], whole.records["confidence"][2 * i:2 * i + 2],
-                                   **RECORDS)
+        np.testing.assert_allclose(one.records["confidence"], whole.records["confidence"][2 * i : 2 * i + 2], **RECORDS)
 
 
 # ---------------------------------------------------------------------- IDSDS
+
 
 def test_grid_cells_partition_the_image():
     for h, w, grid in [(8, 8, 4), (10, 7, 4), (5, 5, 5)]:
@@ -197,6 +212,7 @@ def test_spearman_is_rank_based_with_average_ranks_for_ties():
 
 # ------------------------------------------------------------------ evaluators
 
+
 def _appendix_evaluators() -> dict:
     """{method: quick settings} of every registered evaluator with a curve in the
     appendix tables (intermediate samples or score tables) that needs no asset
@@ -226,7 +242,7 @@ def test_appendix_evaluators_run_and_score(cnn_batch, tmp_path):
     y = model(x).argmax(1)
     a = torch.randn(x.shape, generator=torch.Generator().manual_seed(0))
     masks = torch.zeros(3, 8, 8)
-    masks[:, :4, :4] = 1      # ground-truth masks, for the evaluators that read them (EvaluatorSpec.needs_masks)
+    masks[:, :4, :4] = 1  # ground-truth masks, for the evaluators that read them (EvaluatorSpec.needs_masks)
     evaluation = {"ratios": [0.25, 0.5, 0.75], "reduction": "abs_sum"}
     import pandas as pd
 

@@ -1,4 +1,5 @@
 """Round four's statistics (studies/round4/round4_analysis.py) on constructed scores whose answers are known."""
+
 from __future__ import annotations
 
 import sys
@@ -24,8 +25,15 @@ def _per_image(curves: dict, models=("cnn",), n=40, seed=0) -> pd.DataFrame:
             for i in range(n):
                 for name, s in EXPLAINERS.items():
                     d = s.get("shift", 8)
-                    rows.append({"model": model, "explainer": name, "curve": curve, "image": i,
-                                 "score": 0.5 - slope * d / 8 + sd * rng.standard_normal()})
+                    rows.append(
+                        {
+                            "model": model,
+                            "explainer": name,
+                            "curve": curve,
+                            "image": i,
+                            "score": 0.5 - slope * d / 8 + sd * rng.standard_normal(),
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
@@ -70,8 +78,9 @@ def test_gate_needs_the_intervention_and_the_order_on_the_truth():
 
 
 def test_primary_cell_prefers_the_less_noisy_recovery_and_holm_is_within_each_comparison():
-    p = _per_image({"fud_symmetric": (0.4, 0.05), "fud": (0.4, 0.4), "fud@fud_draw1": (0.4, 0.4),
-                    "fud_bottom": (-0.4, 0.05)})
+    p = _per_image(
+        {"fud_symmetric": (0.4, 0.05), "fud": (0.4, 0.4), "fud@fud_draw1": (0.4, 0.4), "fud_bottom": (-0.4, 0.05)}
+    )
     cells = round4.round4_cells(p, EXPLAINERS, _gate())
     primary = cells[cells["endpoint"] == "primary"].iloc[0]
     assert primary["challenger"] == "fud_symmetric" and primary["paper"] == round4.AVG2
@@ -88,9 +97,24 @@ def test_primary_cell_prefers_the_less_noisy_recovery_and_holm_is_within_each_co
 
 
 def test_replication_labels():
-    prim = pd.DataFrame([{"endpoint": "primary", "challenger": "a", "paper": "b", "model": m, "family": "f",
-                          "estimate": 0.3, "ci_low": 0.1, "ci_high": 0.5, "p_holm": 0.01, "verdict": v,
-                          "n_images": 64} for m, v in (("cnn", "challenger better"), ("vit", "challenger better"))])
+    prim = pd.DataFrame(
+        [
+            {
+                "endpoint": "primary",
+                "challenger": "a",
+                "paper": "b",
+                "model": m,
+                "family": "f",
+                "estimate": 0.3,
+                "ci_low": 0.1,
+                "ci_high": 0.5,
+                "p_holm": 0.01,
+                "verdict": v,
+                "n_images": 64,
+            }
+            for m, v in (("cnn", "challenger better"), ("vit", "challenger better"))
+        ]
+    )
     rep = prim.assign(model=prim["model"].map(round4.REPLICATES), verdict=["challenger better", "paper better"])
     t = round4.replication_table(prim, rep)
     assert t.set_index("model")["replication"].to_dict() == {"cnn": "replicates", "vit": "fails to replicate"}
@@ -120,8 +144,8 @@ def test_displaced_cue_never_inverts_the_protocol_truth_even_at_the_border():
     masks = torch.zeros(n, 32, 32)
     rng = np.random.default_rng(0)
     for i in range(n):
-        y, x = (rng.integers(0, 29, 2) if i % 2 else rng.choice([0, 28], 2))  # half of them in a corner
-        masks[i, y:y + 4, x:x + 4] = 1
+        y, x = rng.integers(0, 29, 2) if i % 2 else rng.choice([0, 28], 2)  # half of them in a corner
+        masks[i, y : y + 4, x : x + 4] = 1
     x = torch.rand(n, 3, 32, 32)
     seeds = list(range(n))
     ratios = [0.1 * k for k in range(1, 10)]
@@ -192,7 +216,7 @@ def test_keep_top_boundary_is_small_for_a_compact_set_and_large_for_the_same_val
     ratios = [0.1, 0.3, 0.5]
     a, b = round4.keep_top_boundary(compact, ratios)[0], round4.keep_top_boundary(scattered, ratios)[0]
     assert 0 < a < 0.15 < b < 1
-    checker = ((yy + xx) % 2).astype(float)[None]            # keep-top at 0.5: every pair straddles the edge
+    checker = ((yy + xx) % 2).astype(float)[None]  # keep-top at 0.5: every pair straddles the edge
     assert round4.keep_top_boundary(checker, [0.5])[0] == pytest.approx(1.0)
 
 
@@ -205,8 +229,10 @@ def test_block_shuffling_a_compact_cue_map_scatters_its_kept_sets():
 
     yy, xx = np.mgrid[0:32, 0:32]
     base = torch.tensor(-np.hypot(yy - 12.5, xx - 18.5), dtype=torch.float32).expand(4, 32, 32).contiguous()
-    share = [round4.keep_top_boundary(block_shuffle(base, p, 2, [1, 2, 3, 4]).numpy(), [0.1, 0.2, 0.3]).mean()
-             for p in (0.0, 0.25, 0.5, 1.0)]
+    share = [
+        round4.keep_top_boundary(block_shuffle(base, p, 2, [1, 2, 3, 4]).numpy(), [0.1, 0.2, 0.3]).mean()
+        for p in (0.0, 0.25, 0.5, 1.0)
+    ]
     assert all(x < y for x, y in zip(share, share[1:])) and share[-1] > 3 * share[0]
 
 
@@ -229,13 +255,16 @@ def test_equal_share_reactions_find_a_curve_that_rewards_compact_sets():
             share, spread = (1.0 if d <= 4 else 1.0 - d / 16), 0.02 + d / 100
             truth.append({"model": "cnn", "explainer": name, "image": i, "value": share})
             boundary.append({"model": "cnn", "explainer": name, "image": i, "value": spread})
-            rows += [{"model": "cnn", "explainer": name, "image": i, "curve": "fud", "score": -spread},
-                     {"model": "cnn", "explainer": name, "image": i, "curve": "fud_symmetric", "score": share}]
-    out = round4.equal_share_reactions(pd.DataFrame(rows), pd.DataFrame(truth), pd.DataFrame(boundary), EXPLAINERS,
-                                       curves=("fud", "fud_symmetric")).set_index("curve")
-    assert out.loc["fud", "equal_pairs"] == 3 * 6                      # d = 0, 2, 4: three pairs per image
+            rows += [
+                {"model": "cnn", "explainer": name, "image": i, "curve": "fud", "score": -spread},
+                {"model": "cnn", "explainer": name, "image": i, "curve": "fud_symmetric", "score": share},
+            ]
+    out = round4.equal_share_reactions(
+        pd.DataFrame(rows), pd.DataFrame(truth), pd.DataFrame(boundary), EXPLAINERS, curves=("fud", "fud_symmetric")
+    ).set_index("curve")
+    assert out.loc["fud", "equal_pairs"] == 3 * 6  # d = 0, 2, 4: three pairs per image
     assert out.loc["fud", "compact_higher_share"] == 1.0 and out.loc["fud", "ols_boundary"] > 0
-    assert out.loc["fud_symmetric", "compact_higher_share"] == 0.0     # tied at equal share
+    assert out.loc["fud_symmetric", "compact_higher_share"] == 0.0  # tied at equal share
 
 
 def test_scatter_pair_reactions_orient_each_curve_and_adjust_over_models():
@@ -245,9 +274,11 @@ def test_scatter_pair_reactions_orient_each_curve_and_adjust_over_models():
     for model in ("cnn", "vit"):
         for i in range(12):
             for name, ins, dele in (("c", 0.8, 0.2), ("s", 0.6, 0.4)):
-                rows += [{"model": model, "explainer": name, "image": i, "curve": "insertion", "score": ins + 0.01 * i},
-                         {"model": model, "explainer": name, "image": i, "curve": "deletion", "score": dele},
-                         {"model": model, "explainer": name, "image": i, "curve": "fud", "score": 0.5}]
+                rows += [
+                    {"model": model, "explainer": name, "image": i, "curve": "insertion", "score": ins + 0.01 * i},
+                    {"model": model, "explainer": name, "image": i, "curve": "deletion", "score": dele},
+                    {"model": model, "explainer": name, "image": i, "curve": "fud", "score": 0.5},
+                ]
     out = round4.scatter_pair_reactions(pd.DataFrame(rows), ("c", "s"), ("insertion", "deletion", "fud"))
     r = out.set_index(["model", "curve"])
     assert r.loc[("cnn", "insertion"), "reaction"] == pytest.approx(0.2)

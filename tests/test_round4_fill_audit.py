@@ -1,4 +1,5 @@
 """The fill audit's detector and keep-top sets (studies/round4/round4_fill_audit.py) on images whose answer is known."""
+
 from __future__ import annotations
 
 import sys
@@ -16,15 +17,15 @@ def test_cue_colour_detector_finds_the_noisy_cue_and_nothing_grey():
     img[0, :, 2:4, 2:4] = np.clip(np.array([1.0, 0.0, 0.0])[:, None, None] + 0.1 * rng.standard_normal((3, 2, 2)), 0, 1)
     found = cue_coloured(img, np.array([[1.0, 0.0, 0.0]]), 0.3)[0]
     assert found[2:4, 2:4].all() and found.sum() == 4
-    assert not cue_coloured(img, np.array([[0.0, 0.0, 1.0]]), 0.3).any()   # another image's colour: nothing
+    assert not cue_coloured(img, np.array([[0.0, 0.0, 1.0]]), 0.3).any()  # another image's colour: nothing
 
 
 def test_keep_top_sets_are_the_protocols_nested_top_pixels():
     scores = np.arange(16, dtype=float).reshape(1, 4, 4)
     sets = keep_top_sets(scores, [0.25, 0.5])
     assert sets.shape == (1, 2, 4, 4)
-    assert sets[0, 0].sum() == 4 and sets[0, 0, 3].all()                  # the four highest: the last row
-    assert sets[0, 1].sum() == 8 and (sets[0, 0] <= sets[0, 1]).all()     # nested
+    assert sets[0, 0].sum() == 4 and sets[0, 0, 3].all()  # the four highest: the last row
+    assert sets[0, 1].sum() == 8 and (sets[0, 0] <= sets[0, 1]).all()  # nested
 
 
 def test_reversed_map_keeps_the_bottom_sets_under_the_abs_sum_reduction():
@@ -34,4 +35,4 @@ def test_reversed_map_keeps_the_bottom_sets_under_the_abs_sum_reduction():
     flipped = reversed_map(scores, 3)
     assert flipped.shape == (1, 3, 8, 8) and (flipped >= 0).all()
     top_of_flipped = keep_top_sets(reduce_map(flipped, "abs_sum"), [0.25])
-    assert (top_of_flipped == keep_top_sets(-scores, [0.25])).all()        # the bottom quarter of `scores`
+    assert (top_of_flipped == keep_top_sets(-scores, [0.25])).all()  # the bottom quarter of `scores`

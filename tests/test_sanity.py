@@ -2,6 +2,7 @@
 builders: each relation passes where it holds and reports the case where it
 is broken on purpose (a check that cannot fail would make the smoke and
 default-run tests vacuous)."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,12 +15,17 @@ from fudbench.report.ood_quality import table2_ood
 from fudbench.report.paper_tables import OOD_TABLES, SCORE_TABLES, score_labels
 from fudbench.report.tables import score_table, table7_scores
 
-CONFIG = {"models": {"classifiers": {"cnn": {}}},
-          "explainers": {"ig": {}, "random": {},
-                         "ig_d00": {"method": "degrade", "base": "ig", "fraction": 0.0},
-                         "ig_d50": {"method": "degrade", "base": "ig", "fraction": 0.5},
-                         "oracle_d00": {"method": "degrade", "base": "oracle", "fraction": 0.0},
-                         "oracle_d50": {"method": "degrade", "base": "oracle", "fraction": 0.5}}}
+CONFIG = {
+    "models": {"classifiers": {"cnn": {}}},
+    "explainers": {
+        "ig": {},
+        "random": {},
+        "ig_d00": {"method": "degrade", "base": "ig", "fraction": 0.0},
+        "ig_d50": {"method": "degrade", "base": "ig", "fraction": 0.5},
+        "oracle_d00": {"method": "degrade", "base": "oracle", "fraction": 0.0},
+        "oracle_d50": {"method": "degrade", "base": "oracle", "fraction": 0.5},
+    },
+}
 EXPLAINERS = list(CONFIG["explainers"])
 # mean per-image score of each explainer (images add +-0.01): a trained model's picture
 SCORES = {  # curve: {explainer: score}
@@ -32,8 +38,12 @@ SCORES = {  # curve: {explainer: score}
 
 
 def _per_image(scores=SCORES):
-    rows = [{"model": "cnn", "explainer": e, "curve": c, "image": i, "score": v + (0.01 if i else -0.01)}
-            for c, by in scores.items() for e, v in by.items() for i in (0, 1)]
+    rows = [
+        {"model": "cnn", "explainer": e, "curve": c, "image": i, "score": v + (0.01 if i else -0.01)}
+        for c, by in scores.items()
+        for e, v in by.items()
+        for i in (0, 1)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -49,18 +59,44 @@ def _tables(d, scores=SCORES):
     _write(d, "table7_scores", *table7_scores(per_image, ["cnn"], explainers, 200, 0.95, 0))
     spec, labels = SCORE_TABLES["road_scores"], score_labels()
     road = [c for c in labels if spec["select"](c) and c in set(per_image["curve"])]
-    _write(d, "road_scores", *score_table(per_image, ["cnn"], explainers, road, labels, 200, 0.95, 0,
-                                          caption=spec["caption"], tex_label=spec["tex_label"]))
+    _write(
+        d,
+        "road_scores",
+        *score_table(
+            per_image,
+            ["cnn"],
+            explainers,
+            road,
+            labels,
+            200,
+            0.95,
+            0,
+            caption=spec["caption"],
+            tex_label=spec["tex_label"],
+        ),
+    )
     degraded = {e: (s["base"], s["fraction"]) for e, s in CONFIG["explainers"].items() if "base" in s}
-    corr = ground_truth_correlations(per_image, degraded, n_boot=50, seed=0,
-                                     curves=["fud", "insertion", "deletion", "road_morf"])
+    corr = ground_truth_correlations(
+        per_image, degraded, n_boot=50, seed=0, curves=["fud", "insertion", "deletion", "road_morf"]
+    )
     _write(d, "meta_ground_truth", *meta_table(corr, models=["cnn"], families=["ig", "oracle"]))
     rng = np.random.default_rng(0)
-    records = pd.DataFrame({"model": "cnn", "explainer": "ig", "curve": np.repeat(["fud", "road_morf"], 8),
-                            "image": np.tile(np.arange(8), 2), "step": 0, "energy": rng.normal(0, 1, 16)})
+    records = pd.DataFrame(
+        {
+            "model": "cnn",
+            "explainer": "ig",
+            "curve": np.repeat(["fud", "road_morf"], 8),
+            "image": np.tile(np.arange(8), 2),
+            "step": 0,
+            "energy": rng.normal(0, 1, 16),
+        }
+    )
     clean = {"cnn": rng.normal(-0.5, 1, 8)}
-    for table, curves in [("table2_ood", {"fud": "FUD"}), ("table8_ood", {"fud": "FUD"}),
-                          ("table11_ood", {"road_morf": "ROAD", "fud": "FUD"})]:
+    for table, curves in [
+        ("table2_ood", {"fud": "FUD"}),
+        ("table8_ood", {"fud": "FUD"}),
+        ("table11_ood", {"road_morf": "ROAD", "fud": "FUD"}),
+    ]:
         _write(d, table, *table2_ood(records, clean, curves, ["cnn"], 50, 0.95, 0, **OOD_TABLES[table]))
     return d
 
@@ -69,8 +105,12 @@ def test_toy_run_passes_every_check(tmp_path):
     d = _tables(tmp_path)
     assert sanity.run_consistency(d, CONFIG) == []
     assert sanity.trained_model_relations(d, CONFIG) == []
-    assert sanity.metrics_in_order(d, ["ig_d00", "ig_d50"], "cnn") == ["Deletion", "Insertion", "ROAD LeRF",
-                                                                      "ROAD MoRF"]
+    assert sanity.metrics_in_order(d, ["ig_d00", "ig_d50"], "cnn") == [
+        "Deletion",
+        "Insertion",
+        "ROAD LeRF",
+        "ROAD MoRF",
+    ]
 
 
 def test_oracle_below_random_is_reported(tmp_path):
@@ -119,8 +159,9 @@ def test_meta_disagreeing_with_the_score_tables_is_reported(tmp_path):
     assert meta.loc[row, "spearman"].item() == 1.0
     meta.loc[row, "spearman"] = -1.0
     meta.to_csv(d / "meta_ground_truth.csv", index=False)
-    problems = sanity.meta_agrees_with_scores(d, {e: (s["base"], s["fraction"])
-                                                  for e, s in CONFIG["explainers"].items() if "base" in s})
+    problems = sanity.meta_agrees_with_scores(
+        d, {e: (s["base"], s["fraction"]) for e, s in CONFIG["explainers"].items() if "base" in s}
+    )
     assert len(problems) == 1 and "oracle Insertion" in problems[0]
 
 
@@ -143,19 +184,30 @@ def test_out_of_range_values_are_reported(tmp_path):
     assert len(problems) == 1 and "ci_high = 1.2" in problems[0]
 
 
-@pytest.mark.parametrize("label,inside,outside", [
-    ("FUD", 0.5, -0.1), ("FUD symmetric", -0.4, 1.1), ("FUD [fud_patch]", 1.0, 1.2), ("INFID", 3.0, -0.1),
-    ("Sen-N", -0.9, -1.1)])
+@pytest.mark.parametrize(
+    "label,inside,outside",
+    [
+        ("FUD", 0.5, -0.1),
+        ("FUD symmetric", -0.4, 1.1),
+        ("FUD [fud_patch]", 1.0, 1.2),
+        ("INFID", 3.0, -0.1),
+        ("Sen-N", -0.9, -1.1),
+    ],
+)
 def test_score_ranges(label, inside, outside):
     lo, hi = sanity._range("score", label)
     assert lo <= inside <= hi and not lo <= outside <= hi
 
 
-@pytest.mark.parametrize("text,mean,half,decimals,bold", [
-    ("0.1234\\,{\\scriptsize$\\pm$0.0100}", 0.1234, 0.01, 4, False),
-    ("\\textbf{24.00\\,{\\scriptsize$\\pm$4.50}}", 24.0, 4.5, 2, True),
-    ("-0.5000", -0.5, None, 4, False),
-    ("--", float("nan"), None, 0, False)])
+@pytest.mark.parametrize(
+    "text,mean,half,decimals,bold",
+    [
+        ("0.1234\\,{\\scriptsize$\\pm$0.0100}", 0.1234, 0.01, 4, False),
+        ("\\textbf{24.00\\,{\\scriptsize$\\pm$4.50}}", 24.0, 4.5, 2, True),
+        ("-0.5000", -0.5, None, 4, False),
+        ("--", float("nan"), None, 0, False),
+    ],
+)
 def test_parse_cell(text, mean, half, decimals, bold):
     c = sanity.parse_cell(text)
     assert (c.half, c.decimals, c.bold) == (half, decimals, bold)

@@ -1,6 +1,7 @@
 """Scatter controls (issue 38): the scatter pairs, the scatter-matched families,
 the family gate and the pre-registered endpoint, each on a case whose answer is
 known by construction."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -48,13 +49,14 @@ def top_nn_distance(a: torch.Tensor, share: float, torus: bool = False) -> float
 
 # ------------------------------------------------------------------ scatter pairs
 
+
 def test_random_smooth_is_the_random_map_smoothed_with_its_values():
     x, _ = _images()
     r = _map("random", {}, x)
     s = _map("random_smooth", {"method": "random_smooth", "sigma": 2.0}, x)
     assert torch.equal(r.flatten(1).sort(1).values, s.flatten(1).sort(1).values)  # same values
     assert not torch.equal(r, s)
-    assert top_nn_distance(s, 0.1) < 0.75 * top_nn_distance(r, 0.1)               # compact top set
+    assert top_nn_distance(s, 0.1) < 0.75 * top_nn_distance(r, 0.1)  # compact top set
     # seeded as `random` (the same noise), so the pair differs by the smoothing only
     assert explainer_seed_name("random_smooth", {"method": "random_smooth"}) == "random"
 
@@ -70,29 +72,36 @@ def test_histogram_match_keeps_reference_values_and_own_order():
 def test_reorder_pair_holds_the_same_set_and_differs_in_scatter(base):
     x, masks = _images()
     inside = masks.bool() if base == "oracle" else ~masks.bool()
-    maps = {o: _map(f"{base}_{o}", {"method": "reorder", "base": base, "order": o}, x, masks)
-            for o in ("compact", "scattered")}
+    maps = {
+        o: _map(f"{base}_{o}", {"method": "reorder", "base": base, "order": o}, x, masks)
+        for o in ("compact", "scattered")
+    }
     n_set = int(inside[0].sum())
     for a in maps.values():
         top = a.flatten(1).argsort(1, descending=True)[:, :n_set]
-        assert bool(inside.flatten(1).gather(1, top).all())            # the base's set ranks first, in full
+        assert bool(inside.flatten(1).gather(1, top).all())  # the base's set ranks first, in full
         for img, ins in zip(a, inside):  # ties: compact, each image's rest is strict, within 1e-3 of its range
             rest = img.masked_select(~ins)
             assert len(torch.unique(rest)) == rest.numel() and float(rest.max() - rest.min()) <= 1e-3 * float(img.max())
     # outside the set both members hold the same strict order: the pair differs inside it only
     for c, sc, ins in zip(maps["compact"], maps["scattered"], inside):
         assert torch.equal(c.masked_select(~ins).argsort(), sc.masked_select(~ins).argsort())
-    old = _map(f"{base}_protocol", {"method": "reorder", "base": base, "order": "compact", "ties": "protocol"}, x,
-               masks).masked_select(~inside)
-    assert torch.allclose(old, old[:1].expand_as(old))                 # ties: protocol keeps the base's ties
+    old = _map(
+        f"{base}_protocol", {"method": "reorder", "base": base, "order": "compact", "ties": "protocol"}, x, masks
+    ).masked_select(~inside)
+    assert torch.allclose(old, old[:1].expand_as(old))  # ties: protocol keeps the base's ties
     share = 0.4 * n_set / masks[0].numel()
     assert top_nn_distance(maps["compact"], share) < top_nn_distance(maps["scattered"], share)
-    assert scatter_pairs({f"{base}_compact": {"method": "reorder", "base": base, "order": "compact"},
-                          f"{base}_scattered": {"method": "reorder", "base": base, "order": "scattered"}}) \
-        == {base: (f"{base}_compact", f"{base}_scattered")}
+    assert scatter_pairs(
+        {
+            f"{base}_compact": {"method": "reorder", "base": base, "order": "compact"},
+            f"{base}_scattered": {"method": "reorder", "base": base, "order": "scattered"},
+        }
+    ) == {base: (f"{base}_compact", f"{base}_scattered")}
 
 
 # ------------------------------------------------------------------ scatter-matched families
+
 
 def test_translate_keeps_values_and_scatter_and_moves_evidence_off_the_object():
     x, masks = _images()
@@ -107,7 +116,7 @@ def test_translate_keeps_values_and_scatter_and_moves_evidence_off_the_object():
         oracle = _map(f"o{d}", {"method": "translate", "base": "oracle", "shift": d}, x, masks)
         inside.append(float((oracle * masks).sum() / oracle.sum()))
     assert inside[0] == pytest.approx(1.0, abs=5e-3)  # the background's tie order adds at most 1e-3 per pixel
-    assert all(a > b for a, b in zip(inside, inside[1:]))            # monotone: less evidence under the map
+    assert all(a > b for a, b in zip(inside, inside[1:]))  # monotone: less evidence under the map
 
 
 def test_shift_direction_is_shared_by_a_family_and_scales_with_the_level():
@@ -124,24 +133,31 @@ def test_block_shuffle_moves_whole_tiles_nested_across_fractions():
     for p in (0.0, 0.25, 0.5, 1.0):
         out = block_shuffle(a, p, 4, [1, 2])
         for i in range(2):
-            assert tiles(out[i]) == tiles(a[i])                       # every tile kept whole
+            assert tiles(out[i]) == tiles(a[i])  # every tile kept whole
         moved[p] = (out != a).view(2, 4, 4, 4, 4).permute(0, 1, 3, 2, 4).reshape(2, 16, 16).any(-1)
     assert not moved[0.0].any()
     assert moved[0.25].sum(1).tolist() == [4, 4] and moved[1.0].all()
-    assert bool((moved[0.25] <= moved[0.5]).all())                   # nested levels
+    assert bool((moved[0.25] <= moved[0.5]).all())  # nested levels
     with pytest.raises(ValueError, match="must divide"):
         block_shuffle(torch.zeros(1, 10, 10), 0.5, 4, [1])
 
 
 def test_new_families_are_known_orders_of_their_own():
-    explainers = {"t0": {"method": "translate", "base": "sm", "shift": 0},
-                  "t4": {"method": "translate", "base": "sm", "shift": 4},
-                  "b0": {"method": "block_shuffle", "base": "sm", "fraction": 0.0},
-                  "b5": {"method": "block_shuffle", "base": "sm", "fraction": 0.5},
-                  "d5": {"method": "degrade", "base": "sm", "fraction": 0.5}}
+    explainers = {
+        "t0": {"method": "translate", "base": "sm", "shift": 0},
+        "t4": {"method": "translate", "base": "sm", "shift": 4},
+        "b0": {"method": "block_shuffle", "base": "sm", "fraction": 0.0},
+        "b5": {"method": "block_shuffle", "base": "sm", "fraction": 0.5},
+        "d5": {"method": "degrade", "base": "sm", "fraction": 0.5},
+    }
     d = degraded_explainers(explainers)
-    assert d == {"t0": ("sm_shifted", 0.0), "t4": ("sm_shifted", 4.0), "b0": ("sm_blocks", 0.0),
-                 "b5": ("sm_blocks", 0.5), "d5": ("sm", 0.5)}
+    assert d == {
+        "t0": ("sm_shifted", 0.0),
+        "t4": ("sm_shifted", 4.0),
+        "b0": ("sm_blocks", 0.0),
+        "b5": ("sm_blocks", 0.5),
+        "d5": ("sm", 0.5),
+    }
     assert family_order("sm_shifted") == family_order("sm_blocks") == "total"
     assert scatter_matched("sm_shifted") and scatter_matched("sm_blocks") and not scatter_matched("sm")
     with pytest.raises(ValueError, match="explainers.t9.shift"):
@@ -150,29 +166,59 @@ def test_new_families_are_known_orders_of_their_own():
 
 # ------------------------------------------------------------------ gate
 
+
 def _truth(means: dict, n=24, sd=0.05, seed=0):
     rng = np.random.default_rng(seed)
-    return pd.DataFrame([{"model": "m", "explainer": e, "image": i, "value": float(np.clip(mu + sd * rng.normal(), 0, 1))}
-                         for e, mu in means.items() for i in range(n)])
+    return pd.DataFrame(
+        [
+            {"model": "m", "explainer": e, "image": i, "value": float(np.clip(mu + sd * rng.normal(), 0, 1))}
+            for e, mu in means.items()
+            for i in range(n)
+        ]
+    )
 
 
 def test_gate_passes_a_base_above_random_and_fails_one_below():
-    degraded = {"good_t0": ("good_shifted", 0.0), "good_t4": ("good_shifted", 4.0),
-                "bad_t0": ("bad_shifted", 0.0), "bad_t4": ("bad_shifted", 4.0),
-                "flat_t0": ("flat_shifted", 0.0), "flat_t4": ("flat_shifted", 4.0)}
+    degraded = {
+        "good_t0": ("good_shifted", 0.0),
+        "good_t4": ("good_shifted", 4.0),
+        "bad_t0": ("bad_shifted", 0.0),
+        "bad_t4": ("bad_shifted", 4.0),
+        "flat_t0": ("flat_shifted", 0.0),
+        "flat_t4": ("flat_shifted", 4.0),
+    }
     # good: above random and ordered; bad: below random; flat: above random but its members are not ordered
-    gate = family_gate(_truth({"random": 0.2, "good_t0": 0.6, "good_t4": 0.4, "bad_t0": 0.1, "bad_t4": 0.05,
-                               "flat_t0": 0.5, "flat_t4": 0.5}, seed=1), degraded, "random")
+    gate = family_gate(
+        _truth(
+            {
+                "random": 0.2,
+                "good_t0": 0.6,
+                "good_t4": 0.4,
+                "bad_t0": 0.1,
+                "bad_t4": 0.05,
+                "flat_t0": 0.5,
+                "flat_t4": 0.5,
+            },
+            seed=1,
+        ),
+        degraded,
+        "random",
+    )
     ok = passing(gate)
     assert ok == {("m", "good_shifted"): True, ("m", "bad_shifted"): False, ("m", "flat_shifted"): False}
     rows = gate.set_index("family")
-    assert rows.loc["good_shifted", "ci_low"] > 0 and rows.loc["good_shifted", "estimate"] == pytest.approx(0.4, abs=0.05)
+    assert rows.loc["good_shifted", "ci_low"] > 0 and rows.loc["good_shifted", "estimate"] == pytest.approx(
+        0.4, abs=0.05
+    )
     assert rows.loc["good_shifted", "order_low"] > 0.5
-    assert rows.loc["flat_shifted", "ci_low"] > 0 and rows.loc["flat_shifted", "order_low"] < 0 < rows.loc[
-        "flat_shifted", "order_high"]
+    assert (
+        rows.loc["flat_shifted", "ci_low"] > 0
+        and rows.loc["flat_shifted", "order_low"] < 0 < rows.loc["flat_shifted", "order_high"]
+    )
 
 
 # ------------------------------------------------------------------ endpoint
+
 
 def _family_frame(rng, n_images, challenger_gain, scatter=None):
     """Per-image scores of a translate family (5 members, less is better) under
@@ -205,7 +251,7 @@ def test_endpoint_detects_a_better_challenger_and_stays_quiet_without_one():
     for seed in range(40):
         per_image, explainers, gate = _family_frame(np.random.default_rng(100 + seed), 32, 0.0, scatter=0.5)
         false_calls += endpoint_table(per_image, explainers, CURVES, gate).iloc[0]["verdict"] != "undecided"
-    assert false_calls <= 4   # 5% nominal; 40 repetitions: P(> 4 calls) < 0.05 at the nominal rate
+    assert false_calls <= 4  # 5% nominal; 40 repetitions: P(> 4 calls) < 0.05 at the nominal rate
 
 
 def test_endpoint_skips_families_the_gate_fails_and_holm_spans_the_cells():
@@ -226,8 +272,9 @@ def test_optional_input_gives_the_one_path_or_none():
 
     from fudbench.workflow.jobs import optional_input
 
-    assert optional_input(SimpleNamespace(input=SimpleNamespace(gate="t/family_gate.csv")), "gate") == \
-        "t/family_gate.csv"
+    assert (
+        optional_input(SimpleNamespace(input=SimpleNamespace(gate="t/family_gate.csv")), "gate") == "t/family_gate.csv"
+    )
     assert optional_input(SimpleNamespace(input=SimpleNamespace(gate=["t/g.csv"])), "gate") == "t/g.csv"
     assert optional_input(SimpleNamespace(input=SimpleNamespace(gate=[])), "gate") is None
     assert optional_input(SimpleNamespace(input=SimpleNamespace()), "gate") is None
@@ -245,12 +292,18 @@ def test_scatter_check_flags_a_family_whose_members_differ_in_scatter_only():
         base = -np.hypot(yy - 7.5, xx - 7.5)
         for level in range(4):
             spread = base.copy().ravel()
-            pick = rng.choice(spread.size, 40 * level, replace=False)   # scatter more pixels at higher levels
+            pick = rng.choice(spread.size, 40 * level, replace=False)  # scatter more pixels at higher levels
             spread[pick] = rng.permutation(spread[pick])
-            moved = np.roll(base, (level, rng.integers(0, 3)), (0, 1))   # same blob, moved: equal scatter
+            moved = np.roll(base, (level, rng.integers(0, 3)), (0, 1))  # same blob, moved: equal scatter
             for name, m in ((f"sp_{level}", spread.reshape(16, 16)), (f"mv_{level}", moved)):
-                rows.append({"model": "m", "explainer": name, "image": image,
-                             "value": float(keep_top_boundary(m[None], [0.1, 0.3])[0])})
+                rows.append(
+                    {
+                        "model": "m",
+                        "explainer": name,
+                        "image": image,
+                        "value": float(keep_top_boundary(m[None], [0.1, 0.3])[0]),
+                    }
+                )
     degraded = {**{f"sp_{k}": ("sp", k) for k in range(4)}, **{f"mv_{k}": ("mv", k) for k in range(4)}}
     check = scatter_check(pd.DataFrame(rows), degraded).set_index("family")
     assert check.loc["sp", "scatter_ordered"] and check.loc["sp", "scatter_order_estimate"] > 0.8
@@ -272,8 +325,9 @@ def test_family_gate_job_reports_the_scatter_only_order(tmp_path):
     blob = torch.tensor(-np.hypot(yy - 5.5, xx - 9.5), dtype=torch.float32).expand(6, 16, 16).contiguous()
     masks = np.zeros((6, 16, 16), np.uint8)
     masks[:, 3:8, 7:12] = 1
-    write_npz(tmp_path / "eval.npz", images=np.zeros((6, 3, 16, 16), np.uint8), masks=masks,
-              labels=np.zeros(6, np.int64))
+    write_npz(
+        tmp_path / "eval.npz", images=np.zeros((6, 3, 16, 16), np.uint8), masks=masks, labels=np.zeros(6, np.int64)
+    )
     paths = []
     maps = {f"b{int(p * 100)}": block_shuffle(blob, p, 2, list(range(1, 7))) for p in (0.0, 0.5, 1.0)}
     maps["random"] = torch.rand(6, 16, 16, generator=torch.Generator().manual_seed(0))
@@ -287,9 +341,17 @@ def test_family_gate_job_reports_the_scatter_only_order(tmp_path):
     job = SimpleNamespace(
         input=SimpleNamespace(attributions=paths, images=str(tmp_path / "eval.npz")),
         output=SimpleNamespace(csv=str(out / "family_gate.csv"), tex=str(out / "family_gate.tex")),
-        params=SimpleNamespace(degraded={"b0": ["blk", 0.0], "b50": ["blk", 0.5], "b100": ["blk", 1.0]},
-                               random_entry="random", reduction="abs_sum", ratios=[0.1, 0.2, 0.3], ci=0.95),
-        log=[str(tmp_path / "gate.log")], threads=1, rule="family_gate")
+        params=SimpleNamespace(
+            degraded={"b0": ["blk", 0.0], "b50": ["blk", 0.5], "b100": ["blk", 1.0]},
+            random_entry="random",
+            reduction="abs_sum",
+            ratios=[0.1, 0.2, 0.3],
+            ci=0.95,
+        ),
+        log=[str(tmp_path / "gate.log")],
+        threads=1,
+        rule="family_gate",
+    )
     sys.path.insert(0, str(repo / "scripts"))
     try:
         runpy.run_path(str(repo / "scripts" / "family_gate.py"), init_globals={"snakemake": job}, run_name="__main__")

@@ -1,6 +1,7 @@
 """Scheduling priorities of the rules (docs/performance.md, "Scheduling"):
 read from rules/*.smk, so a renamed evaluator or a gate rule that lost its
 priority fails here instead of silently making the default run longer."""
+
 from __future__ import annotations
 
 import ast

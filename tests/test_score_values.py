@@ -6,6 +6,7 @@ The per-image scores go through the same steps as the workflow's
 aggregate_records and table jobs: per_image_scores + derived_scores, then
 score_table with the table's SCORE_TABLES entry.
 """
+
 import pandas as pd
 import pytest
 
@@ -17,9 +18,20 @@ from fudbench.report.tables import score_table
 
 
 def _rows(curve, image, removed, confidence, accuracy=None):
-    return [{"model": "cnn", "explainer": "ig", "curve": curve, "image": image, "step": j, "removed": r,
-             "kept": 1 - r, "confidence": c, **({"accuracy": accuracy[j]} if accuracy else {})}
-            for j, (r, c) in enumerate(zip(removed, confidence))]
+    return [
+        {
+            "model": "cnn",
+            "explainer": "ig",
+            "curve": curve,
+            "image": image,
+            "step": j,
+            "removed": r,
+            "kept": 1 - r,
+            "confidence": c,
+            **({"accuracy": accuracy[j]} if accuracy else {}),
+        }
+        for j, (r, c) in enumerate(zip(removed, confidence))
+    ]
 
 
 def _per_image(records):
@@ -30,8 +42,18 @@ def _per_image(records):
 def _table(name, per_image, tmp_path=None):
     spec, labels = SCORE_TABLES[name], score_labels()
     curves = [c for c in labels if spec["select"](c) and c in set(per_image["curve"])]
-    summary, tex = score_table(per_image, ["cnn"], ["ig"], curves, labels, 400, 0.95, 0,
-                               caption=score_table_caption(name, curves), tex_label=spec["tex_label"])
+    summary, tex = score_table(
+        per_image,
+        ["cnn"],
+        ["ig"],
+        curves,
+        labels,
+        400,
+        0.95,
+        0,
+        caption=score_table_caption(name, curves),
+        tex_label=spec["tex_label"],
+    )
     if tmp_path is not None:
         write_csv(tmp_path / f"{name}.csv", summary, index=False, float_format="%.6g")
         write_text(tmp_path / f"{name}.tex", tex)
@@ -56,14 +78,22 @@ def _road_records():
     return pd.DataFrame(rows)
 
 
-ROAD = {"ROAD MoRF": (0.45, 0.6, False), "ROAD LeRF": (0.9125, 0.5, True),
-        "ROAD MoRF acc.": (0.25, 0.75, False), "ROAD LeRF acc.": (1.0, 0.25, True)}
+ROAD = {
+    "ROAD MoRF": (0.45, 0.6, False),
+    "ROAD LeRF": (0.9125, 0.5, True),
+    "ROAD MoRF acc.": (0.25, 0.75, False),
+    "ROAD LeRF acc.": (1.0, 0.25, True),
+}
 
 
 def test_road_per_image_scores_by_hand():
     per_image = _per_image(_road_records()).set_index(["curve", "image"])["score"]
-    curve = {"ROAD MoRF": "road_morf", "ROAD LeRF": "road_lerf", "ROAD MoRF acc.": "road_morf_accuracy",
-             "ROAD LeRF acc.": "road_lerf_accuracy"}
+    curve = {
+        "ROAD MoRF": "road_morf",
+        "ROAD LeRF": "road_lerf",
+        "ROAD MoRF acc.": "road_morf_accuracy",
+        "ROAD LeRF acc.": "road_lerf_accuracy",
+    }
     for label, (a, b, _) in ROAD.items():
         assert per_image[curve[label], 0] == pytest.approx(a), label
         assert per_image[curve[label], 1] == pytest.approx(b), label
@@ -89,8 +119,9 @@ def _srg_records():
              MRG .075, LRG .3, SRG .375"""
     x = [0.0, 0.5, 1.0]
     rows = []
-    for image, (mif, lif, roms) in enumerate([([1, 0.2, 0], [1, 0.9, 0.5], [1, 0.6, 0.2]),
-                                              ([1, 0.5, 0.5], [1, 1, 1], [1, 0.7, 0.4])]):
+    for image, (mif, lif, roms) in enumerate(
+        [([1, 0.2, 0], [1, 0.9, 0.5], [1, 0.6, 0.2]), ([1, 0.5, 0.5], [1, 1, 1], [1, 0.7, 0.4])]
+    ):
         rows += _rows("srg_mif__mean", image, x, mif)
         rows += _rows("srg_lif__mean", image, x, lif)
         rows += _rows("srg_roms__mean", image, x, roms)
@@ -102,8 +133,11 @@ SRG = {"MRG (mean)": (0.25, 0.075), "LRG (mean)": (0.225, 0.3), "SRG (mean)": (0
 
 def test_srg_per_image_gains_by_hand():
     per_image = _per_image(_srg_records()).set_index(["curve", "image"])["score"]
-    assert (per_image["srg_mif__mean", 0], per_image["srg_lif__mean", 0], per_image["srg_roms__mean", 0]) == \
-        pytest.approx((0.35, 0.825, 0.6))
+    assert (
+        per_image["srg_mif__mean", 0],
+        per_image["srg_lif__mean", 0],
+        per_image["srg_roms__mean", 0],
+    ) == pytest.approx((0.35, 0.825, 0.6))
     for label, (a, b) in SRG.items():
         curve = label[:3].lower() + "__mean"
         assert (per_image[curve, 0], per_image[curve, 1]) == pytest.approx((a, b)), label
@@ -115,8 +149,10 @@ def test_srg_table_by_hand(tmp_path):
     for label, (a, b) in SRG.items():
         assert s.loc[label, "mean"] == pytest.approx((a + b) / 2), label
         assert (s.loc[label, "ci_low"], s.loc[label, "ci_high"]) == pytest.approx((min(a, b), max(a, b)))
-    assert "cnn & IG & 0.1625\\,{\\scriptsize$\\pm$0.0875} & 0.2625\\,{\\scriptsize$\\pm$0.0375} & " \
-           "0.4250\\,{\\scriptsize$\\pm$0.0500}" in tex
+    assert (
+        "cnn & IG & 0.1625\\,{\\scriptsize$\\pm$0.0875} & 0.2625\\,{\\scriptsize$\\pm$0.0375} & "
+        "0.4250\\,{\\scriptsize$\\pm$0.0500}" in tex
+    )
     assert sanity.tex_matches_csv(tmp_path) == [] and sanity.srg_gains_add_up(tmp_path) == []
 
 

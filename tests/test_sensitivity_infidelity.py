@@ -1,5 +1,6 @@
 """Sensitivity-N and Infidelity: cases with known answers, captum agreement,
 batching and seeding."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -41,6 +42,7 @@ def _data(n=3, c=3, h=8, w=8, seed=0):
 
 
 # ---------------------------------------------------------------- Sensitivity-N
+
 
 def test_sensitivity_n_linear_model_exact_attribution_correlates_perfectly():
     torch.manual_seed(0)
@@ -100,7 +102,7 @@ def test_sensitivity_n_batched_equals_per_image_and_seeding(tiny_cnn):
     full = proto.run(tiny_cnn, x, y, attr, ZeroImputer(), ids, ("s", 1))
     single = SensitivityN(fractions=(0.25, 0.5), n_subsets=12, batch_size=64, keep_samples=True)
     for i in range(3):
-        one = single.run(tiny_cnn, x[i:i + 1], y[i:i + 1], attr[i:i + 1], ZeroImputer(), [ids[i]], ("s", 1))
+        one = single.run(tiny_cnn, x[i : i + 1], y[i : i + 1], attr[i : i + 1], ZeroImputer(), [ids[i]], ("s", 1))
         part = full.records[full.records.image == ids[i]].reset_index(drop=True)
         np.testing.assert_allclose(part["correlation"], one.records["correlation"], rtol=1e-5, atol=1e-6)
         for col in NUMERIC:
@@ -112,8 +114,21 @@ def test_sensitivity_n_batched_equals_per_image_and_seeding(tiny_cnn):
     other = proto.run(tiny_cnn, x, y, attr, ZeroImputer(), ids, ("s", 2))
     assert not np.allclose(other.records["correlation"], full.records["correlation"])
     rec = full.records
-    assert list(rec.columns) == ["curve", "image", "step", "kept", "removed", "target", "correlation",
-                                 "degenerate", "confidence", "prediction", "energy", "l2", "seconds"]
+    assert list(rec.columns) == [
+        "curve",
+        "image",
+        "step",
+        "kept",
+        "removed",
+        "target",
+        "correlation",
+        "degenerate",
+        "confidence",
+        "prediction",
+        "energy",
+        "l2",
+        "seconds",
+    ]
     assert (rec.curve == "sensitivity_n").all() and len(rec) == 6
     assert np.isfinite(rec[["correlation"] + NUMERIC + ["seconds"]].to_numpy(float)).all()
 
@@ -121,19 +136,24 @@ def test_sensitivity_n_batched_equals_per_image_and_seeding(tiny_cnn):
 def test_sensitivity_n_defaults_and_evaluator_composition(tiny_cnn):
     x, attr = _data(2)
     y = torch.tensor([1, 3])
-    ev = Evaluator("attr", [(SensitivityN(keep_samples=True), ZeroImputer()),
-                            (Infidelity(n_perturb=8, keep_samples=True), ZeroImputer())])
+    ev = Evaluator(
+        "attr",
+        [(SensitivityN(keep_samples=True), ZeroImputer()), (Infidelity(n_perturb=8, keep_samples=True), ZeroImputer())],
+    )
     records, samples = ev.run(tiny_cnn, x, y, attr, [0, 1], ("seed",))
     sens = records[records.curve == "sensitivity_n"]
     assert len(sens) == 18 and sens["correlation"].between(-1, 1).all()
-    np.testing.assert_allclose(samples["removed_sensitivity_n"], [6 / 64, 13 / 64, 19 / 64, 26 / 64, 32 / 64,
-                                                                  38 / 64, 45 / 64, 51 / 64, 58 / 64])
+    np.testing.assert_allclose(
+        samples["removed_sensitivity_n"],
+        [6 / 64, 13 / 64, 19 / 64, 26 / 64, 32 / 64, 38 / 64, 45 / 64, 51 / 64, 58 / 64],
+    )
     assert samples["sensitivity_n"].shape == (2, 9, 3, 8, 8)
     assert samples["infidelity"].shape == (2, 1, 3, 8, 8) and samples["infidelity"].dtype == np.float16
     np.testing.assert_allclose(samples["removed_infidelity"], [1 / 3])
 
 
 # ------------------------------------------------------------------- Infidelity
+
 
 @pytest.mark.parametrize("perturbation", ["authors", "gaussian", "blur"])
 def test_infidelity_zero_for_the_linear_model_weights(perturbation):
@@ -161,8 +181,19 @@ def _captum_reference(proto, model, x, y, attr, ids, key):
         def perturb_func(inputs, pert=pert):
             return pert, inputs - pert
 
-        out.append(float(infidelity(model, perturb_func, x[i:i + 1], attr[i:i + 1], target=int(y[i]),
-                                    n_perturb_samples=proto.n_perturb, normalize=True)))
+        out.append(
+            float(
+                infidelity(
+                    model,
+                    perturb_func,
+                    x[i : i + 1],
+                    attr[i : i + 1],
+                    target=int(y[i]),
+                    n_perturb_samples=proto.n_perturb,
+                    normalize=True,
+                )
+            )
+        )
     return np.array(out)
 
 
@@ -171,10 +202,10 @@ def _by_hand(proto, model, x, y, attr, ids, key):
     with torch.no_grad():
         for i in range(x.shape[0]):
             pert = proto.perturbations(x[i], derive_seed(*key, ids[i])).double()
-            f0 = model(x[i:i + 1]).double()[0, y[i]]
+            f0 = model(x[i : i + 1]).double()[0, y[i]]
             diff = (f0 - model((x[i] - pert.float())).double()[:, y[i]]).numpy()
             a_dot_i = (pert * attr[i].double()).flatten(1).sum(1).numpy()
-            beta = (a_dot_i * diff).mean() / (a_dot_i ** 2).mean()
+            beta = (a_dot_i * diff).mean() / (a_dot_i**2).mean()
             out.append(((beta * a_dot_i - diff) ** 2).mean())
     return np.array(out)
 
@@ -186,10 +217,12 @@ def test_infidelity_agrees_with_captum_and_by_hand(tiny_cnn):
     for perturbation in ["authors", "gaussian"]:
         proto = Infidelity(perturbation=perturbation, n_perturb=16, batch_size=40)
         rec = proto.run(tiny_cnn, x, y, attr, None, ids, key).records
-        np.testing.assert_allclose(rec["infidelity"], _captum_reference(proto, tiny_cnn, x, y, attr, ids, key),
-                                   rtol=1e-4, atol=1e-8)
-        np.testing.assert_allclose(rec["infidelity"], _by_hand(proto, tiny_cnn, x, y, attr, ids, key),
-                                   rtol=1e-3, atol=1e-7)
+        np.testing.assert_allclose(
+            rec["infidelity"], _captum_reference(proto, tiny_cnn, x, y, attr, ids, key), rtol=1e-4, atol=1e-8
+        )
+        np.testing.assert_allclose(
+            rec["infidelity"], _by_hand(proto, tiny_cnn, x, y, attr, ids, key), rtol=1e-3, atol=1e-7
+        )
 
 
 def test_infidelity_batched_chunked_per_image_and_seeding(tiny_cnn):
@@ -204,16 +237,28 @@ def test_infidelity_batched_chunked_per_image_and_seeding(tiny_cnn):
         np.testing.assert_allclose(full.records[col], part.records[col], rtol=1e-4, atol=1e-7)
     np.testing.assert_array_equal(full.samples, part.samples)
     for i in range(3):
-        one = base.run(tiny_cnn, x[i:i + 1], y[i:i + 1], attr[i:i + 1], None, [ids[i]], ("a",))
-        np.testing.assert_allclose(one.records["infidelity"], full.records["infidelity"][i:i + 1], rtol=1e-4)
+        one = base.run(tiny_cnn, x[i : i + 1], y[i : i + 1], attr[i : i + 1], None, [ids[i]], ("a",))
+        np.testing.assert_allclose(one.records["infidelity"], full.records["infidelity"][i : i + 1], rtol=1e-4)
         np.testing.assert_array_equal(one.samples[0], full.samples[i])
     again = base.run(tiny_cnn, x, y, attr, None, ids, ("a",))
     np.testing.assert_array_equal(again.records["infidelity"], full.records["infidelity"])
     other = base.run(tiny_cnn, x, y, attr, None, ids, ("b",))
     assert not np.allclose(other.records["infidelity"], full.records["infidelity"])
     rec = full.records
-    assert list(rec.columns) == ["curve", "image", "step", "kept", "removed", "target", "infidelity",
-                                 "confidence", "prediction", "energy", "l2", "seconds"]
+    assert list(rec.columns) == [
+        "curve",
+        "image",
+        "step",
+        "kept",
+        "removed",
+        "target",
+        "infidelity",
+        "confidence",
+        "prediction",
+        "energy",
+        "l2",
+        "seconds",
+    ]
     assert (rec.curve == "infidelity").all() and (rec.step == 0).all() and list(rec.image) == ids
     assert np.isfinite(rec[["infidelity"] + NUMERIC + ["seconds"]].to_numpy(float)).all()
     assert full.samples.shape == (3, 1, 3, 8, 8) and full.samples.dtype == np.float16
@@ -252,8 +297,12 @@ def test_infidelity_reuses_its_model_responses_across_attributions(tiny_cnn):
     assert not np.allclose(second.records["infidelity"], first.records["infidelity"])
     np.testing.assert_array_equal(second.records["seconds"], first.records["seconds"])
     # anything else that changes the responses makes it compute them again
-    for args in [(model, x.clone(), y, ids, key), (model, x, y, ids, ("b",)), (model, x, y.flip(0), ids, key),
-                 (model, x, y, [7, 8, 9], key)]:
+    for args in [
+        (model, x.clone(), y, ids, key),
+        (model, x, y, ids, ("b",)),
+        (model, x, y.flip(0), ids, key),
+        (model, x, y, [7, 8, 9], key),
+    ]:
         before = model.rows
         shared.run(args[0], args[1], args[2], attr, None, args[3], args[4])
         assert model.rows > before, args[2:]

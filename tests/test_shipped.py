@@ -12,8 +12,11 @@ INPUTS = {"seed": 0, "data": {"image_size": 32}, "score_model": {"train": {"epoc
 def shipped(tmp_path):
     ckpt = tmp_path / "model.pt"
     ckpt.write_bytes(b"weights")
-    (tmp_path / "model.json").write_text(json.dumps(
-        {"sha256": file_sha256(ckpt), "training_fingerprint": fingerprint(INPUTS), "training_inputs": INPUTS}))
+    (tmp_path / "model.json").write_text(
+        json.dumps(
+            {"sha256": file_sha256(ckpt), "training_fingerprint": fingerprint(INPUTS), "training_inputs": INPUTS}
+        )
+    )
     return ckpt
 
 
@@ -39,6 +42,7 @@ def test_missing(tmp_path):
 
 
 # The default profile's classifiers and surrogates are shipped (issue 25): checked at parse time.
+
 
 def test_default_profile_ships_its_classifiers_and_surrogates(repo):
     from fudbench.config.validate import load_config

@@ -5,6 +5,7 @@ profiles/slurm, from the local run's data and trained models on (the CNN's
 chain and the jobs that read both models: workflow_support.recomputed); sacct
 must list the jobs with the right GPU requests and the tables must equal the
 local run's."""
+
 from __future__ import annotations
 
 import os
@@ -61,12 +62,14 @@ def test_profile_requests_a_gpu_for_exactly_the_gpu_rules(repo):
 
 # ---------------------------------------------------------------- the cluster
 
+
 @pytest.fixture(scope="module")
 def slurm_cluster():
     """A running local cluster for this module; stopped at teardown, even when
     a test fails. A cluster that this script had already started is reused and
     left running. Skips only where SLURM cannot be installed, and not even
     then with FUD_REQUIRE_SLURM set (.ci/run sets it)."""
+
     def run(cmd, timeout):
         return subprocess.run(["bash", str(CLUSTER), cmd], capture_output=True, text=True, timeout=timeout)
 
@@ -103,11 +106,20 @@ def slurm_run(repo, slurm_cluster, smoke_run, tmp_path_factory):
     # cp -a keeps mtimes and Snakemake's metadata: the kept files are up to date, the removed ones are remade
     subprocess.run(["cp", "-a", f"{local.parent.parent}/.", str(work)], check=True)
     remove_recomputed(work / "results" / "smoke", RECOMPUTED_MODEL)
-    res = snakemake(repo, "--configfile", str(repo / "config/smoke.yaml"), "--directory", str(work),
-                    "--workflow-profile", str(PROFILE),
-                    # status polls every few seconds instead of 40+: jobs here take seconds
-                    "--slurm-init-seconds-before-status-checks", "5",
-                    cwd=work, timeout=3600)
+    res = snakemake(
+        repo,
+        "--configfile",
+        str(repo / "config/smoke.yaml"),
+        "--directory",
+        str(work),
+        "--workflow-profile",
+        str(PROFILE),
+        # status polls every few seconds instead of 40+: jobs here take seconds
+        "--slurm-init-seconds-before-status-checks",
+        "5",
+        cwd=work,
+        timeout=3600,
+    )
     out = res.stdout + res.stderr
     assert res.returncode == 0, out[-8000:]
     run_id = re.search(r"SLURM run ID: (\S+)", out).group(1)
@@ -116,9 +128,23 @@ def slurm_run(repo, slurm_cluster, smoke_run, tmp_path_factory):
 
 def sacct_jobs(run_id):
     fields = ["JobIDRaw", "State", "ReqTRES", "AllocTRES", "Comment"]
-    out = subprocess.run(["sacct", "-X", "--parsable2", "--noheader", "--name", run_id,
-                          "--starttime", "now-1days", "--format", ",".join(fields)],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [
+            "sacct",
+            "-X",
+            "--parsable2",
+            "--noheader",
+            "--name",
+            run_id,
+            "--starttime",
+            "now-1days",
+            "--format",
+            ",".join(fields),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return [dict(zip(fields, line.split("|"))) for line in out.splitlines() if line]
 
 
@@ -142,7 +168,7 @@ def test_jobs_went_through_sbatch_with_gpu_requests(slurm_run):
     assert {j["JobIDRaw"] for j in jobs} == submitted, "sacct must list every job Snakemake submitted"
     assert all(j["State"] == "COMPLETED" for j in jobs), jobs
 
-    stats = out[out.index("Job stats:"):]
+    stats = out[out.index("Job stats:") :]
     rules = {m.group(1) for m in re.finditer(r"^(\w+)\s+\d+$", stats, re.M)} - {"all", "total"}
     prof = profile()
     gpu_rules = {r for r, res in prof["set-resources"].items() if res.get("gpu") == 1}

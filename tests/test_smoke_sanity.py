@@ -19,10 +19,10 @@ construction:
 - ig_d00 (IG with 0% noise: the same pixel ranking) scores exactly as ig
   under the evaluators with deterministic, ranking-only fills.
 """
+
 import pytest
 
 from fudbench.report import sanity
-from fudbench.config.validate import load_yaml
 from fudbench.config.files import resolve_config
 
 pytestmark = pytest.mark.workflow

@@ -1,6 +1,7 @@
 """fudbench.workflow.snakemake_main: Snakemake's scheduler with at most one pending
 re-evaluation timer (its own starts one per pass, so they pile up with the
 finished jobs: docs/performance.md, "Snakemake's own CPU")."""
+
 import threading
 import time
 
@@ -14,14 +15,14 @@ class FakeScheduler:
 
 def test_one_timer_is_pending_at_a_time_and_the_loop_is_woken_after_the_delay():
     s = FakeScheduler()
-    for _ in range(50):           # fifty passes within one timespan: one wake-up, not fifty
+    for _ in range(50):  # fifty passes within one timespan: one wake-up, not fifty
         one_pending_timer(s, 0.2)
     assert s._fud_reevaluation.daemon  # does not hold the process open at exit
     assert not s._open_jobs.acquire(timeout=0.05)
     assert s._open_jobs.acquire(timeout=1.0)
     time.sleep(0.3)
-    assert not s._open_jobs.acquire(blocking=False)   # no second wake-up
-    one_pending_timer(s, 0.05)    # after it fired, the next pass arms a new one
+    assert not s._open_jobs.acquire(blocking=False)  # no second wake-up
+    one_pending_timer(s, 0.05)  # after it fired, the next pass arms a new one
     assert s._open_jobs.acquire(timeout=1.0)
 
 

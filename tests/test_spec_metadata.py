@@ -2,6 +2,7 @@
 ranking-only set, the appendix table's caption, and the meta-evaluation's
 default metrics come from CurveSpec fields, so a new metric needs no edit in
 the analysis or report code."""
+
 import math
 
 import pandas as pd
@@ -25,8 +26,18 @@ def test_every_table_curve_declares_a_range_the_sanity_check_uses(curve):
 
 def test_a_value_outside_its_curves_range_is_reported(tmp_path):
     """INFID may not be negative, FUD symmetric may; unknown labels are not judged."""
-    rows = [{"model": "cnn", "explainer": "ig", "metric": m, "mean": v, "ci_low": v - 0.01, "ci_high": v + 0.01,
-             "higher_is_better": True} for m, v in (("INFID", -0.2), ("FUD symmetric", -0.5), ("My score", -7.0))]
+    rows = [
+        {
+            "model": "cnn",
+            "explainer": "ig",
+            "metric": m,
+            "mean": v,
+            "ci_low": v - 0.01,
+            "ci_high": v + 0.01,
+            "higher_is_better": True,
+        }
+        for m, v in (("INFID", -0.2), ("FUD symmetric", -0.5), ("My score", -7.0))
+    ]
     pd.DataFrame(rows).to_csv(tmp_path / "table7_scores.csv", index=False)
     (tmp_path / "table7_scores.tex").write_text("")
     problems = sanity.values_in_range(tmp_path, ["table7_scores"])
@@ -43,8 +54,11 @@ def test_ranking_only_metrics_come_from_the_specs():
 def test_appendix_caption_lists_the_configured_curves_once_each(repo):
     from fudbench.config.validate import load_config
 
-    curves = [c for c, s in configured_curves(load_config(repo / "config/config.yaml")["evaluators"]).items()
-              if s.table == "appendix_scores"]
+    curves = [
+        c
+        for c, s in configured_curves(load_config(repo / "config/config.yaml")["evaluators"]).items()
+        if s.table == "appendix_scores"
+    ]
     caption = appendix_caption(curves)
     assert caption.count("Distill baselines") == 1 and "IDSDS (Spearman" in caption
     assert "FUD symmetric" not in caption  # not configured in the default profile

@@ -6,6 +6,7 @@
   bit piq's with its saliency computed the same way;
 - Table 10's timing is one job for every step count.
 """
+
 from __future__ import annotations
 
 import copy
@@ -16,6 +17,7 @@ import torch
 
 from fudbench.imputers.diffusion.runtime import ScoreModelRuntime, keep_upsampling_layout
 from fudbench.imputers.diffusion.settings import RuntimeSettings
+
 pytestmark = pytest.mark.numerics
 
 
@@ -35,9 +37,13 @@ def _upsampler_inputs(unet):
     from diffusers.models.upsampling import Upsample2D
 
     seen = []
-    hooks = [m.conv.register_forward_pre_hook(
-        lambda mod, args: seen.append(args[0].is_contiguous(memory_format=torch.channels_last)))
-        for m in unet.modules() if isinstance(m, Upsample2D)]
+    hooks = [
+        m.conv.register_forward_pre_hook(
+            lambda mod, args: seen.append(args[0].is_contiguous(memory_format=torch.channels_last))
+        )
+        for m in unet.modules()
+        if isinstance(m, Upsample2D)
+    ]
     return seen, hooks
 
 
@@ -52,8 +58,9 @@ def _unpatched(unet):
 @pytest.mark.parametrize("amp", [None, "bf16"])
 def test_upsampling_keeps_channels_last_at_batch_64_and_eps_is_unchanged(default_like_unet, amp):
     fast = ScoreModelRuntime(copy.deepcopy(default_like_unet), RuntimeSettings(amp_dtype=amp, channels_last=True))
-    plain = ScoreModelRuntime(_unpatched(copy.deepcopy(default_like_unet)),
-                              RuntimeSettings(amp_dtype=amp, channels_last=True))
+    plain = ScoreModelRuntime(
+        _unpatched(copy.deepcopy(default_like_unet)), RuntimeSettings(amp_dtype=amp, channels_last=True)
+    )
     for batch in (64, 8):  # diffusers' contiguous() acts from 64 on; below it both paths are the same
         x = torch.randn(batch, 3, 16, 16, generator=torch.Generator().manual_seed(batch))
         t = torch.full((batch,), 400, dtype=torch.long)
@@ -109,12 +116,12 @@ def _plain_piq(samples, originals, per_image_saliency):
     module = importlib.import_module("piq.vsi")
     sdsp = module.sdsp
     if per_image_saliency:
-        module.sdsp = lambda x, **kw: torch.cat([sdsp(x[i:i + 1], **kw) for i in range(len(x))])
+        module.sdsp = lambda x, **kw: torch.cat([sdsp(x[i : i + 1], **kw) for i in range(len(x))])
     out = {m: [] for m in QUALITY_METRICS}
     try:
         with torch.no_grad():
             for s in range(0, len(samples), 32):
-                xb, yb = samples[s:s + 32].clamp(0, 1), originals[s:s + 32].clamp(0, 1)
+                xb, yb = samples[s : s + 32].clamp(0, 1), originals[s : s + 32].clamp(0, 1)
                 for m in QUALITY_METRICS:
                     v = piq.vsi(xb, yb, data_range=1.0, reduction="none") if m == "VSI" else _compute(m, xb, yb)
                     out[m].append(v.double().numpy())
@@ -138,8 +145,8 @@ def test_quality_metrics_equal_piq_bit_for_bit_and_compute_each_saliency_once(si
     g = torch.Generator().manual_seed(size)
     originals = torch.rand(2, 3, size, size, generator=g)
     samples = torch.rand(70, 3, size, size, generator=g)
-    samples[::7] = originals[0]          # a curve's end points: the original itself ...
-    samples[3::10] = samples[3]          # ... or one fill whatever the map
+    samples[::7] = originals[0]  # a curve's end points: the original itself ...
+    samples[3::10] = samples[3]  # ... or one fill whatever the map
     which = torch.arange(70) % 2
     got = quality.quality_metrics(samples, originals[which])
     # the same computation in the same batches: bit for bit on any CPU
@@ -163,7 +170,7 @@ def test_saliency_memo_gives_an_image_the_same_map_whatever_its_batch():
     from fudbench.analysis.quality import SaliencyMemo
 
     x = torch.rand(9, 3, 16, 16, generator=torch.Generator().manual_seed(3)) * 255
-    alone = torch.cat([sdsp(x[i:i + 1], data_range=255) for i in range(9)])
+    alone = torch.cat([sdsp(x[i : i + 1], data_range=255) for i in range(9)])
     memo = SaliencyMemo()
     assert torch.equal(memo(sdsp, x[:5], data_range=255), alone[:5])
     order = torch.tensor([8, 2, 6, 0, 7, 4])  # hits and misses mixed, another batch size
@@ -178,7 +185,7 @@ def test_saliency_memo_stays_within_its_bound_and_passes_gradients_through():
 
     x = torch.rand(6, 3, 16, 16) * 255
     one_map = sdsp(x[:1], data_range=255).numel() * 4
-    alone = torch.cat([sdsp(x[i:i + 1], data_range=255) for i in range(6)])
+    alone = torch.cat([sdsp(x[i : i + 1], data_range=255) for i in range(6)])
     memo = SaliencyMemo(max_bytes=3 * one_map)
     assert torch.equal(memo(sdsp, x, data_range=255), alone)
     assert len(memo.maps) == 3 and memo.bytes <= 3 * one_map
@@ -192,7 +199,7 @@ def test_saliency_memo_stays_within_its_bound_and_passes_gradients_through():
 def test_table10_timing_is_one_job_for_every_step_count(repo):
     """Issue 47: one fud_timing job times every step count (ten jobs paid ten start-ups)."""
     text = (repo / "rules/diagnostics.smk").read_text()
-    rule = text[text.index("rule fud_timing:"):text.index("rule table10_timing:")]
+    rule = text[text.index("rule fud_timing:") : text.index("rule table10_timing:")]
     assert "{steps}" not in rule and "timing/fud_timing.parquet" in rule
     script = (repo / "scripts/fud_timing.py").read_text()
     assert 'timing["steps"]' in script and "snakemake.wildcards" not in script
@@ -222,8 +229,13 @@ for m in quality.QUALITY_METRICS:
 assert torch.allclose(piq.vsi(x, y, reduction="none"), quality._vsi(x, y), rtol=0, atol=1e-5)
 print("ok")
 """
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                         env={**__import__("os").environ, "PYTHONPATH": str(repo / "src")})
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, "PYTHONPATH": str(repo / "src")},
+    )
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stdout + res.stderr[-3000:]
 
 
@@ -240,8 +252,22 @@ def test_the_issue47_benches_run(repo):
 
     threads = torch.get_num_threads()
     try:
-        out = load("fud_profile").main(["--batch", "2", "--steps", "2", "--batches", "2", "--repeats", "1",
-                                        "--layouts", "channels_last", "--top", "3"])
+        out = load("fud_profile").main(
+            [
+                "--batch",
+                "2",
+                "--steps",
+                "2",
+                "--batches",
+                "2",
+                "--repeats",
+                "1",
+                "--layouts",
+                "channels_last",
+                "--top",
+                "3",
+            ]
+        )
         rows = load("unet_layout").main(["--batches", "2", "--rounds", "1"])
     finally:
         torch.set_num_threads(threads)
@@ -276,20 +302,28 @@ def test_fud_profile_dir_leaves_each_jobs_profile_and_the_bench_reads_it(repo, t
     import sys
 
     folder = tmp_path / "prof"
-    job = ("import sys, types; sys.path.insert(0, {src!r}); from fudbench.workflow.jobs import setup_job\n"
-           "smk = types.SimpleNamespace(threads=1, log=[], rule={rule!r}, wildcards={wildcards!r},\n"
-           "                            config={{'run_name': 'synthetic'}})\n"
-           "setup_job(smk)\n"
-           "def busy(n):\n    return sum(i * i for i in range(n))\n"
-           "busy({n})\n")
+    job = (
+        "import sys, types; sys.path.insert(0, {src!r}); from fudbench.workflow.jobs import setup_job\n"
+        "smk = types.SimpleNamespace(threads=1, log=[], rule={rule!r}, wildcards={wildcards!r},\n"
+        "                            config={{'run_name': 'synthetic'}})\n"
+        "setup_job(smk)\n"
+        "def busy(n):\n    return sum(i * i for i in range(n))\n"
+        "busy({n})\n"
+    )
     env = {**os.environ, "FUD_PROFILE_DIR": str(folder)}
-    for rule, wildcards, n in [("evaluate", {"model": "cnn", "evaluator": "fud", "shard": "0"}, 300_000),
-                               ("table", {}, 1000)]:
-        subprocess.run([sys.executable, "-c", job.format(src=str(repo / "src"), rule=rule, wildcards=wildcards,
-                                                         n=n)], env=env, check=True)
+    for rule, wildcards, n in [
+        ("evaluate", {"model": "cnn", "evaluator": "fud", "shard": "0"}, 300_000),
+        ("table", {}, 1000),
+    ]:
+        subprocess.run(
+            [sys.executable, "-c", job.format(src=str(repo / "src"), rule=rule, wildcards=wildcards, n=n)],
+            env=env,
+            check=True,
+        )
     env.pop("FUD_PROFILE_DIR")
-    subprocess.run([sys.executable, "-c", job.format(src=str(repo / "src"), rule="quiet", wildcards={}, n=10)],
-                   env=env, check=True)
+    subprocess.run(
+        [sys.executable, "-c", job.format(src=str(repo / "src"), rule="quiet", wildcards={}, n=10)], env=env, check=True
+    )
     assert sorted(p.name for p in folder.iterdir()) == ["synthetic.evaluate_cnn_fud_0.prof", "synthetic.table.prof"]
 
     spec = importlib.util.spec_from_file_location("job_profiles", repo / "bench" / "job_profiles.py")

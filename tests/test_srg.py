@@ -1,5 +1,6 @@
 """SRG / R-OMS superpixel pixel flipping (seeds/002): steps, superpixels,
 known answers on a model with known gradients, seeding and the relevance gains."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -29,8 +30,9 @@ def _blocks(n=12, seed=0):
 
 def _run(proto, model, x, y, a, explainer="e", ids=None, imputer=None):
     ids = list(range(len(x))) if ids is None else ids
-    rec = proto.run(model, x, y, a, imputer or MeanImputer([0.5] * 3), ids,
-                    (0, "evaluate", "m", explainer, "srg", proto.curve)).records
+    rec = proto.run(
+        model, x, y, a, imputer or MeanImputer([0.5] * 3), ids, (0, "evaluate", "m", explainer, "srg", proto.curve)
+    ).records
     rec.insert(0, "model", "m")
     rec.insert(1, "explainer", explainer)
     return rec
@@ -76,11 +78,13 @@ def test_oracle_attribution_gives_mif_below_roms_below_lif(brightness_classifier
     oracle = torch.where(y == 0, 1.0, -1.0).view(-1, 1, 1, 1) * (x - 0.5)
     proto = SRG("mean", segmentation="squares", square_side=4, n_random=8)
     pi = per_image_scores(_run(proto, brightness_classifier, x, y, oracle)).pivot(
-        index="image", columns="curve", values="score")
+        index="image", columns="curve", values="score"
+    )
     assert (pi["srg_mif__mean"] < pi["srg_roms__mean"]).all()
     assert (pi["srg_roms__mean"] < pi["srg_lif__mean"]).all()
     anti = per_image_scores(_run(proto, brightness_classifier, x, y, -oracle)).pivot(
-        index="image", columns="curve", values="score")
+        index="image", columns="curve", values="score"
+    )
     assert (anti["srg_lif__mean"] < anti["srg_mif__mean"]).all()
     # R-OMS depends on the image, not the explainer
     np.testing.assert_array_equal(pi["srg_roms__mean"].to_numpy(), anti["srg_roms__mean"].to_numpy())
@@ -92,8 +96,9 @@ def test_random_explainer_has_srg_near_zero(brightness_classifier):
     proto = SRG("mean", segmentation="squares", square_side=4, n_random=8)
     oracle = torch.where(y == 0, 1.0, -1.0).view(-1, 1, 1, 1) * (x - 0.5)
     good = relevance_gains(per_image_scores(_run(proto, brightness_classifier, x, y, oracle, "oracle")))
-    rand = relevance_gains(per_image_scores(_run(proto, brightness_classifier, x, y,
-                                                 torch.randn(x.shape, generator=g), "random")))
+    rand = relevance_gains(
+        per_image_scores(_run(proto, brightness_classifier, x, y, torch.randn(x.shape, generator=g), "random"))
+    )
     srg_good = good[good.curve == "srg__mean"]["score"]
     srg_rand = rand[rand.curve == "srg__mean"]["score"]
     assert srg_good.mean() > 0.3
@@ -105,8 +110,7 @@ def test_records_curves_meet_at_both_ends_and_columns(brightness_classifier):
     x, g = _blocks(3)
     y = brightness_classifier(x).argmax(1)
     proto = SRG("uniform", segmentation="squares", square_side=4, n_random=3, n_imputations=2)
-    rec = _run(proto, brightness_classifier, x, y, torch.randn(x.shape, generator=g),
-               imputer=UniformNoiseImputer())
+    rec = _run(proto, brightness_classifier, x, y, torch.randn(x.shape, generator=g), imputer=UniformNoiseImputer())
     assert list(rec.columns[2:8]) == ["curve", "image", "step", "kept", "removed", "target"]
     assert {"n_occluded", "n_segments", "removed_pixels"} <= set(rec.columns)
     assert set(rec["curve"]) == {"srg_mif__uniform", "srg_lif__uniform", "srg_roms__uniform"}
@@ -126,13 +130,27 @@ def test_batched_equals_per_image_and_shard_layout(brightness_classifier):
     proto = SRG("uniform", segmentation="squares", square_side=4, n_random=2, n_imputations=2, batch_size=7)
     ids = [10, 11, 12, 13]
     whole = _run(proto, brightness_classifier, x, y, a, ids=ids, imputer=UniformNoiseImputer())
-    parts = pd.concat([_run(proto, brightness_classifier, x[i:i + 1], y[i:i + 1], a[i:i + 1], ids=[ids[i]],
-                            imputer=UniformNoiseImputer()) for i in range(4)])
+    parts = pd.concat(
+        [
+            _run(
+                proto,
+                brightness_classifier,
+                x[i : i + 1],
+                y[i : i + 1],
+                a[i : i + 1],
+                ids=[ids[i]],
+                imputer=UniformNoiseImputer(),
+            )
+            for i in range(4)
+        ]
+    )
     key = ["curve", "image", "step"]
     cols = ["confidence", "prediction", "removed", "removed_pixels"]
     # per image, the fills land in other batches of 7: confidences to float32 rounding (numerics_support)
-    assert_records_close(whole.sort_values(key)[key + cols].reset_index(drop=True),
-                         parts.sort_values(key)[key + cols].reset_index(drop=True))
+    assert_records_close(
+        whole.sort_values(key)[key + cols].reset_index(drop=True),
+        parts.sort_values(key)[key + cols].reset_index(drop=True),
+    )
 
 
 class CountingImputer(Imputer):
@@ -160,10 +178,15 @@ def test_deterministic_imputer_is_filled_once_per_point(brightness_classifier):
 
 
 def test_relevance_gains_from_per_image_scores():
-    pi = pd.DataFrame({"model": "m", "explainer": "e", "image": [0, 0, 0, 1, 1],
-                       "curve": ["srg_mif__telea", "srg_lif__telea", "srg_roms__telea",
-                                 "srg_mif__telea", "srg_lif__telea"],
-                       "score": [0.2, 0.7, 0.5, 0.1, 0.9]})
+    pi = pd.DataFrame(
+        {
+            "model": "m",
+            "explainer": "e",
+            "image": [0, 0, 0, 1, 1],
+            "curve": ["srg_mif__telea", "srg_lif__telea", "srg_roms__telea", "srg_mif__telea", "srg_lif__telea"],
+            "score": [0.2, 0.7, 0.5, 0.1, 0.9],
+        }
+    )
     rg = relevance_gains(pi).set_index("curve")
     assert len(rg) == 3  # image 1 lacks its R-OMS: no gains
     assert rg.loc["mrg__telea", "score"] == pytest.approx(0.3)
@@ -182,21 +205,32 @@ def test_roms_computed_once_and_replayed_equals_the_full_protocol(brightness_cla
     x, g = _blocks(3)
     y = _targets(brightness_classifier, x, None, "prediction")
     a = torch.randn(x.shape, generator=g)
-    settings = {"segmentation": "squares", "n_segments": 4, "compactness": 10.0, "square_side": 4, "n_steps": 15,
-                "n_imputations": 2, "n_random": 3, "reduction": "sum", "batch_size": 16,
-                "imputers": ["uniform", "telea"]}
+    settings = {
+        "segmentation": "squares",
+        "n_segments": 4,
+        "compactness": 10.0,
+        "square_side": 4,
+        "n_steps": 15,
+        "n_imputations": 2,
+        "n_random": 3,
+        "reduction": "sum",
+        "batch_size": 16,
+        "imputers": ["uniform", "telea"],
+    }
     ids, key = [5, 6, 7], (0, "evaluate", "m", "e", "srg")
     full, _ = build_srg(settings, {}, {}, "cpu").run(brightness_classifier, x, y, a, ids, key)
 
     from fudbench.evaluators.base import Evaluator
     from fudbench.evaluators.faithfulness.srg import srg_curves
+
     roms_only = srg_curves(settings, {}, "cpu", kinds=("roms",))
     assert [p.kinds for p, _ in roms_only] == [("roms",), ("roms",)]
     reference, _ = Evaluator("ref", roms_only).run(brightness_classifier, x, y, None, ids, (0, "srg_reference"))
     assert set(reference["curve"]) == {"srg_roms__uniform", "srg_roms__telea"}
     write_parquet(tmp_path / "ref.parquet", reference)
     split, _ = build_srg(settings, {}, {"srg_reference": str(tmp_path / "ref.parquet")}, "cpu").run(
-        brightness_classifier, x, y, a, ids, key)
+        brightness_classifier, x, y, a, ids, key
+    )
     cols = [c for c in full.columns if c != "seconds"]
     # the replayed R-OMS fills were classified in the reference job's batches, the full run's between its
     # MIF / LIF fills: to float32 rounding (numerics_support)
@@ -206,10 +240,12 @@ def test_roms_computed_once_and_replayed_equals_the_full_protocol(brightness_cla
     write_parquet(tmp_path / "short.parquet", reference[reference.image != 7])
     with pytest.raises(ValueError, match=r"short\.parquet holds no srg_roms__uniform records for images \[7\]"):
         build_srg(settings, {}, {"srg_reference": str(tmp_path / "short.parquet")}, "cpu").run(
-            brightness_classifier, x, y, a, ids, key)
+            brightness_classifier, x, y, a, ids, key
+        )
     with pytest.raises(ValueError, match="other target classes"):
         build_srg(settings, {}, {"srg_reference": str(tmp_path / "ref.parquet")}, "cpu").run(
-            brightness_classifier, x, (y + 1) % 2, a, ids, key)
+            brightness_classifier, x, (y + 1) % 2, a, ids, key
+        )
 
 
 def test_srg_kinds_are_checked_and_mif_needs_an_attribution(brightness_classifier):
@@ -221,7 +257,8 @@ def test_srg_kinds_are_checked_and_mif_needs_an_attribution(brightness_classifie
     x, _ = _blocks(1)
     with pytest.raises(ValueError, match="attribution"):
         SRG("mean", segmentation="squares", square_side=4, kinds=("lif",)).run(
-            brightness_classifier, x, torch.zeros(1, dtype=torch.long), None, MeanImputer([0.5] * 3), [0], (0,))
+            brightness_classifier, x, torch.zeros(1, dtype=torch.long), None, MeanImputer([0.5] * 3), [0], (0,)
+        )
 
 
 def test_dataset_mean_spelling_gives_the_records_of_mean(brightness_classifier):

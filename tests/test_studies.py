@@ -2,6 +2,7 @@
 byte for byte (studies/CHECKSUMS.sha256: the sha256 of every file that was under docs/results/ at
 7b02f45, with its new path), and the commands its record gives still run from the repository's root:
 the overlay stacks validate, the files named exist, the study's tools answer --help."""
+
 from __future__ import annotations
 
 import hashlib
@@ -72,8 +73,11 @@ def test_every_table_under_a_study_results_folder_is_listed():
     """A study's results/ holds committed tables: each one in CHECKSUMS.sha256 (README.md files are
     records, edited as paths move); docs/results/ is gone."""
     listed = set(checksums())
-    found = {str(p.relative_to(REPO)) for p in STUDIES.glob("*/results/**/*")
-             if p.is_file() and p.name != "README.md" and "__pycache__" not in p.parts}
+    found = {
+        str(p.relative_to(REPO))
+        for p in STUDIES.glob("*/results/**/*")
+        if p.is_file() and p.name != "README.md" and "__pycache__" not in p.parts
+    }
     assert found - listed == set(), f"tables not in studies/CHECKSUMS.sha256: {sorted(found - listed)}"
     assert not (REPO / "docs" / "results").exists()
 
@@ -81,8 +85,7 @@ def test_every_table_under_a_study_results_folder_is_listed():
 def test_every_study_has_a_record_and_the_index_names_it():
     index = (STUDIES / "README.md").read_text(encoding="utf-8")
     folders = sorted(p for p in STUDIES.iterdir() if p.is_dir() and p.name != "__pycache__")
-    assert {p.name for p in folders} >= {"round3_endpoint", "round4", "planted_cue", "oracle_ties",
-                                         "meta_profile_runs"}
+    assert {p.name for p in folders} >= {"round3_endpoint", "round4", "planted_cue", "oracle_ties", "meta_profile_runs"}
     for folder in folders:
         readme = folder / "README.md"
         assert readme.is_file(), f"{folder.relative_to(REPO)} has no README.md (its record)"
@@ -126,8 +129,12 @@ def test_the_records_give_commands():
 
 
 def test_the_files_a_record_command_names_exist():
-    missing = [f"studies/{study}/README.md: {' '.join(argv)}: {arg}" for study, argv in COMMANDS for arg in argv
-               if arg.startswith(ROOTS) and re.search(r"\.(ya?ml|py|sh)$", arg) and not (REPO / arg).is_file()]
+    missing = [
+        f"studies/{study}/README.md: {' '.join(argv)}: {arg}"
+        for study, argv in COMMANDS
+        for arg in argv
+        if arg.startswith(ROOTS) and re.search(r"\.(ya?ml|py|sh)$", arg) and not (REPO / arg).is_file()
+    ]
     assert not missing, "a command in a study's record names a file that is not there:\n  " + "\n  ".join(missing)
 
 
@@ -138,7 +145,7 @@ def overlay_stacks() -> list[tuple[str, ...]]:
         if argv[1] != "run" or "--configfile" not in argv:
             continue
         files = []
-        for arg in argv[argv.index("--configfile") + 1:]:
+        for arg in argv[argv.index("--configfile") + 1 :]:
             if arg.startswith("-"):
                 break
             files.append(arg)
@@ -176,8 +183,9 @@ def test_every_study_tool_is_in_a_record_command():
 
 @pytest.mark.parametrize("tool", study_tools(), ids=lambda p: p.name)
 def test_each_study_tool_answers_help_from_the_repository_root(tool):
-    res = subprocess.run([sys.executable, str(tool.relative_to(REPO)), "--help"], cwd=REPO, capture_output=True,
-                         text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, str(tool.relative_to(REPO)), "--help"], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
     assert res.returncode == 0 and "usage:" in res.stdout, (res.stdout + res.stderr)[-2000:]
 
 

@@ -2,6 +2,7 @@
 rules/. Both are pinned in requirements.lock; their settings are in pyproject.toml. To fix what fails:
 `./fud python -m ruff check --fix . && ./fud python -m ruff format .` and
 `$(./fud env)/bin/snakefmt Snakefile rules/`."""
+
 import subprocess
 import sys
 from pathlib import Path

@@ -33,8 +33,16 @@ def test_balanced_classes_and_dark_light_pairs_differ_in_object_brightness():
 
 
 def test_benchmark_eval_subset_and_shards(tmp_path):
-    cfg = {"image_size": 16, "shapes": ["circle", "square"], "dark": 0.1, "light": 0.9,
-           "object_scale": [0.5, 0.8], "n_train": 8, "n_val": 4, "n_test": 10}
+    cfg = {
+        "image_size": 16,
+        "shapes": ["circle", "square"],
+        "dark": 0.1,
+        "light": 0.9,
+        "object_scale": [0.5, 0.8],
+        "n_train": 8,
+        "n_val": 4,
+        "n_test": 10,
+    }
     bench = make_benchmark(cfg, n_eval=7, seed=0)
     assert bench["class_names"] == ["dark_circle", "light_circle", "dark_square", "light_square"]
     ev = bench["splits"]["eval"]

@@ -15,13 +15,41 @@ def _records():
             for image in range(5):
                 for j, r in enumerate(np.arange(1, 10) / 10):
                     base = {"model": model, "explainer": ex, "image": image, "step": j}
-                    rows.append({**base, "curve": "fud", "kept": r, "removed": 1 - r, "confidence": r + 0.01 * rng.random()})
-                    rows.append({**base, "curve": "deletion_ratios", "kept": 1 - r, "removed": r,
-                                 "confidence": 0.5 + 0.1 * rng.random()})
-                    rows.append({**base, "curve": "sensitivity_n", "kept": 1 - r, "removed": r,
-                                 "confidence": 0.5, "correlation": 0.2 + 0.1 * (ex == "ig")})
-                rows.append({"model": model, "explainer": ex, "image": image, "step": 0, "curve": "infidelity",
-                             "kept": 0.5, "removed": 0.5, "confidence": 0.5, "infidelity": 0.3})
+                    rows.append(
+                        {**base, "curve": "fud", "kept": r, "removed": 1 - r, "confidence": r + 0.01 * rng.random()}
+                    )
+                    rows.append(
+                        {
+                            **base,
+                            "curve": "deletion_ratios",
+                            "kept": 1 - r,
+                            "removed": r,
+                            "confidence": 0.5 + 0.1 * rng.random(),
+                        }
+                    )
+                    rows.append(
+                        {
+                            **base,
+                            "curve": "sensitivity_n",
+                            "kept": 1 - r,
+                            "removed": r,
+                            "confidence": 0.5,
+                            "correlation": 0.2 + 0.1 * (ex == "ig"),
+                        }
+                    )
+                rows.append(
+                    {
+                        "model": model,
+                        "explainer": ex,
+                        "image": image,
+                        "step": 0,
+                        "curve": "infidelity",
+                        "kept": 0.5,
+                        "removed": 0.5,
+                        "confidence": 0.5,
+                        "infidelity": 0.3,
+                    }
+                )
                 for j, f in enumerate(np.linspace(0, 1, 5)):
                     base = {"model": model, "explainer": ex, "image": image, "step": j}
                     rows.append({**base, "curve": "deletion", "kept": 1 - f, "removed": f, "confidence": 1 - f})

@@ -1,5 +1,6 @@
 """Tie-free controls (issue 44): no family member of any profile leaves ties for an evaluation to break
 at random, and the rule that breaks them (explainers.controlled.break_ties) is the documented one."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,8 +16,11 @@ REPO = Path(__file__).resolve().parents[1]
 MAP_WRAPPERS = ("degrade", "reorder", "translate", "block_shuffle", "displace")
 # profiles as they are run: overlays stacked as their headers say
 PROFILES = {
-    "default": [], "smoke": ["config/smoke.yaml"], "meta": ["config/meta.yaml"],
-    "endpoint": ["studies/round3_endpoint/endpoint.yaml"], "cue": ["studies/planted_cue/cue.yaml"],
+    "default": [],
+    "smoke": ["config/smoke.yaml"],
+    "meta": ["config/meta.yaml"],
+    "endpoint": ["studies/round3_endpoint/endpoint.yaml"],
+    "cue": ["studies/planted_cue/cue.yaml"],
     "round4": ["studies/planted_cue/cue.yaml", "studies/round4/round4.yaml"],
 }
 
@@ -24,7 +28,7 @@ PROFILES = {
 def _binary_masks(n: int, size: int = 16) -> torch.Tensor:
     m = torch.zeros(n, size, size)
     for i in range(n):
-        m[i, 2 + i: 9 + i, 3: 10 + i] = 1  # objects of different sizes and places
+        m[i, 2 + i : 9 + i, 3 : 10 + i] = 1  # objects of different sizes and places
     return m
 
 
@@ -38,6 +42,7 @@ def test_binary_mask_becomes_a_strict_compact_order():
         assert (o - mask).abs().max() <= TIE_SPREAD * 1.0 + 1e-6  # values move by at most the spread
         # outside: a background pixel nearer the object outranks a farther one
         from scipy.ndimage import distance_transform_edt
+
         dist = torch.from_numpy(distance_transform_edt(~mask.bool().numpy())).flatten()
         near, far = (dist[~inside] <= 1.0), (dist[~inside] >= 3.0)
         assert flat[~inside][near].min() > flat[~inside][far].max()
@@ -45,7 +50,7 @@ def test_binary_mask_becomes_a_strict_compact_order():
         k = int(inside.sum()) // 4
         top = torch.topk(flat, k).indices
         ys, xs = top // 16, top % 16
-        assert (ys.max() - ys.min()) <= 2 * int(k ** 0.5) and (xs.max() - xs.min()) <= 2 * int(k ** 0.5)
+        assert (ys.max() - ys.min()) <= 2 * int(k**0.5) and (xs.max() - xs.min()) <= 2 * int(k**0.5)
 
 
 def test_map_without_ties_is_unchanged_and_seed_fixes_equal_distances():
@@ -95,7 +100,7 @@ def test_every_family_member_of_every_profile_is_tie_free(name, settings, tiny_c
     masks = _binary_masks(3, 16)[:, :8, :8] if size == 8 else torch.zeros(3, size, size)
     if size != 8:
         for i in range(3):
-            masks[i, 4 * i: 4 * i + 4, 6: 10] = 1  # cue-like 4 x 4 squares
+            masks[i, 4 * i : 4 * i + 4, 6:10] = 1  # cue-like 4 x 4 squares
     kwargs = {"masks": masks} if explainer.uses_masks else {}
     a = explainer.explain(tiny_cnn, x, y, seeds=[3, 4, 5], **kwargs).detach().abs().sum(1)
     for m in a:

@@ -2,6 +2,7 @@
 location, checksum checks, checkpoint round trip, and both models (random
 weights, 32 px images) through explain + evaluate with a reduced converted
 guided-diffusion U-Net at another resolution (48 px, bridged)."""
+
 import numpy as np
 import pytest
 import torch
@@ -63,8 +64,11 @@ def weight_files(tmp_path_factory):
 
 def test_missing_weights_name_the_fetch_command(tmp_path):
     cfg = {"arch": "torchvision_vit_b_16", "weights": "IMAGENET1K_V1", "path": str(tmp_path / "vit.pth")}
-    with pytest.raises(tvm.WeightsError, match=r"(?s)'vit'.*not found at .*vit\.pth.*curl -L -o .*vit\.pth "
-                                               r"https://download\.pytorch\.org/models/vit_b_16-c867db91\.pth"):
+    with pytest.raises(
+        tvm.WeightsError,
+        match=r"(?s)'vit'.*not found at .*vit\.pth.*curl -L -o .*vit\.pth "
+        r"https://download\.pytorch\.org/models/vit_b_16-c867db91\.pth",
+    ):
         tvm.verify_weights(cfg, "vit")
 
 
@@ -135,11 +139,18 @@ def paper_assets(checkpoints, tmp_path_factory):
         (root / wnid).mkdir(parents=True, exist_ok=True)
         Image.fromarray(rng.integers(0, 256, (40, 44, 3), dtype=np.uint8)).save(root / wnid / f"img{i}.JPEG")
     (d / "synsets.txt").write_text("n01440764 tench\nn01443537 goldfish\n")
-    sample = build_eval_set({"root": root, "synsets": d / "synsets.txt", "seed": 3407, "resize": 36, "crop": 32},
-                            n_eval=3, n_classes=2)
+    sample = build_eval_set(
+        {"root": root, "synsets": d / "synsets.txt", "seed": 3407, "resize": 36, "crop": 32}, n_eval=3, n_classes=2
+    )
     write_npz(d / "eval.npz", **eval_arrays(sample))
-    adm = ADMConfig(image_size=48, model_channels=32, num_res_blocks=1, attention_resolutions=(24,),
-                    channel_mult=(1, 2), num_head_channels=16)
+    adm = ADMConfig(
+        image_size=48,
+        model_channels=32,
+        num_res_blocks=1,
+        attention_resolutions=(24,),
+        channel_mult=(1, 2),
+        num_head_channels=16,
+    )
     torch.save(random_gd_state(adm), d / "gd.pt")
     config = convert_checkpoint(d / "gd.pt", d / "score_model.safetensors", adm)
     save_score_model_pointer(d / "score_model.pt", d / "score_model.safetensors", config, schedule(100), {})
@@ -152,15 +163,23 @@ def test_explain_and_evaluate_with_torchvision_models(paper_assets, checkpoints,
     from fudbench.workflow.pipeline import evaluate_shard, explain_shard
 
     d, model_path = paper_assets, checkpoints[arch][2]
-    attr = explain_shard(model_path, d / "eval.npz", 0, 2, "sm", {}, "predicted", (0, "explain", arch, "sm"),
-                         "cpu")
+    attr = explain_shard(model_path, d / "eval.npz", 0, 2, "sm", {}, "predicted", (0, "explain", arch, "sm"), "cpu")
     assert attr["attributions"].shape == (2, 3, 32, 32) and np.isfinite(attr["attributions"]).all()
     write_npz(tmp_path / "attr.npz", **attr)
-    fud = {"steps": 2, "guidance_scale": 4.0, "guidance_start": 1.0, "known": "clean", "clip_x0": True,
-           "batch_size": 4}
-    records, samples = evaluate_shard(model_path, d / "eval.npz", tmp_path / "attr.npz", 0, 2, "fud", fud,
-                                      {"ratios": [0.25, 0.75], "reduction": "abs_sum"},
-                                      {"score_model": d / "score_model.pt"}, (0, "evaluate", arch, "sm", "fud"), "cpu")
+    fud = {"steps": 2, "guidance_scale": 4.0, "guidance_start": 1.0, "known": "clean", "clip_x0": True, "batch_size": 4}
+    records, samples = evaluate_shard(
+        model_path,
+        d / "eval.npz",
+        tmp_path / "attr.npz",
+        0,
+        2,
+        "fud",
+        fud,
+        {"ratios": [0.25, 0.75], "reduction": "abs_sum"},
+        {"score_model": d / "score_model.pt"},
+        (0, "evaluate", arch, "sm", "fud"),
+        "cpu",
+    )
     assert len(records) == 4 and records["confidence"].between(0, 1).all()
     filled = samples["fud"].astype(np.float32)
     assert filled.shape == (2, 2, 3, 32, 32)

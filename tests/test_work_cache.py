@@ -7,6 +7,7 @@ each file checked on restore; a bad entry is dropped and its work recomputed.
 The job-level test (an evaluate job recomputes the explainer whose entry is
 corrupt) is tests/test_pipeline.py::test_work_cache_recomputes_an_explainer_whose_entry_is_corrupt.
 """
+
 from __future__ import annotations
 
 import logging

@@ -1,6 +1,7 @@
 """Workflow tests: lint, the default DAG (per-shard jobs), and the smoke
 config end to end in a temporary directory. Snakemake is slow to start here,
 so the suite shares one smoke run (conftest.smoke_run)."""
+
 from __future__ import annotations
 
 import math
@@ -45,8 +46,9 @@ def test_default_profile_verifies_its_shipped_models(repo, tmp_path):
 
     models = ["cnn", "vit"]
     targets = [f"results/synthetic/models/{m}{suffix}_metrics.json" for m in models for suffix in ("", "_surrogate")]
-    res = snakemake(repo, "--cores", "2", "--configfile", str(repo / "config/config.yaml"),
-                    "--directory", str(tmp_path), *targets)
+    res = snakemake(
+        repo, "--cores", "2", "--configfile", str(repo / "config/config.yaml"), "--directory", str(tmp_path), *targets
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     out = res.stdout + res.stderr
     assert "rule verify_classifier" in out and "rule verify_surrogate" in out
@@ -56,8 +58,9 @@ def test_default_profile_verifies_its_shipped_models(repo, tmp_path):
         manifest = json.loads((repo / f"assets/classifier_synthetic_{m}.json").read_text())
         assert metrics["source"] == "shipped" and metrics["sha256"] == manifest["sha256"]
         assert abs(metrics["verified_test_accuracy"] - manifest["metrics"]["test_accuracy"]) <= 1 / 400
-        assert (tmp_path / f"results/synthetic/models/{m}.pt").read_bytes() == \
-            (repo / f"assets/classifier_synthetic_{m}.pt").read_bytes()
+        assert (tmp_path / f"results/synthetic/models/{m}.pt").read_bytes() == (
+            repo / f"assets/classifier_synthetic_{m}.pt"
+        ).read_bytes()
 
 
 def test_configfiles_merge_in_order_through_fud(repo, tmp_path):
@@ -65,9 +68,22 @@ def test_configfiles_merge_in_order_through_fud(repo, tmp_path):
     B; now the files merge in order (B a partial overlay of the complete smoke config)."""
     overlay = tmp_path / "overlay.yaml"
     overlay.write_text("run_name: merged\ndata: {n_eval: 8, shard_size: 4}\n")
-    res = subprocess.run([str(repo / "fud"), "snakemake", "-n", "--configfile", str(repo / "config/smoke.yaml"),
-                          "--configfile", str(overlay), "--directory", str(tmp_path / "work")],
-                         capture_output=True, text=True, timeout=TIMEOUT)
+    res = subprocess.run(
+        [
+            str(repo / "fud"),
+            "snakemake",
+            "-n",
+            "--configfile",
+            str(repo / "config/smoke.yaml"),
+            "--configfile",
+            str(overlay),
+            "--directory",
+            str(tmp_path / "work"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
     counts = job_counts(res.stdout)
     assert counts["explain"] == 2 * 3 * 2  # smoke's 2 models x 3 explainers, now in 2 shards of 4
@@ -86,8 +102,16 @@ def test_a_config_without_fud_builds_its_dag(repo, tmp_path):
     assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
     counts = job_counts(res.stdout)
     assert counts["evaluate"] == 2 * (len(cfg["evaluators"])) and counts["table"] > 0 and counts["gallery"] == 1
-    left_out = {"fud_diagnostics", "plot_fud_diagnostics", "table5_constraint", "fud_timing", "table10_timing",
-                "train_score_model", "check_score_model", "plot_score_model_samples"}
+    left_out = {
+        "fud_diagnostics",
+        "plot_fud_diagnostics",
+        "table5_constraint",
+        "fud_timing",
+        "table10_timing",
+        "train_score_model",
+        "check_score_model",
+        "plot_score_model_samples",
+    }
     assert not left_out & set(counts), counts
 
 
@@ -104,8 +128,11 @@ def _smoke_counts() -> dict:
     main = {c.samples_label for c in curves if MAIN_SAMPLES in c.samples_tables}
     appendix = {c.samples_label for c in curves if APPENDIX_SAMPLES in c.samples_tables} | {"FUD"}
     # a curve with a per-image score, or a derived score (no score function, but a table: SRG's gains)
-    scored = [c for c in configured_curve_scores(evaluators)
-              if configured_curves(evaluators)[c].score is not None or configured_curves(evaluators)[c].table]
+    scored = [
+        c
+        for c in configured_curve_scores(evaluators)
+        if configured_curves(evaluators)[c].score is not None or configured_curves(evaluators)[c].table
+    ]
     return {"main": len(main), "appendix": len(appendix), "scored": len(scored)}
 
 
@@ -118,20 +145,20 @@ SMOKE_TABLES = {
     "table2_ood": ((N["main"] + 1) * 3 * 2 * 4, True),
     "table8_ood": ((N["main"] + 1) * 3 * 2 * 4, True),
     "table11_ood": ((N["appendix"] + 1) * 3 * 2 * 4, True),  # IDSDS, ROAD, Distill, Gevaert, IROF, FUD + sanity
-    "table3_quality": (N["main"] * 7, True),          # evaluators x quality metrics
+    "table3_quality": (N["main"] * 7, True),  # evaluators x quality metrics
     "table9_quality": (N["appendix"] * 7, True),
-    "table4_kendall": (2 * 2 * 3, True),      # models x evaluators x explainers
-    "table5_constraint": (2 * 7, True),       # hard / soft x quality metrics
-    "table7_scores": (2 * 3 * 5, True),       # models x explainers x metrics
-    "table10_timing": (2, True),              # step counts
-    "srg_scores": (2 * 3 * 3, False),         # MRG, LRG, SRG for one imputer; NaN allowed on a 1-epoch model
+    "table4_kendall": (2 * 2 * 3, True),  # models x evaluators x explainers
+    "table5_constraint": (2 * 7, True),  # hard / soft x quality metrics
+    "table7_scores": (2 * 3 * 5, True),  # models x explainers x metrics
+    "table10_timing": (2, True),  # step counts
+    "srg_scores": (2 * 3 * 3, False),  # MRG, LRG, SRG for one imputer; NaN allowed on a 1-epoch model
     "road_scores": (2 * 3 * 4, True),
     "ffidelity_scores": (2 * 3 * 6, True),
     "appendix_scores": (None, False),
-    "meta_ground_truth": (None, False),       # Spearman is undefined when a 1-epoch model ties everything
+    "meta_ground_truth": (None, False),  # Spearman is undefined when a 1-epoch model ties everything
     "metric_agreement": (None, False),
     "report_card": (2 * N["scored"], False),  # models x scored curves of the configured evaluators
-    "claims": (None, False),                  # claims x models x families the smoke config allows
+    "claims": (None, False),  # claims x models x families the smoke config allows
 }
 
 
@@ -156,9 +183,19 @@ def test_smoke_tables_exist_and_are_finite(smoke_run, table):
 
 def test_smoke_outputs_and_kept_samples(smoke_run):
     results, res = smoke_run
-    for fig in ("confidence_vs_ratio", "dataset_examples", "score_model_samples", "qualitative_samples",
-                "fig2_quality_radar", "fig3_auroc_by_step", "fig4_qualitative", "fig5_l2_by_step", "fig6_final_l2",
-                "metric_agreement", "report_card"):
+    for fig in (
+        "confidence_vs_ratio",
+        "dataset_examples",
+        "score_model_samples",
+        "qualitative_samples",
+        "fig2_quality_radar",
+        "fig3_auroc_by_step",
+        "fig4_qualitative",
+        "fig5_l2_by_step",
+        "fig6_final_l2",
+        "metric_agreement",
+        "report_card",
+    ):
         assert (results / "figures" / f"{fig}.png").stat().st_size > 1000
     # evaluate jobs keep the intermediate images of the first images only (quality: 3, gallery: 2)
     fud = np.load(results / "samples" / "cnn" / "ig" / "fud" / "shard0.npz")
@@ -177,11 +214,20 @@ def test_smoke_report_has_every_table_and_figure(repo, smoke_run, tmp_path):
     results, _ = smoke_run
     work = results.parent.parent
     report = tmp_path / "report.html"
-    res = snakemake(repo, "--configfile", str(repo / "config/smoke.yaml"), "--directory", str(work),
-                    "--report", str(report))
+    res = snakemake(
+        repo, "--configfile", str(repo / "config/smoke.yaml"), "--directory", str(work), "--report", str(report)
+    )
     assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
     html = report.read_text(errors="replace")
     assert len(html) > 100_000
-    for name in ("table2_ood.csv", "table5_constraint.csv", "table10_timing.csv", "fig3_auroc_by_step.png",
-                 "fig4_qualitative.png", "meta_ground_truth.csv", "report_card.csv", "claims.csv"):
+    for name in (
+        "table2_ood.csv",
+        "table5_constraint.csv",
+        "table10_timing.csv",
+        "fig3_auroc_by_step.png",
+        "fig4_qualitative.png",
+        "meta_ground_truth.csv",
+        "report_card.csv",
+        "claims.csv",
+    ):
         assert name in html, name

@@ -3,6 +3,7 @@
 workflow's numbers, degenerate maps reported, EG never its own baseline; the
 plug-ins' source files (helpers included) as job inputs, maps that require
 grad, errors inside plug-ins and job logs with the traceback (issue 26)."""
+
 import re
 import textwrap
 from pathlib import Path
@@ -86,8 +87,9 @@ def shard(tmp_path):
     cfg = {"arch": "small_cnn", "width": 4}
     save_classifier(tmp_path / "cnn.pt", build_classifier(cfg, 4, 8, [0.5] * 3, [0.25] * 3), cfg, 4, 8, {})
     images = (np.random.default_rng(0).random((4, 3, 8, 8)) * 255).astype(np.uint8)
-    write_npz(tmp_path / "eval.npz", images=images, labels=np.arange(4), masks=np.zeros((4, 8, 8), np.uint8),
-              ids=np.arange(4))
+    write_npz(
+        tmp_path / "eval.npz", images=images, labels=np.arange(4), masks=np.zeros((4, 8, 8), np.uint8), ids=np.arange(4)
+    )
     return tmp_path
 
 
@@ -102,18 +104,41 @@ def test_plugin_explainer_by_file_or_module_path_is_built_like_a_built_in(plugin
     assert function.explain(model, x, y).shape == x.shape
 
 
-@pytest.mark.parametrize("method, settings, match", [
-    ("no_such_module:X", {}, r"'explainers.mine.method': 'no_such_module:X': module 'no_such_module' cannot be "
-                             r"imported"),
-    ("my_methods:Missing", {}, r"'explainers.mine.method': 'my_methods:Missing': my_methods has no attribute "
-                               r"'Missing'"),
-    ("my_methods:NotAnExplainer", {}, r"'explainers.mine': my_methods.NotAnExplainer is not an Explainer: subclass"),
-    ("my_methods:GradTimesInput", {"scael": 2}, r"'explainers.mine': GradTimesInput\(scael\) does not match its "
-                                                r"constructor"),
-    ("my_methods:blurry", {"widht": 3}, r"'explainers.mine': blurry cannot be called as fn\(model, x, target, "
-                                        r"seeds=None, \*\*settings\) with settings \['widht'\]"),
-    ("missing/file.py:f", {}, r"'explainers.mine.method': 'missing/file.py:f': .*missing/file.py does not exist"),
-])
+@pytest.mark.parametrize(
+    "method, settings, match",
+    [
+        (
+            "no_such_module:X",
+            {},
+            r"'explainers.mine.method': 'no_such_module:X': module 'no_such_module' cannot be "
+            r"imported",
+        ),
+        (
+            "my_methods:Missing",
+            {},
+            r"'explainers.mine.method': 'my_methods:Missing': my_methods has no attribute "
+            r"'Missing'",
+        ),
+        (
+            "my_methods:NotAnExplainer",
+            {},
+            r"'explainers.mine': my_methods.NotAnExplainer is not an Explainer: subclass",
+        ),
+        (
+            "my_methods:GradTimesInput",
+            {"scael": 2},
+            r"'explainers.mine': GradTimesInput\(scael\) does not match its "
+            r"constructor",
+        ),
+        (
+            "my_methods:blurry",
+            {"widht": 3},
+            r"'explainers.mine': blurry cannot be called as fn\(model, x, target, "
+            r"seeds=None, \*\*settings\) with settings \['widht'\]",
+        ),
+        ("missing/file.py:f", {}, r"'explainers.mine.method': 'missing/file.py:f': .*missing/file.py does not exist"),
+    ],
+)
 def test_bad_plugin_explainers_fail_at_parse_time_naming_the_key(repo, plugin, method, settings, match):
     config = resolve_config([repo / "config/smoke.yaml"])
     config["explainers"]["mine"] = {"method": method, **settings}
@@ -124,23 +149,44 @@ def test_bad_plugin_explainers_fail_at_parse_time_naming_the_key(repo, plugin, m
 def test_a_map_of_the_wrong_shape_is_an_error_naming_the_explainer(plugin, shard):
     model = load_classifier(shard / "cnn.pt")
     x = torch.rand(2, 3, 8, 8)
-    with pytest.raises(ValueError, match=r"explainer 'w' \(config key 'explainers.w'\), plug-in my_methods:wrong_shape "
-                                         r"\(.*my_methods.py\): explain: the returned map must have the images' "
-                                         r"batch size and H x W.*got \(2, 3, 2, 2\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"explainer 'w' \(config key 'explainers.w'\), plug-in my_methods:wrong_shape "
+        r"\(.*my_methods.py\): explain: the returned map must have the images' "
+        r"batch size and H x W.*got \(2, 3, 2, 2\)",
+    ):
         build_explainer("w", {"method": "my_methods:wrong_shape"}).explain(model, x, model(x).argmax(1))
 
 
 def test_degenerate_maps_are_counted_where_made_and_flagged_in_the_records(plugin, shard, caplog):
     with caplog.at_level("WARNING", logger="fudbench.workflow.pipeline"):
-        result = explain_shard(shard / "cnn.pt", shard / "eval.npz", 0, 4, "zeros",
-                               {"method": "my_methods:all_zero"}, "predicted", (0, "explain"), "cpu")
+        result = explain_shard(
+            shard / "cnn.pt",
+            shard / "eval.npz",
+            0,
+            4,
+            "zeros",
+            {"method": "my_methods:all_zero"},
+            "predicted",
+            (0, "explain"),
+            "cpu",
+        )
     assert "zeros: 4 degenerate map(s) (zero) for image id(s) [0, 1, 2, 3]" in caplog.text
     write_npz(shard / "attr.npz", **result)
-    done = evaluate_explainers("cnn", "insdel", {"zeros": (shard / "attr.npz", shard / "r.parquet",
-                                                           shard / "s.npz")},
-                               model_path=shard / "cnn.pt", images_path=shard / "eval.npz", shard=0, shard_size=4,
-                               settings={"n_steps": 4}, evaluation={"ratios": [0.5], "reduction": "abs_sum"},
-                               assets={}, seed=0, device="cpu")
+    done = evaluate_explainers(
+        "cnn",
+        "insdel",
+        {"zeros": (shard / "attr.npz", shard / "r.parquet", shard / "s.npz")},
+        model_path=shard / "cnn.pt",
+        images_path=shard / "eval.npz",
+        shard=0,
+        shard_size=4,
+        settings={"n_steps": 4},
+        evaluation={"ratios": [0.5], "reduction": "abs_sum"},
+        assets={},
+        seed=0,
+        device="cpu",
+    )
     assert done["computed"] == ["zeros"]
     assert set(pd.read_parquet(shard / "r.parquet")["degenerate_map"]) == {"zero"}
 
@@ -148,19 +194,48 @@ def test_degenerate_maps_are_counted_where_made_and_flagged_in_the_records(plugi
 def test_evaluate_api_returns_the_workflow_job_numbers(plugin, shard):
     """fudbench.evaluate on the same model, images, maps, seed and ids gives the
     records the workflow's evaluate job writes (pipeline.evaluate_explainers)."""
-    result = explain_shard(shard / "cnn.pt", shard / "eval.npz", 0, 4, "mine", {"method": "my_methods:GradTimesInput"},
-                           "predicted", (0, "explain"), "cpu")
+    result = explain_shard(
+        shard / "cnn.pt",
+        shard / "eval.npz",
+        0,
+        4,
+        "mine",
+        {"method": "my_methods:GradTimesInput"},
+        "predicted",
+        (0, "explain"),
+        "cpu",
+    )
     write_npz(shard / "attr.npz", **result)
     settings, evaluation = {"n_subsets": 4, "batch_size": 16}, {"ratios": [0.3, 0.6], "reduction": "abs_sum"}
-    evaluate_explainers("cnn", "sensn", {"mine": (shard / "attr.npz", shard / "r.parquet", shard / "s.npz")},
-                        model_path=shard / "cnn.pt", images_path=shard / "eval.npz", shard=0, shard_size=4,
-                        settings=settings, evaluation=evaluation, assets={}, seed=7, device="cpu")
+    evaluate_explainers(
+        "cnn",
+        "sensn",
+        {"mine": (shard / "attr.npz", shard / "r.parquet", shard / "s.npz")},
+        model_path=shard / "cnn.pt",
+        images_path=shard / "eval.npz",
+        shard=0,
+        shard_size=4,
+        settings=settings,
+        evaluation=evaluation,
+        assets={},
+        seed=7,
+        device="cpu",
+    )
     job = pd.read_parquet(shard / "r.parquet")
     model = load_classifier(shard / "cnn.pt")
     x = torch.from_numpy(load_npz(shard / "eval.npz")["images"]).float() / 255
-    api = fudbench.evaluate(model, x, torch.from_numpy(result["targets"]), torch.from_numpy(result["attributions"]),
-                            metrics={"sensn": settings}, evaluation=evaluation, image_ids=result["ids"], seed=7,
-                            model_name="cnn", explainer="mine")
+    api = fudbench.evaluate(
+        model,
+        x,
+        torch.from_numpy(result["targets"]),
+        torch.from_numpy(result["attributions"]),
+        metrics={"sensn": settings},
+        evaluation=evaluation,
+        image_ids=result["ids"],
+        seed=7,
+        model_name="cnn",
+        explainer="mine",
+    )
     cols = [c for c in job.columns if c not in ("seconds", "label")]
     pd.testing.assert_frame_equal(api[cols].reset_index(drop=True), job[cols].reset_index(drop=True))
     assert api.groupby("image")["score"].nunique().eq(1).all() and api["score"].notna().all()
@@ -186,8 +261,11 @@ def test_eg_never_draws_the_image_itself():
     a = eg.explain(model, x, model(x).argmax(1), seeds=list(range(3)))
     assert (a.flatten(1).abs().sum(1) > 0).all()  # k = 1 drawing itself would give an all-zero map
     eg.prepare(x[:1])
-    with pytest.raises(ValueError, match=r"EG: image\(s\) at positions \[0\] have no reference image other than "
-                                         r"themselves"):
+    with pytest.raises(
+        ValueError,
+        match=r"EG: image\(s\) at positions \[0\] have no reference image other than "
+        r"themselves",
+    ):
         eg.explain(model, x[:1], model(x[:1]).argmax(1), seeds=[0])
 
 
@@ -233,18 +311,28 @@ def test_plugin_explainer_through_the_workflow_gives_the_api_scores(repo, tmp_pa
     config["run_name"] = "plugin"
     config["models"]["classifiers"] = {"cnn": config["models"]["classifiers"]["cnn"]}
     # the field's tools beside them (issue 29): a CAM family, LRP, two Quantus metrics
-    config["explainers"] = {"mine": {"method": f"{plugins}/my_methods.py:ScaledGradTimesInput", "scale": 2.0},
-                            "sm": {}, "lrp": {"method": "lrp"},
-                            "cam_d00": {"method": "degrade", "base": "cam", "fraction": 0.0},
-                            "cam_d50": {"method": "degrade", "base": "cam", "fraction": 0.5}}
-    config["evaluators"] = {"insdel": config["evaluators"]["insdel"],
-                            "road": {"imputer": "grey", "orders": ["morf"],
-                                     "imputer_options": {"grey": {"method": f"{plugins}/my_fills.py:GreyFill"}}},
-                            "mine_drop": {"method": f"{plugins}/my_metric.py:SPEC"},
-                            "qt_fc": {"method": "quantus", "metric": "FaithfulnessCorrelation",
-                                      "settings": {"nr_runs": 10, "subset_size": 16}},
-                            "qt_pf": {"method": "quantus", "metric": "PixelFlipping",
-                                      "settings": {"features_in_step": 16}}}
+    config["explainers"] = {
+        "mine": {"method": f"{plugins}/my_methods.py:ScaledGradTimesInput", "scale": 2.0},
+        "sm": {},
+        "lrp": {"method": "lrp"},
+        "cam_d00": {"method": "degrade", "base": "cam", "fraction": 0.0},
+        "cam_d50": {"method": "degrade", "base": "cam", "fraction": 0.5},
+    }
+    config["evaluators"] = {
+        "insdel": config["evaluators"]["insdel"],
+        "road": {
+            "imputer": "grey",
+            "orders": ["morf"],
+            "imputer_options": {"grey": {"method": f"{plugins}/my_fills.py:GreyFill"}},
+        },
+        "mine_drop": {"method": f"{plugins}/my_metric.py:SPEC"},
+        "qt_fc": {
+            "method": "quantus",
+            "metric": "FaithfulnessCorrelation",
+            "settings": {"nr_runs": 10, "subset_size": 16},
+        },
+        "qt_pf": {"method": "quantus", "metric": "PixelFlipping", "settings": {"features_in_step": 16}},
+    }
     for key in ("diagnostics", "timing", "meta_metrics"):
         config["analysis"].pop(key, None)
     config["analysis"]["pooled_explainers"] = ["mine"]
@@ -263,9 +351,18 @@ def test_plugin_explainer_through_the_workflow_gives_the_api_scores(repo, tmp_pa
     assert np.array_equal(attr["ids"], data["ids"])
     x = torch.from_numpy(data["images"])
     evaluation = {k: config["evaluation"][k] for k in ("ratios", "reduction")}
-    api = fudbench.evaluate(model, x, torch.from_numpy(attr["targets"]), torch.from_numpy(attr["attributions"]),
-                            metrics={"insdel": config["evaluators"]["insdel"]}, evaluation=evaluation,
-                            image_ids=attr["ids"], seed=config["seed"], model_name="cnn", explainer="mine")
+    api = fudbench.evaluate(
+        model,
+        x,
+        torch.from_numpy(attr["targets"]),
+        torch.from_numpy(attr["attributions"]),
+        metrics={"insdel": config["evaluators"]["insdel"]},
+        evaluation=evaluation,
+        image_ids=attr["ids"],
+        seed=config["seed"],
+        model_name="cnn",
+        explainer="mine",
+    )
     api_scores = api.dropna(subset=["score"]).drop_duplicates(["curve", "image"]).set_index(["curve", "image"])["score"]
     shared = workflow_scores.dropna().index.intersection(api_scores.index)
     assert len(shared) == 2 * len(attr["ids"])  # insertion and deletion, every image
@@ -285,15 +382,18 @@ def test_plugin_explainer_through_the_workflow_gives_the_api_scores(repo, tmp_pa
     # case 3: edit the helpers (not the files named in the config) and ask a dry-run what reruns and why. One
     # helper at a time: Snakemake names a job's own updated inputs only when no job upstream of it reruns.
     shards = [str(s) for s in range(n_shards(config["data"]["n_eval"], config["data"]["shard_size"]))]
-    for helper, text, rule, name in [("fill_levels.py", "GREY = 0.25\n", "evaluate", "road"),
-                                     ("my_scale.py", "SCALE = 3.0\n", "explain", "mine")]:
+    for helper, text, rule, name in [
+        ("fill_levels.py", "GREY = 0.25\n", "evaluate", "road"),
+        ("my_scale.py", "SCALE = 3.0\n", "explain", "mine"),
+    ]:
         (plugins / helper).write_text(text)
         res = snakemake(repo, "-n", "--configfile", str(tmp_path / "config.yaml"), "--directory", str(work))
         assert res.returncode == 0, (res.stdout + res.stderr)[-6000:]
         jobs = planned_jobs(res.stdout + res.stderr)
         seeds = [j for j in jobs if "Updated input files" in j.reasons]
-        assert sorted((j.rule, j.wildcards.get("explainer") or j.wildcards.get("evaluator"), j.wildcards["shard"])
-                      for j in seeds) == [(rule, name, s) for s in shards], "\n".join(map(str, jobs))
+        assert sorted(
+            (j.rule, j.wildcards.get("explainer") or j.wildcards.get("evaluator"), j.wildcards["shard"]) for j in seeds
+        ) == [(rule, name, s) for s in shards], "\n".join(map(str, jobs))
         assert all(j.reasons["Updated input files"] == str(plugins / helper) for j in seeds), "\n".join(map(str, seeds))
         others = [j for j in jobs if j not in seeds and not (set(j.reasons) and set(j.reasons) <= set(UPSTREAM))]
         assert not others, f"jobs rerun that do not depend on {helper}:\n" + "\n".join(map(str, others))
@@ -398,7 +498,8 @@ def test_a_plugin_evaluator_is_validated_and_scored_like_a_built_in(repo, tmp_pa
     y = model(x).argmax(1)
     entry = {"mine": {"method": method}}
     records, _ = build_evaluator("mine", entry["mine"], {"ratios": [0.5], "reduction": "abs_sum"}, {}, "cpu").run(
-        model, x, y, torch.rand_like(x), [0, 1, 2], (0,))
+        model, x, y, torch.rand_like(x), [0, 1, 2], (0,)
+    )
     records = records.assign(model="cnn", explainer="e")
     try:
         assert "top_drop" not in CURVE_SCORES and "score" not in per_image_scores(records)
@@ -431,8 +532,11 @@ def test_imputer_and_evaluator_plugins_are_looked_up_like_built_ins(repo, tmp_pa
     config["evaluators"]["road"] = settings
     validate_config(config, repo / "config/schema.yaml")  # the alias of a plug-in passes the schema
     assert spec("fudbench.evaluators.faithfulness.idsds:SPEC") is spec("idsds")
-    with pytest.raises(ValueError, match=r"'my_fills:GreyFill' names <class 'my_fills.GreyFill'>, not an "
-                                         r"EvaluatorSpec"):
+    with pytest.raises(
+        ValueError,
+        match=r"'my_fills:GreyFill' names <class 'my_fills.GreyFill'>, not an "
+        r"EvaluatorSpec",
+    ):
         spec("my_fills:GreyFill")
 
 
@@ -456,7 +560,9 @@ def test_plugin_sources_follow_local_imports_not_the_environment(tmp_path, monke
 
     monkeypatch.setattr(sys, "path", list(sys.path))  # undo the plug-in folder's sys.path entry
     plugins, lib = tmp_path / "plugins", tmp_path / "lib"
-    main = _write(plugins / "h26_methods.py", """
+    main = _write(
+        plugins / "h26_methods.py",
+        """
         import json, os.path
         import numpy as np
         import torch
@@ -467,22 +573,26 @@ def test_plugin_sources_follow_local_imports_not_the_environment(tmp_path, monke
         def method(model, x, target, seeds=None):
             import h26_lazy  # imported when called: a source too
             return SCALE * x
-    """)
+    """,
+    )
     helper = _write(plugins / "h26_helpers.py", "SCALE = 2.0\n")
     lazy = _write(plugins / "h26_lazy.py", "from h26_helpers import SCALE\n")
     assert set(plugin_sources(f"{main}:method")) == {main, helper, lazy}
     assert plugin_sources(f"{main}:method")[0] == main
 
-    pkg = {name: _write(lib / "h26pkg" / name, text) for name, text in {
-        "__init__.py": "",
-        "methods.py": "from . import util\nfrom .sub import deep\nimport h26pkg.sub.other as other\n"
-                      "from fudbench.core.plugins import blame\n",
-        "util.py": "X = 1\n",
-        "unused.py": "",
-        "sub/__init__.py": "",
-        "sub/deep.py": "from ..util import X\n",
-        "sub/other.py": "",
-    }.items()}
+    pkg = {
+        name: _write(lib / "h26pkg" / name, text)
+        for name, text in {
+            "__init__.py": "",
+            "methods.py": "from . import util\nfrom .sub import deep\nimport h26pkg.sub.other as other\n"
+            "from fudbench.core.plugins import blame\n",
+            "util.py": "X = 1\n",
+            "unused.py": "",
+            "sub/__init__.py": "",
+            "sub/deep.py": "from ..util import X\n",
+            "sub/other.py": "",
+        }.items()
+    }
     monkeypatch.syspath_prepend(str(lib))
     found = plugin_sources("h26pkg.methods:method")
     assert set(found) == set(pkg.values()) - {pkg["unused.py"]}
@@ -494,7 +604,8 @@ def test_plugin_sources_follow_local_imports_not_the_environment(tmp_path, monke
     assert set(plugin_sources(f"{main}:method")) == {main, helper, lazy, extra}
     # fudbench's own modules by import path: the module itself, nothing it imports
     assert plugin_sources("fudbench.explainers.saliency:Saliency") == [
-        str(Path(fudbench.__file__).parent / "explainers" / "saliency.py")]
+        str(Path(fudbench.__file__).parent / "explainers" / "saliency.py")
+    ]
 
 
 def test_a_plugin_file_imports_a_helper_next_to_it(tmp_path, monkeypatch):
@@ -520,14 +631,17 @@ def test_two_plugin_folders_with_same_named_helpers_each_get_their_own(tmp_path)
     mains = {}
     for side in ("a", "b"):
         folder = tmp_path / side
-        mains[side] = _write(folder / "plug.py", """
+        mains[side] = _write(
+            folder / "plug.py",
+            """
             from h39_helper import SCALE
             from h39_pkg import sub
 
             def f():
                 import h39_helper
                 return SCALE, h39_helper.SCALE, sub.V
-        """)
+        """,
+        )
         _write(folder / "h39_helper.py", f"SCALE = {side!r}\n")
         _write(folder / "h39_pkg" / "__init__.py", "")
         _write(folder / "h39_pkg" / "sub.py", "from h39_helper import SCALE as V\n")
@@ -536,8 +650,7 @@ def test_two_plugin_folders_with_same_named_helpers_each_get_their_own(tmp_path)
     assert load_object(f"{mains['a']}:f")() == ("a", "a", "a")  # calls after both loads keep their own
     for side in ("a", "b"):
         assert str(tmp_path / side / "h39_helper.py") in plugin_sources(f"{mains[side]}:f")
-        assert not [s for s in plugin_sources(f"{mains[side]}:f") if str(tmp_path / ("b" if side == "a" else "a"))
-                    in s]
+        assert not [s for s in plugin_sources(f"{mains[side]}:f") if str(tmp_path / ("b" if side == "a" else "a")) in s]
     assert "h39_helper" not in sys.modules and str(tmp_path / "a") not in sys.path
 
 
@@ -549,7 +662,9 @@ def test_editing_a_plugin_imputers_helper_recomputes_the_evaluate_work(shard, tm
     from fudbench.workflow.work_cache import WorkCache
 
     monkeypatch.setattr(sys, "path", list(sys.path))
-    fill = _write(tmp_path / "fills" / "h26c_fills.py", """
+    fill = _write(
+        tmp_path / "fills" / "h26c_fills.py",
+        """
         import torch
         from fudbench.imputers.base import Imputer, compose
         from h26c_levels import GREY
@@ -557,19 +672,29 @@ def test_editing_a_plugin_imputers_helper_recomputes_the_evaluate_work(shard, tm
         class GreyFill(Imputer):
             def fill(self, x, keep_mask, context=None):
                 return compose(x, keep_mask, torch.full_like(x, GREY))
-    """)
+    """,
+    )
     levels = _write(tmp_path / "fills" / "h26c_levels.py", "GREY = 0.5\n")
-    result = explain_shard(shard / "cnn.pt", shard / "eval.npz", 0, 4, "ig", {"n_steps": 2}, "predicted", (0,),
-                           "cpu")
+    result = explain_shard(shard / "cnn.pt", shard / "eval.npz", 0, 4, "ig", {"n_steps": 2}, "predicted", (0,), "cpu")
     write_npz(shard / "attr.npz", **result)
     settings = {"imputer": "grey", "imputer_options": {"grey": {"method": f"{fill}:GreyFill"}}, "orders": ["morf"]}
 
     def job():
-        return evaluate_explainers("cnn", "road", {"ig": (shard / "attr.npz", shard / "r.parquet", shard / "s.npz")},
-                                   model_path=shard / "cnn.pt", images_path=shard / "eval.npz", shard=0,
-                                   shard_size=4, settings=settings, evaluation={"ratios": [0.5], "reduction":
-                                                                                "abs_sum"},
-                                   assets={}, seed=0, device="cpu", cache=WorkCache(tmp_path / "cache", enabled=True))
+        return evaluate_explainers(
+            "cnn",
+            "road",
+            {"ig": (shard / "attr.npz", shard / "r.parquet", shard / "s.npz")},
+            model_path=shard / "cnn.pt",
+            images_path=shard / "eval.npz",
+            shard=0,
+            shard_size=4,
+            settings=settings,
+            evaluation={"ratios": [0.5], "reduction": "abs_sum"},
+            assets={},
+            seed=0,
+            device="cpu",
+            cache=WorkCache(tmp_path / "cache", enabled=True),
+        )
 
     assert job()["computed"] == ["ig"]
     assert job()["cached"] == ["ig"]
@@ -582,11 +707,22 @@ def test_a_map_that_requires_grad_is_detached_in_the_job_and_the_api(plugin, sha
     numpy array) and fudbench.explain both detach it when the plug-in returns it, and warn
     once naming the entry, the plug-in and the fix."""
     with caplog.at_level("WARNING", logger="fudbench.explainers.plugin"):
-        job = explain_shard(shard / "cnn.pt", shard / "eval.npz", 0, 4, "mine", {"method": "my_methods:attached"},
-                            "predicted", (0, "explain"), "cpu")
-    assert re.search(r"explainer 'mine' \(config key 'explainers.mine'\), plug-in my_methods:attached \(.*"
-                     r"my_methods.py\): the returned map requires grad .*detached it. Return a detached map",
-                     caplog.text)
+        job = explain_shard(
+            shard / "cnn.pt",
+            shard / "eval.npz",
+            0,
+            4,
+            "mine",
+            {"method": "my_methods:attached"},
+            "predicted",
+            (0, "explain"),
+            "cpu",
+        )
+    assert re.search(
+        r"explainer 'mine' \(config key 'explainers.mine'\), plug-in my_methods:attached \(.*"
+        r"my_methods.py\): the returned map requires grad .*detached it. Return a detached map",
+        caplog.text,
+    )
     model = load_classifier(shard / "cnn.pt")
     x = torch.from_numpy(load_npz(shard / "eval.npz")["images"]).float() / 255
     api = fudbench.explain(model, x, torch.from_numpy(job["targets"]), "my_methods:attached")
@@ -602,15 +738,30 @@ def test_errors_inside_plugins_name_the_entry_and_the_plugin(plugin, shard, tmp_
     from fudbench.models.classifiers import pretrained_classifier
     from fudbench.core.plugins import PluginCallError
 
-    with pytest.raises(PluginCallError, match=r"^explainer 'mine' \(config key 'explainers.mine'\): plug-in "
-                                              r"my_methods:broken \(/.*my_methods.py\) raised KeyError in explain: "
-                                              r"'no_such_layer'") as info:
-        explain_shard(shard / "cnn.pt", shard / "eval.npz", 0, 4, "mine", {"method": "my_methods:broken"},
-                      "predicted", (0, "explain"), "cpu")
+    with pytest.raises(
+        PluginCallError,
+        match=r"^explainer 'mine' \(config key 'explainers.mine'\): plug-in "
+        r"my_methods:broken \(/.*my_methods.py\) raised KeyError in explain: "
+        r"'no_such_layer'",
+    ) as info:
+        explain_shard(
+            shard / "cnn.pt",
+            shard / "eval.npz",
+            0,
+            4,
+            "mine",
+            {"method": "my_methods:broken"},
+            "predicted",
+            (0, "explain"),
+            "cpu",
+        )
     assert isinstance(info.value.__cause__, KeyError)
-    with pytest.raises(PluginCallError, match=r"explainer 'deep' \(config key 'explainers.deep'\): plug-in "
-                                              r"my_methods:BrokenInit .* raised ValueError in building BrokenInit"
-                                              r"\(\*\*\{'depth': 3\}\): depth 3 is not supported"):
+    with pytest.raises(
+        PluginCallError,
+        match=r"explainer 'deep' \(config key 'explainers.deep'\): plug-in "
+        r"my_methods:BrokenInit .* raised ValueError in building BrokenInit"
+        r"\(\*\*\{'depth': 3\}\): depth 3 is not supported",
+    ):
         build_explainer("deep", {"method": "my_methods:BrokenInit", "depth": 3})
 
     (tmp_path / "my_fills.py").write_text(FILL_PLUGIN)
@@ -618,13 +769,17 @@ def test_errors_inside_plugins_name_the_entry_and_the_plugin(plugin, shard, tmp_
     model, x, _ = cnn_batch
     settings = {"imputer": "bad", "imputer_options": {"bad": {"method": "my_fills:BrokenFill"}}}
     road = build_evaluator("road", settings, {"ratios": [0.5], "reduction": "abs_sum"}, {}, "cpu")
-    with pytest.raises(PluginCallError, match=r"imputer 'bad' \(config key 'evaluators.road.imputer_options.bad'\): "
-                                              r"plug-in my_fills:BrokenFill \(/.*my_fills.py\) raised "
-                                              r"IndexError in fill") as info:
+    with pytest.raises(
+        PluginCallError,
+        match=r"imputer 'bad' \(config key 'evaluators.road.imputer_options.bad'\): "
+        r"plug-in my_fills:BrokenFill \(/.*my_fills.py\) raised "
+        r"IndexError in fill",
+    ) as info:
         road.run(model, x, model(x).argmax(1), torch.rand_like(x), [0, 1, 2], (0,))
     assert isinstance(info.value.__cause__, IndexError)
 
-    (tmp_path / "my_metric.py").write_text(textwrap.dedent('''
+    (tmp_path / "my_metric.py").write_text(
+        textwrap.dedent('''
         from fudbench.evaluators.base import EvaluatorSpec
         from fudbench.evaluators.faithfulness.idsds import IDSDSSettings
 
@@ -632,17 +787,29 @@ def test_errors_inside_plugins_name_the_entry_and_the_plugin(plugin, shard, tmp_
             raise RuntimeError("no score model for this metric")
 
         SPEC = EvaluatorSpec("mine", "a metric of my own", IDSDSSettings, lambda s: [], "my_metric:build")
-    '''))
-    with pytest.raises(PluginCallError, match=r"evaluator 'mymetric' \(config key 'evaluators.mymetric'\): plug-in "
-                                              r"my_metric:SPEC \(/.*my_metric.py\) raised RuntimeError in building "
-                                              r"it \(my_metric:build\): no score model"):
+    ''')
+    )
+    with pytest.raises(
+        PluginCallError,
+        match=r"evaluator 'mymetric' \(config key 'evaluators.mymetric'\): plug-in "
+        r"my_metric:SPEC \(/.*my_metric.py\) raised RuntimeError in building "
+        r"it \(my_metric:build\): no score model",
+    ):
         build_evaluator("mymetric", {"method": "my_metric:SPEC"}, {"ratios": [0.5]}, {}, "cpu")
 
-    cfg = {"arch": "import", "factory": f"{plugin}:broken_factory", "kwargs": {"width": 2}, "mean": [0.5] * 3,
-           "std": [0.5] * 3}
-    with pytest.raises(PluginCallError, match=r"classifier 'mine' \(config key 'models.classifiers.mine.factory'\): "
-                                              r"plug-in /.*my_methods.py:broken_factory raised ZeroDivisionError in "
-                                              r"building the network with kwargs \{'width': 2\}") as info:
+    cfg = {
+        "arch": "import",
+        "factory": f"{plugin}:broken_factory",
+        "kwargs": {"width": 2},
+        "mean": [0.5] * 3,
+        "std": [0.5] * 3,
+    }
+    with pytest.raises(
+        PluginCallError,
+        match=r"classifier 'mine' \(config key 'models.classifiers.mine.factory'\): "
+        r"plug-in /.*my_methods.py:broken_factory raised ZeroDivisionError in "
+        r"building the network with kwargs \{'width': 2\}",
+    ) as info:
         pretrained_classifier(cfg, "mine")
     assert isinstance(info.value.__cause__, ZeroDivisionError)
 
@@ -655,7 +822,9 @@ def test_an_uncaught_exception_writes_its_traceback_to_the_job_log(repo, tmp_pat
 
     log_file = tmp_path / "logs" / "explain.log"
     log_file.parent.mkdir()
-    script = _write(tmp_path / "job.py", f"""
+    script = _write(
+        tmp_path / "job.py",
+        f"""
         import sys
         sys.path.insert(0, {str(repo / "src")!r})
         from types import SimpleNamespace
@@ -671,7 +840,8 @@ def test_an_uncaught_exception_writes_its_traceback_to_the_job_log(repo, tmp_pat
             plugin_code()
         except KeyError as exc:
             raise RuntimeError("explainer 'mine' failed") from exc
-    """)
+    """,
+    )
     res = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=120)
     assert res.returncode == 1
     text = log_file.read_text()
@@ -683,14 +853,17 @@ def test_an_uncaught_exception_writes_its_traceback_to_the_job_log(repo, tmp_pat
 
     # before setup_job (an import failing): scripts' first import, _fudbench_path, installs the hook
     early = tmp_path / "logs" / "early.log"
-    script = _write(tmp_path / "early.py", f"""
+    script = _write(
+        tmp_path / "early.py",
+        f"""
         import sys
         from types import SimpleNamespace
         snakemake = SimpleNamespace(threads=1, log=[{str(early)!r}], rule="evaluate")
         sys.path.insert(0, {str(repo / "scripts")!r})
         import _fudbench_path
         import h26_no_such_module
-    """)
+    """,
+    )
     res = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=120)
     assert res.returncode == 1
     assert "ModuleNotFoundError: No module named 'h26_no_such_module'" in early.read_text()

@@ -2,6 +2,7 @@
 images (`data.source: folder`), through config (docs/your_own.md): the parse-time
 errors, the classifier's checkpoint round trip, the folder's eval npz, the asset
 check decoding the images, and the workflow's DAG."""
+
 import json
 import sys
 import textwrap
@@ -41,9 +42,14 @@ FACTORIES = textwrap.dedent('''
         return "logits"
 ''')
 # file name, size (w, h), PIL mode, format, label: one grayscale, one in a subfolder
-IMAGES = [("b.png", (20, 24), "RGB", "PNG", 1), ("a.jpg", (24, 20), "RGB", "JPEG", 0),
-          ("c.png", (22, 22), "L", "PNG", 3), ("sub/d.jpg", (30, 18), "RGB", "JPEG", 2),
-          ("e.png", (18, 26), "RGB", "PNG", 0), ("f.jpg", (21, 21), "RGB", "JPEG", 1)]
+IMAGES = [
+    ("b.png", (20, 24), "RGB", "PNG", 1),
+    ("a.jpg", (24, 20), "RGB", "JPEG", 0),
+    ("c.png", (22, 22), "L", "PNG", 3),
+    ("sub/d.jpg", (30, 18), "RGB", "JPEG", 2),
+    ("e.png", (18, 26), "RGB", "PNG", 0),
+    ("f.jpg", (21, 21), "RGB", "JPEG", 1),
+]
 
 
 @pytest.fixture
@@ -77,10 +83,17 @@ def _config(repo, folder, tmp_path):
     """config/paper.yaml on the folder, with one factory classifier and a stand-in checkpoint path."""
     cfg = resolve_config([repo / "config/paper.yaml"])
     cfg["data"] = {"source": "folder", "folder": _folder_cfg(folder), "n_eval": 6, "shard_size": 3}
-    cfg["models"]["classifiers"] = {"mine": {"arch": "import", "factory": f"{MODULE}:build",
-                                             "kwargs": {"n_classes": 4}, "weights": None,
-                                             "mean": [0.5, 0.5, 0.5], "std": [0.25, 0.25, 0.25],
-                                             "image_size": 16}}
+    cfg["models"]["classifiers"] = {
+        "mine": {
+            "arch": "import",
+            "factory": f"{MODULE}:build",
+            "kwargs": {"n_classes": 4},
+            "weights": None,
+            "mean": [0.5, 0.5, 0.5],
+            "std": [0.25, 0.25, 0.25],
+            "image_size": 16,
+        }
+    }
     cfg["models"]["score_model"]["guided_diffusion"]["checkpoint"] = str(tmp_path / "gd.pt")
     cfg["analysis"]["timing"]["model"] = "mine"
     for section in ("diagnostics", "timing"):  # they read shard 0, which holds 3 images here
@@ -102,8 +115,10 @@ def _check(cfg, repo):
 
 def test_folder_data_with_a_factory_classifier_is_valid(config, repo, factories, tmp_path):
     _check(config, repo)
-    config["models"]["classifiers"]["by_file"] = {**config["models"]["classifiers"]["mine"],
-                                                  "factory": f"{factories}:build"}
+    config["models"]["classifiers"]["by_file"] = {
+        **config["models"]["classifiers"]["mine"],
+        "factory": f"{factories}:build",
+    }
     torch.save({"w": torch.zeros(1)}, tmp_path / "w.pt")
     config["models"]["classifiers"]["by_file"]["weights"] = str(tmp_path / "w.pt")
     config["models"]["classifiers"]["resnet50"] = {"arch": "torchvision_resnet50", "weights": "IMAGENET1K_V1"}
@@ -118,57 +133,99 @@ def _rewrite_labels(text):
     return lambda c, tmp: (tmp / "labels.csv").write_text(text)
 
 
-@pytest.mark.parametrize("edit,match", [
-    # the classifier
-    (_classifier(factory="my_models.build"), r"mine\.factory': 'my_models\.build' is not an import path"),
-    (_classifier(factory="no_such_module_x:build"),
-     r"mine\.factory': 'no_such_module_x:build': module 'no_such_module_x' cannot be imported"),
-    (_classifier(factory="my_models:missing"), r"mine\.factory': 'my_models:missing': my_models has no attribute "
-                                               r"'missing'"),
-    (_classifier(factory="my_models:NOT_CALLABLE"), r"mine\.factory': 'my_models:NOT_CALLABLE' is not callable \(it is 3\)"),
-    (_classifier(mean=[0.5, 0.5]), r"mine\.mean': \[0\.5, 0\.5\] is too short"),
-    (_classifier(std=[0.2, 0.0, 0.2]), r"mine\.std\.1': 0\.0 is less than or equal to the minimum of 0"),
-    (_classifier(weights="nope/w.pt"), r"mine\.weights': .*nope/w\.pt does not exist; give a state_dict file"),
-    (_classifier(image_size=224), r"mine\.image_size': 224, but the images are 16x16 \(data\.folder\.crop\)"),
-    (_classifier(width=8), r"mine\.width': not used by arch: import"),
-    (lambda c, tmp: c["models"]["classifiers"]["mine"].pop("std"), r"mine'.*'std' is a required property"),
-    # the images
-    (lambda c, tmp: c["data"]["folder"].update(root=str(tmp / "nope")), r"data\.folder\.root': .*nope is not a "
-                                                                         r"directory"),
-    (lambda c, tmp: c["data"]["folder"].update(labels=str(tmp / "no.csv")), r"data\.folder\.labels': .*no\.csv "
-                                                                            r"does not exist"),
-    (_rewrite_labels("name,class\na.jpg,0\n"), r"expected a header with the columns file,label"),
-    (_rewrite_labels("file,label\na.jpg,0\nmissing.png,1\n"), r"line 3: missing\.png is not a file under"),
-    (_rewrite_labels("file,label\na.jpg,0\nb.png,cat\n"), r"line 3: label 'cat' of b\.png is not an integer"),
-    (_rewrite_labels("file,label\na.jpg,0\nb.png,1.5\n"), r"label '1\.5' of b\.png is not an integer"),
-    (_rewrite_labels("file,label\na.jpg,0\nb.png,1\n./a.jpg,2\n"), r"line 4: a\.jpg is listed twice \(first on "
-                                                                     r"line 2\)"),
-    # issue 26 case 9: rows naming files outside data.folder.root (they exist, and used to be read)
-    (lambda c, tmp: (tmp / "labels.csv").write_text(f"file,label\na.jpg,0\n{tmp / 'labels.csv'},1\n"),
-     r"line 3: /\S+/labels\.csv is an absolute path; list each image by its path relative to data\.folder\.root"),
-    (_rewrite_labels("file,label\na.jpg,0\nsub/../../labels.csv,1\n"),
-     r"line 3: \.\./labels\.csv leads out of data\.folder\.root"),
-    (lambda c, tmp: c["data"].update(n_eval=7), r"data\.n_eval': 7 exceeds the 6 images listed"),
-    (lambda c, tmp: c["data"]["folder"].update(resize=12), r"data\.folder\.resize': 12 must be >= .*crop = 16"),
-    (lambda c, tmp: c["data"].pop("folder"), r"'data'.*'folder' is a required property"),
-    # what folder data can be combined with
-    (lambda c, tmp: c["explainers"].update(oracle={}),
-     r"explainers\.oracle.*ground-truth masks.*`oracle: null`.*`explainers: \{_replace: true, \.\.\.\}`"),
-    (lambda c, tmp: c["explainers"].update(o20={"method": "degrade", "base": "oracle", "fraction": 0.2}),
-     r"explainers\.o20.*ground-truth masks"),
-    (lambda c, tmp: c["models"].update(score_model=load_yaml(Path(__file__).parents[1] / "config/config.yaml")
-                                       ["models"]["score_model"]),
-     r"score_model\.source': 'shipped'.*use guided_diffusion.*folder images is not supported"),
-    (lambda c, tmp: c["models"]["classifiers"].update(cnn={"arch": "small_cnn", "width": 4, "train": {
-        "epochs": 1, "batch_size": 4, "lr": 0.1, "weight_decay": 0.0}}),
-     r"classifiers\.cnn\.arch.*needs data\.source: synthetic; use a torchvision_\* arch or arch: import.*"
-     r"`cnn: null`.*`classifiers: \{_replace: true"),
-    (lambda c, tmp: c["evaluators"].update(ffid={}),
-     r"evaluators\.ffid': F-Fidelity fine-tunes its surrogate on the synthetic training split, which data\.source: "
-     r"folder does not have; remove the entry \(`ffid: null`.*`evaluators: \{_replace: true"),
-    (lambda c, tmp: c["evaluators"].update(srg={"imputers": ["mean"]}),
-     r"evaluators\.srg': a train_set or dataset-mean fill draws from the synthetic training split"),
-])
+@pytest.mark.parametrize(
+    "edit,match",
+    [
+        # the classifier
+        (_classifier(factory="my_models.build"), r"mine\.factory': 'my_models\.build' is not an import path"),
+        (
+            _classifier(factory="no_such_module_x:build"),
+            r"mine\.factory': 'no_such_module_x:build': module 'no_such_module_x' cannot be imported",
+        ),
+        (
+            _classifier(factory="my_models:missing"),
+            r"mine\.factory': 'my_models:missing': my_models has no attribute "
+            r"'missing'",
+        ),
+        (
+            _classifier(factory="my_models:NOT_CALLABLE"),
+            r"mine\.factory': 'my_models:NOT_CALLABLE' is not callable \(it is 3\)",
+        ),
+        (_classifier(mean=[0.5, 0.5]), r"mine\.mean': \[0\.5, 0\.5\] is too short"),
+        (_classifier(std=[0.2, 0.0, 0.2]), r"mine\.std\.1': 0\.0 is less than or equal to the minimum of 0"),
+        (_classifier(weights="nope/w.pt"), r"mine\.weights': .*nope/w\.pt does not exist; give a state_dict file"),
+        (_classifier(image_size=224), r"mine\.image_size': 224, but the images are 16x16 \(data\.folder\.crop\)"),
+        (_classifier(width=8), r"mine\.width': not used by arch: import"),
+        (lambda c, tmp: c["models"]["classifiers"]["mine"].pop("std"), r"mine'.*'std' is a required property"),
+        # the images
+        (
+            lambda c, tmp: c["data"]["folder"].update(root=str(tmp / "nope")),
+            r"data\.folder\.root': .*nope is not a "
+            r"directory",
+        ),
+        (
+            lambda c, tmp: c["data"]["folder"].update(labels=str(tmp / "no.csv")),
+            r"data\.folder\.labels': .*no\.csv "
+            r"does not exist",
+        ),
+        (_rewrite_labels("name,class\na.jpg,0\n"), r"expected a header with the columns file,label"),
+        (_rewrite_labels("file,label\na.jpg,0\nmissing.png,1\n"), r"line 3: missing\.png is not a file under"),
+        (_rewrite_labels("file,label\na.jpg,0\nb.png,cat\n"), r"line 3: label 'cat' of b\.png is not an integer"),
+        (_rewrite_labels("file,label\na.jpg,0\nb.png,1.5\n"), r"label '1\.5' of b\.png is not an integer"),
+        (
+            _rewrite_labels("file,label\na.jpg,0\nb.png,1\n./a.jpg,2\n"),
+            r"line 4: a\.jpg is listed twice \(first on "
+            r"line 2\)",
+        ),
+        # issue 26 case 9: rows naming files outside data.folder.root (they exist, and used to be read)
+        (
+            lambda c, tmp: (tmp / "labels.csv").write_text(f"file,label\na.jpg,0\n{tmp / 'labels.csv'},1\n"),
+            r"line 3: /\S+/labels\.csv is an absolute path; list each image by its path relative to data\.folder\.root",
+        ),
+        (
+            _rewrite_labels("file,label\na.jpg,0\nsub/../../labels.csv,1\n"),
+            r"line 3: \.\./labels\.csv leads out of data\.folder\.root",
+        ),
+        (lambda c, tmp: c["data"].update(n_eval=7), r"data\.n_eval': 7 exceeds the 6 images listed"),
+        (lambda c, tmp: c["data"]["folder"].update(resize=12), r"data\.folder\.resize': 12 must be >= .*crop = 16"),
+        (lambda c, tmp: c["data"].pop("folder"), r"'data'.*'folder' is a required property"),
+        # what folder data can be combined with
+        (
+            lambda c, tmp: c["explainers"].update(oracle={}),
+            r"explainers\.oracle.*ground-truth masks.*`oracle: null`.*`explainers: \{_replace: true, \.\.\.\}`",
+        ),
+        (
+            lambda c, tmp: c["explainers"].update(o20={"method": "degrade", "base": "oracle", "fraction": 0.2}),
+            r"explainers\.o20.*ground-truth masks",
+        ),
+        (
+            lambda c, tmp: c["models"].update(
+                score_model=load_yaml(Path(__file__).parents[1] / "config/config.yaml")["models"]["score_model"]
+            ),
+            r"score_model\.source': 'shipped'.*use guided_diffusion.*folder images is not supported",
+        ),
+        (
+            lambda c, tmp: c["models"]["classifiers"].update(
+                cnn={
+                    "arch": "small_cnn",
+                    "width": 4,
+                    "train": {"epochs": 1, "batch_size": 4, "lr": 0.1, "weight_decay": 0.0},
+                }
+            ),
+            r"classifiers\.cnn\.arch.*needs data\.source: synthetic; use a torchvision_\* arch or arch: import.*"
+            r"`cnn: null`.*`classifiers: \{_replace: true",
+        ),
+        (
+            lambda c, tmp: c["evaluators"].update(ffid={}),
+            r"evaluators\.ffid': F-Fidelity fine-tunes its surrogate on the synthetic training split, which data\.source: "
+            r"folder does not have; remove the entry \(`ffid: null`.*`evaluators: \{_replace: true",
+        ),
+        (
+            lambda c, tmp: c["evaluators"].update(srg={"imputers": ["mean"]}),
+            r"evaluators\.srg': a train_set or dataset-mean fill draws from the synthetic training split",
+        ),
+    ],
+)
 def test_config_errors_name_the_key(config, repo, tmp_path, edit, match):
     edit(config, tmp_path)
     with pytest.raises(ConfigError, match=match):
@@ -201,8 +258,14 @@ def test_factory_classifier_round_trip(factories, tmp_path):
 
     torch.manual_seed(3)
     torch.save(my_models.build(n_classes=5).state_dict(), tmp_path / "w.pt")
-    cfg = {"arch": "import", "factory": f"{MODULE}:build", "kwargs": {"n_classes": 5},
-           "weights": str(tmp_path / "w.pt"), "mean": [0.4, 0.5, 0.6], "std": [0.2, 0.25, 0.3]}
+    cfg = {
+        "arch": "import",
+        "factory": f"{MODULE}:build",
+        "kwargs": {"n_classes": 5},
+        "weights": str(tmp_path / "w.pt"),
+        "mean": [0.4, 0.5, 0.6],
+        "std": [0.2, 0.25, 0.3],
+    }
     model, digest = pretrained_classifier(cfg, "mine", image_size=16)
     assert len(digest) == 64 and not any(p.requires_grad for p in model.parameters())
     x = torch.rand(4, 3, 16, 16)
@@ -216,11 +279,19 @@ def test_factory_classifier_round_trip(factories, tmp_path):
 
 
 def test_factory_classifier_errors(factories, tmp_path):
-    cfg = {"arch": "import", "factory": f"{MODULE}:build", "kwargs": {"n_classes": 3}, "mean": [0.5] * 3,
-           "std": [0.5] * 3}
+    cfg = {
+        "arch": "import",
+        "factory": f"{MODULE}:build",
+        "kwargs": {"n_classes": 3},
+        "mean": [0.5] * 3,
+        "std": [0.5] * 3,
+    }
     torch.save({"unexpected": torch.zeros(1)}, tmp_path / "w.pt")
-    with pytest.raises(RuntimeError, match=r"w\.pt \(models\.classifiers\.mine\.weights\) does not fit the network "
-                                           r"my_models:build builds"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"w\.pt \(models\.classifiers\.mine\.weights\) does not fit the network "
+        r"my_models:build builds",
+    ):
         pretrained_classifier({**cfg, "weights": str(tmp_path / "w.pt")}, "mine")
     with pytest.raises(TypeError, match=r"my_models:not_a_module returned a str, not a torch\.nn\.Module"):
         pretrained_classifier({**cfg, "factory": f"{MODULE}:not_a_module", "kwargs": {}}, "mine")
@@ -231,10 +302,17 @@ def test_factory_classifier_errors(factories, tmp_path):
 
 def test_folder_eval_set_and_classifier_jobs(repo, folder, factories, tmp_path):
     """make_dataset (prepare_folder.py) then prepare_classifier on its images, as the workflow runs them."""
-    out = {k: str(tmp_path / "res" / f"{k}.{ext}") for k, ext in
-           [("eval", "npz"), ("classes", "json"), ("manifest", "csv"), ("examples", "npz"), ("summary", "json")]}
-    _run_script(repo, "prepare_folder.py", tmp_path, params={"folder": _folder_cfg(folder), "n_eval": 5},
-                output=out)
+    out = {
+        k: str(tmp_path / "res" / f"{k}.{ext}")
+        for k, ext in [
+            ("eval", "npz"),
+            ("classes", "json"),
+            ("manifest", "csv"),
+            ("examples", "npz"),
+            ("summary", "json"),
+        ]
+    }
+    _run_script(repo, "prepare_folder.py", tmp_path, params={"folder": _folder_cfg(folder), "n_eval": 5}, output=out)
     ev = load_npz(out["eval"])
     files = sorted(f for f, *_ in IMAGES)[:5]  # the first n_eval in file order
     label_of = {f: y for f, _, _, _, y in IMAGES}
@@ -252,20 +330,39 @@ def test_folder_eval_set_and_classifier_jobs(repo, folder, factories, tmp_path):
     assert json.loads(Path(out["classes"]).read_text()) == ["0", "1", "2", "3"]
 
     models = {"model": str(tmp_path / "res/mine.pt"), "metrics": str(tmp_path / "res/mine_metrics.json")}
-    clf = {"arch": "import", "factory": f"{factories}:build", "kwargs": {"n_classes": 4}, "weights": None,
-           "mean": [0.5] * 3, "std": [0.25] * 3}
+    clf = {
+        "arch": "import",
+        "factory": f"{factories}:build",
+        "kwargs": {"n_classes": 4},
+        "weights": None,
+        "mean": [0.5] * 3,
+        "std": [0.25] * 3,
+    }
     job = {"seed": 0, "device": "cpu"}
     gates = {"min_test_accuracy": 0.0, "strict": True, "n_samples": 2, "sample_steps": 2}
-    _run_script(repo, "prepare_classifier.py", tmp_path, wildcards={"model": "mine"}, input={"images": out["eval"]},
-                output=models, params={"classifier": clf, "gates": gates, "job": job})
+    _run_script(
+        repo,
+        "prepare_classifier.py",
+        tmp_path,
+        wildcards={"model": "mine"},
+        input={"images": out["eval"]},
+        output=models,
+        params={"classifier": clf, "gates": gates, "job": job},
+    )
     metrics = json.loads(Path(models["metrics"]).read_text())
     assert metrics["factory"] == clf["factory"] and metrics["sha256"] is None and 0 <= metrics["test_accuracy"] <= 1
     assert load_classifier(models["model"])(torch.rand(2, 3, 16, 16)).shape == (2, 4)
     clf["kwargs"] = {"n_classes": 3}  # label 3 is not one of its classes
     with pytest.raises(RuntimeError, match=r"labels go up to 3 but classifier 'mine' returns 3 logits"):
-        _run_script(repo, "prepare_classifier.py", tmp_path, wildcards={"model": "mine"},
-                    input={"images": out["eval"]}, output=models, params={"classifier": clf, "gates": gates,
-                                                                          "job": job})
+        _run_script(
+            repo,
+            "prepare_classifier.py",
+            tmp_path,
+            wildcards={"model": "mine"},
+            input={"images": out["eval"]},
+            output=models,
+            params={"classifier": clf, "gates": gates, "job": job},
+        )
 
 
 def test_corrupt_image_is_named_before_any_job(config, folder, repo, tmp_path):
@@ -275,8 +372,11 @@ def test_corrupt_image_is_named_before_any_job(config, folder, repo, tmp_path):
     data = (folder / "b.png").read_bytes()
     (folder / "b.png").write_bytes(data[: len(data) // 2])  # a truncated copy
     _check(config, repo)  # the config check reads the labels file, not the images
-    with pytest.raises(AssetError, match=r"1 asset problem.*\n- your images: .*b\.png: cannot decode the image"
-                                         r".*remove its row from .*labels\.csv"):
+    with pytest.raises(
+        AssetError,
+        match=r"1 asset problem.*\n- your images: .*b\.png: cannot decode the image"
+        r".*remove its row from .*labels\.csv",
+    ):
         check_assets(config, repo)
     with pytest.raises(CorruptImageError, match=r"b\.png: cannot decode"):
         build_eval_set(_folder_cfg(folder), 6)
@@ -311,9 +411,12 @@ def test_replaced_explainers_error_names_the_key_to_set(config, repo):
     config["analysis"]["pooled_explainers"] = ["sm", "ig"]
     config["plots"]["qualitative_explainers"] = ["sm"]
     config["analysis"]["diagnostics"]["explainer"] = "mine"
-    with pytest.raises(ConfigError, match=r"(?s)pooled_explainers': \['sm', 'ig'\] not in explainers \(mine, random\); "
-                                          r"set analysis\.pooled_explainers: null \(= every explainer of the run\).*"
-                                          r"qualitative_explainers': \['sm'\] not in explainers.*set plots\."):
+    with pytest.raises(
+        ConfigError,
+        match=r"(?s)pooled_explainers': \['sm', 'ig'\] not in explainers \(mine, random\); "
+        r"set analysis\.pooled_explainers: null \(= every explainer of the run\).*"
+        r"qualitative_explainers': \['sm'\] not in explainers.*set plots\.",
+    ):
         _check(config, repo)
     config["analysis"]["pooled_explainers"] = None
     config["plots"]["qualitative_explainers"] = ["mine"]
@@ -325,8 +428,11 @@ def test_a_score_model_is_required_where_an_evaluator_reads_it(config, repo):
     key, the evaluators that read it and both fixes."""
     del config["models"]["score_model"]
     config["evaluators"]["road_diff"] = {"method": "road", "imputer": "diffusion_plain"}
-    with pytest.raises(ConfigError, match=r"'models\.score_model': required, because the evaluator\(s\) "
-                                          r"\['fud', 'road_diff'\] read .*guided_diffusion.*`fud: null`"):
+    with pytest.raises(
+        ConfigError,
+        match=r"'models\.score_model': required, because the evaluator\(s\) "
+        r"\['fud', 'road_diff'\] read .*guided_diffusion.*`fud: null`",
+    ):
         _check(config, repo)
 
 
@@ -347,8 +453,16 @@ def test_folder_and_factory_dag(repo, folder, factories, tmp_path, monkeypatch):
     cfg = _config(repo, folder, tmp_path)
     (tmp_path / "folder.yaml").write_text(yaml.safe_dump(cfg))
     monkeypatch.setenv("PYTHONPATH", str(factories.parent))  # the factory's module, for Snakemake's parse
-    res = snakemake(repo, "-n", "--quiet", "rules", "--configfile", str(tmp_path / "folder.yaml"),
-                    "--directory", str(tmp_path / "work"))
+    res = snakemake(
+        repo,
+        "-n",
+        "--quiet",
+        "rules",
+        "--configfile",
+        str(tmp_path / "folder.yaml"),
+        "--directory",
+        str(tmp_path / "work"),
+    )
     assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
     counts = job_counts(res.stdout + res.stderr)
     n_explainers, n_evaluators, shards = len(cfg["explainers"]), len(cfg["evaluators"]), 2
@@ -383,19 +497,26 @@ def test_folder_masks_are_read_like_the_images_and_enable_the_oracle(config, fol
     assert out["masks"][:, 0, 0].all() and not out["masks"][:, -1, -1].any()
     from fudbench.data.imagenet import eval_arrays
 
-    assert bool(eval_arrays(out)["has_masks"]) and not bool(eval_arrays(build_eval_set(_folder_cfg(folder), 5))
-                                                            ["has_masks"])
+    assert bool(eval_arrays(out)["has_masks"]) and not bool(
+        eval_arrays(build_eval_set(_folder_cfg(folder), 5))["has_masks"]
+    )
     config["data"]["folder"]["masks"] = str(masks)
     config["explainers"]["oracle"] = {}
     config["explainers"]["o20"] = {"method": "degrade", "base": "oracle", "fraction": 0.2}
     _check(config, repo)  # the ground-truth explainers run on a folder with masks
 
 
-@pytest.mark.parametrize("problem,match", [
-    ("missing", r"'data\.folder\.masks': no mask for 1 evaluated image\(s\): \S+/masks/sub/d\.png; each image "
-                r"<file> needs <masks>/<file with \.png>"),
-    ("no_folder", r"'data\.folder\.masks': \S+/nope is not a directory"),
-])
+@pytest.mark.parametrize(
+    "problem,match",
+    [
+        (
+            "missing",
+            r"'data\.folder\.masks': no mask for 1 evaluated image\(s\): \S+/masks/sub/d\.png; each image "
+            r"<file> needs <masks>/<file with \.png>",
+        ),
+        ("no_folder", r"'data\.folder\.masks': \S+/nope is not a directory"),
+    ],
+)
 def test_folder_mask_errors_name_the_key(config, folder, repo, tmp_path, problem, match):
     masks = _draw_masks(folder, tmp_path, skip=("sub/d.jpg",) if problem == "missing" else ())
     config["data"]["folder"]["masks"] = str(masks if problem == "missing" else tmp_path / "nope")
@@ -458,8 +579,16 @@ def test_the_template_replaces_the_defaults_and_needs_no_score_model(repo):
 def test_the_template_dag_has_no_score_model_rule(repo, tmp_path):
     from workflow_support import job_counts, snakemake
 
-    res = snakemake(repo, "-n", "--quiet", "rules", "--configfile", str(repo / "config/your_own.yaml"),
-                    "--directory", str(tmp_path / "work"))
+    res = snakemake(
+        repo,
+        "-n",
+        "--quiet",
+        "rules",
+        "--configfile",
+        str(repo / "config/your_own.yaml"),
+        "--directory",
+        str(tmp_path / "work"),
+    )
     assert res.returncode == 0, (res.stdout + res.stderr)[-4000:]
     counts = job_counts(res.stdout + res.stderr)
     assert counts["prepare_classifier"] == 1 and counts["explain"] == 4 and counts["evaluate"] == 4

@@ -1,4 +1,5 @@
 """Running Snakemake from tests (each invocation costs seconds of start-up)."""
+
 from __future__ import annotations
 
 import os
@@ -27,7 +28,7 @@ def snakemake(repo, *args, cwd=None, timeout=TIMEOUT):
 
 
 def job_counts(output: str) -> dict[str, int]:
-    stats = output[output.index("Job stats:"):]
+    stats = output[output.index("Job stats:") :]
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", stats, re.M)}
 
 
@@ -38,8 +39,20 @@ def job_counts(output: str) -> dict[str, int]:
 # (a SLURM job, Snakemake's too), and the other model's jobs are the same rules. test_slurm remakes the
 # CNN's chain and test_resume the ViT's, so between them both models' chains are rerun and compared.
 def recomputed(model: str) -> tuple[str, ...]:
-    return (f"attributions/{model}", f"records/{model}", f"samples/{model}", f"cache/evaluate/{model}",
-            f"diagnostics/{model}_*", "analysis", "tables", "figures", "gallery", "quality", "timing", "benchmarks")
+    return (
+        f"attributions/{model}",
+        f"records/{model}",
+        f"samples/{model}",
+        f"cache/evaluate/{model}",
+        f"diagnostics/{model}_*",
+        "analysis",
+        "tables",
+        "figures",
+        "gallery",
+        "quality",
+        "timing",
+        "benchmarks",
+    )
 
 
 def remove_recomputed(results, model: str) -> None:

@@ -33,6 +33,7 @@ floor: the code uses torch.compile, SDPA, FlopCounterMode and torch.cpu's
 ISA probes (with fallbacks), and is tested here only with the lock's torch,
 so a reused torch older than FUD_MIN_TORCH is refused rather than trusted.
 """
+
 from __future__ import annotations
 
 import os
@@ -76,8 +77,10 @@ def reuse_decision(lock: Path) -> tuple[bool, str]:
         return False, f"the node's torch {have} is not of the lock's major version ({locked})"
     if _version(have) < floor:
         return False, f"the node's torch {have} is older than FUD_MIN_TORCH ({'.'.join(map(str, floor))})"
-    return True, (f"reusing the node's torch {have} (CUDA {torch.version.cuda or 'none'}), torchvision "
-                  f"{torchvision.__version__} (lock: {locked}; FUD_MIN_TORCH {'.'.join(map(str, floor))})")
+    return True, (
+        f"reusing the node's torch {have} (CUDA {torch.version.cuda or 'none'}), torchvision "
+        f"{torchvision.__version__} (lock: {locked}; FUD_MIN_TORCH {'.'.join(map(str, floor))})"
+    )
 
 
 def wheels(wheelhouse: Path) -> set[tuple[str, str]]:
@@ -186,8 +189,11 @@ def main(argv) -> int:
         for note in notes:
             print(f"[install] note: {note}", file=sys.stderr)
         locked = dict((canonical(n), v) for n, v in lock_entries(lock))
-        shown = [f"{d.metadata['Name']} {d.version}" + (f" (lock {locked[c]})" if locked.get(c, d.version) != d.version
-                                                       else "") for c, d in sorted(taken.items())]
+        shown = [
+            f"{d.metadata['Name']} {d.version}"
+            + (f" (lock {locked[c]})" if locked.get(c, d.version) != d.version else "")
+            for c, d in sorted(taken.items())
+        ]
         print(f"[install] from the node ({view}): {', '.join(shown) or 'nothing'}", file=sys.stderr)
         return 0
     if "--filter" not in argv:
@@ -201,14 +207,20 @@ def main(argv) -> int:
     missing = [f"{n}=={v}" for n, v in wanted if (canonical(n), v) not in have]
     if missing:
         notes = house / "missing.txt"
-        reasons = dict(line.split("\t", 1) for line in notes.read_text().splitlines() if "\t" in line) \
-            if notes.is_file() else {}
+        reasons = (
+            dict(line.split("\t", 1) for line in notes.read_text().splitlines() if "\t" in line)
+            if notes.is_file()
+            else {}
+        )
         lines = "\n  ".join(f"{m}: {reasons.get(m, 'not in the wheelhouse')}" for m in missing)
-        print(f"[install] {len(missing)} lock entr{'y has' if len(missing) == 1 else 'ies have'} no wheel in "
-              f"{house}:\n  {lines}\nBuild the wheelhouse for this node's Python and platform "
-              f"(tools/wheelhouse.sh --python X.Y --platform TAG), or add the wheels (pip wheel NAME==VERSION "
-              f"-w {house} on a machine like this one), or take them from this node's own packages at its "
-              f"versions (FUD_NODE_PACKAGES=1).", file=sys.stderr)
+        print(
+            f"[install] {len(missing)} lock entr{'y has' if len(missing) == 1 else 'ies have'} no wheel in "
+            f"{house}:\n  {lines}\nBuild the wheelhouse for this node's Python and platform "
+            f"(tools/wheelhouse.sh --python X.Y --platform TAG), or add the wheels (pip wheel NAME==VERSION "
+            f"-w {house} on a machine like this one), or take them from this node's own packages at its "
+            f"versions (FUD_NODE_PACKAGES=1).",
+            file=sys.stderr,
+        )
         return 1
     print("\n".join(f"{n}=={v}" for n, v in wanted))
     return 0

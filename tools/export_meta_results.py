@@ -10,6 +10,7 @@ The run's own run_info.json gives the commit and the machine; a rerun of that
 commit writes the same CSVs (tests/test_meta_results.py checks the copies
 against a run when FUD_META_RESULTS points at one).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,12 +19,21 @@ import shutil
 import sys
 from pathlib import Path
 
-TABLES = ("report_card", "claims", "meta_ground_truth")   # the agreement matrix (~250 KB + 600 KB figure) stays in the run
+TABLES = (
+    "report_card",
+    "claims",
+    "meta_ground_truth",
+)  # the agreement matrix (~250 KB + 600 KB figure) stays in the run
 FIGURES = ("report_card",)
 # copied where the run has them: the family gate and the pre-registered endpoint (studies/round3_endpoint), and
 # the per-image scores every claim and endpoint cell is computed from (so a reader can recompute them)
-OPTIONAL = ("tables/family_gate.csv", "tables/family_gate.tex", "tables/endpoint.csv", "tables/endpoint.tex",
-            "analysis/per_image.parquet")
+OPTIONAL = (
+    "tables/family_gate.csv",
+    "tables/family_gate.tex",
+    "tables/endpoint.csv",
+    "tables/endpoint.tex",
+    "analysis/per_image.parquet",
+)
 
 
 def exported_files(results: Path) -> list[tuple[Path, str]]:
@@ -43,22 +53,24 @@ def exported_files(results: Path) -> list[tuple[Path, str]]:
 
 
 def readme(info: dict, command: str, wall: str) -> str:
-    return "\n".join([
-        "# The meta profile's verdict, as run",
-        "",
-        "Copied from a finished run by `tools/export_meta_results.py`.",
-        "",
-        f"- commit: {info.get('commit', '?')}",
-        f"- command: `{command}`",
-        f"- machine: {info.get('cpu_model') or info.get('gpu') or '?'} ({info.get('cores', '?')} cores; cpu flags "
-        f"{info.get('cpu_flags', '?')}); FUD's U-Net {info.get('fud_precision', '?')}; torch {info.get('torch', '?')}",
-        f"- wall time: {wall}",
-        "",
-        "Files: `report_card.csv/.tex/.png` (per model and metric: recovery of each family with its interval, "
-        "anchor ranks, agreement, cost), `claims.csv/.tex` (the headline claims decided), "
-        "`meta_ground_truth.csv/.tex` (macro and micro recovery), `run_info.json`.",
-        "",
-    ])
+    return "\n".join(
+        [
+            "# The meta profile's verdict, as run",
+            "",
+            "Copied from a finished run by `tools/export_meta_results.py`.",
+            "",
+            f"- commit: {info.get('commit', '?')}",
+            f"- command: `{command}`",
+            f"- machine: {info.get('cpu_model') or info.get('gpu') or '?'} ({info.get('cores', '?')} cores; cpu flags "
+            f"{info.get('cpu_flags', '?')}); FUD's U-Net {info.get('fud_precision', '?')}; torch {info.get('torch', '?')}",
+            f"- wall time: {wall}",
+            "",
+            "Files: `report_card.csv/.tex/.png` (per model and metric: recovery of each family with its interval, "
+            "anchor ranks, agreement, cost), `claims.csv/.tex` (the headline claims decided), "
+            "`meta_ground_truth.csv/.tex` (macro and micro recovery), `run_info.json`.",
+            "",
+        ]
+    )
 
 
 def main(argv=None) -> int:

@@ -10,6 +10,7 @@ count of jobs, explainers, evaluators, models or images next to a profile's name
 the profile's, unless the same table cell or sentence part dates it (a commit
 or a date: a measurement of that run, kept as measured).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,12 @@ def config_counts(profile: str) -> dict:
 
     files = [] if profile == "config" else [REPO / "config" / f"{profile}.yaml"]
     c = resolve_config(files)
-    return {"explainers": len(c["explainers"]), "evaluators": len(c["evaluators"]),
-            "models": len(c["models"]["classifiers"]), "images": int(c["data"]["n_eval"])}
+    return {
+        "explainers": len(c["explainers"]),
+        "evaluators": len(c["evaluators"]),
+        "models": len(c["models"]["classifiers"]),
+        "images": int(c["data"]["n_eval"]),
+    }
 
 
 @lru_cache(maxsize=None)
@@ -42,8 +47,18 @@ def job_count(profile: str) -> int:
     """The jobs of a run of the profile from nothing: Snakemake's dry run in an empty directory."""
     config = REPO / "config" / f"{profile}.yaml"
     with tempfile.TemporaryDirectory() as work:
-        cmd = [sys.executable, "-m", "fudbench.workflow.snakemake_main", "-s", str(REPO / "Snakefile"), "-n",
-               "--configfile", str(config), "--directory", work]
+        cmd = [
+            sys.executable,
+            "-m",
+            "fudbench.workflow.snakemake_main",
+            "-s",
+            str(REPO / "Snakefile"),
+            "-n",
+            "--configfile",
+            str(config),
+            "--directory",
+            work,
+        ]
         env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "FUD_NO_ESTIMATE": "1"}
         res = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env=env, timeout=1200)
     out = res.stdout + res.stderr

@@ -10,6 +10,7 @@ The workflow calls `build()` (models.classifiers.<name>.factory) and loads the
 weights into it strictly; the network takes images normalised with the lite
 models' mean 127/255 and std 128/255 (config: mean / std), 224 x 224.
 """
+
 from efficientnet_lite_pytorch import EfficientNet
 
 

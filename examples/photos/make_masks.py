@@ -5,6 +5,7 @@ data.folder.masks). The masks are committed; rerun this after editing a box:
 
     ./fud python examples/photos/make_masks.py
 """
+
 import csv
 from pathlib import Path
 

@@ -1,5 +1,6 @@
 """An attribution method of your own for config/your_own.yaml (docs/your_own.md,
 "Your own attribution method"): a function, or an Explainer subclass."""
+
 import torch
 
 

@@ -10,6 +10,7 @@ file (a state_dict) into what it returns, strictly. So `build` must:
   it seeds its random initialisation);
 - have at least as many logits as the largest label in your labels file + 1.
 """
+
 import torch
 from torch import nn
 
@@ -18,6 +19,11 @@ def build(num_classes: int = 2, width: int = 16):
     """A tiny CNN, randomly initialised with a fixed seed (a stand-in for your trained network)."""
     torch.manual_seed(0)
     return nn.Sequential(
-        nn.Conv2d(3, width, 3, stride=2, padding=1), nn.ReLU(),
-        nn.Conv2d(width, 2 * width, 3, stride=2, padding=1), nn.ReLU(),
-        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2 * width, num_classes))
+        nn.Conv2d(3, width, 3, stride=2, padding=1),
+        nn.ReLU(),
+        nn.Conv2d(width, 2 * width, 3, stride=2, padding=1),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(2 * width, num_classes),
+    )

@@ -108,7 +108,7 @@ class _MovedModules:
 
     @staticmethod
     def find_spec(fullname, path=None, target=None):
-        if not fullname.startswith("fudbench.") or fullname[len("fudbench."):] not in MOVED:
+        if not fullname.startswith("fudbench.") or fullname[len("fudbench.") :] not in MOVED:
             return None
         import importlib.util
 
@@ -120,9 +120,10 @@ class _MovedModules:
         import sys
         import warnings
 
-        new = "fudbench." + MOVED[spec.name[len("fudbench."):]]
-        warnings.warn(f"{spec.name} moved to {new} (fudbench 0.2.0); the old path goes in 0.3.0",
-                      DeprecationWarning, stacklevel=3)
+        new = "fudbench." + MOVED[spec.name[len("fudbench.") :]]
+        warnings.warn(
+            f"{spec.name} moved to {new} (fudbench 0.2.0); the old path goes in 0.3.0", DeprecationWarning, stacklevel=3
+        )
         module = importlib.import_module(new)
         sys.modules[spec.name] = module
         return module

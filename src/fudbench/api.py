@@ -26,6 +26,7 @@ references and maps of another float dtype (float64, float16) become float32;
 integer targets of any width become int64. Not converted: 8-bit images
 (divide by 255 yourself: the scale is yours to say) and float targets.
 """
+
 from __future__ import annotations
 
 import math
@@ -41,11 +42,11 @@ EVALUATION_DEFAULTS = {"ratios": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9], 
 # (the workflow makes them where rules/common.smk's asset_path says).
 ASSET_FILES = {
     "score_model": "the score-model checkpoint: the workflow's results/<run>/models/score_model.pt (for the 32x32 "
-                   "synthetic benchmark, the shipped assets/score_model_synthetic.pt)",
+    "synthetic benchmark, the shipped assets/score_model_synthetic.pt)",
     "reference_images": "an npz with an 'images' uint8 array (M, C, H, W) the fill draws from, e.g. the "
-                        "workflow's training split results/<run>/data/train.npz",
+    "workflow's training split results/<run>/data/train.npz",
     "surrogate": "F-Fidelity's fine-tuned surrogate classifier checkpoint (rule train_surrogate: "
-                 "results/<run>/models/<model>_surrogate.pt)",
+    "results/<run>/models/<model>_surrogate.pt)",
     "srg_reference": "R-OMS records of this model and these images (rule srg_reference)",
     "ood_reference": "the model's feature-OOD reference (rule ood_reference: results/<run>/ood_reference/<model>.npz)",
 }
@@ -57,6 +58,7 @@ _MARK = "\x1f"
 
 def _api_terms(message: str, render) -> str:
     """Rewrite "config key '<...MARK>.a.b'" into render(['a', 'b'])."""
+
     def sub(match):
         return render([p for p in match.group(1).split(".") if p])
 
@@ -83,14 +85,17 @@ def _settings_problems(schema: dict, values: dict, render, extra_check=None) -> 
 
     problems = non_finite_numbers(values, (_MARK,))
     if not problems:
-        problems = [_describe(e, prefix=(_MARK,)) for e in
-                    sorted(Draft202012Validator(schema).iter_errors(values), key=lambda e: list(map(str, e.path)))]
+        problems = [
+            _describe(e, prefix=(_MARK,))
+            for e in sorted(Draft202012Validator(schema).iter_errors(values), key=lambda e: list(map(str, e.path)))
+        ]
     if not problems and extra_check is not None:
         problems = extra_check(_MARK)
     return [_api_terms(p, render) for p in problems]
 
 
 # --- tensors ---------------------------------------------------------------------------------------------------
+
 
 def _to_tensor(value, name: str, where: str):
     import numpy as np
@@ -140,17 +145,20 @@ def _check_target_range(model, x, y, where: str) -> int:
         with torch.no_grad():
             logits = model(x[:1])
     except Exception as exc:
-        raise InputError(f"{where}: model failed on one image of images (shape {tuple(x[:1].shape)}, "
-                         f"{x.dtype}, {x.device}): {type(exc).__name__}: {exc}") from exc
+        raise InputError(
+            f"{where}: model failed on one image of images (shape {tuple(x[:1].shape)}, "
+            f"{x.dtype}, {x.device}): {type(exc).__name__}: {exc}"
+        ) from exc
     if not isinstance(logits, torch.Tensor) or logits.dim() != 2 or logits.shape[0] != 1:
         shape = tuple(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__
-        raise InputError(f"{where}: model must return logits of shape (N, classes); for one image it returned "
-                         f"{shape}")
+        raise InputError(f"{where}: model must return logits of shape (N, classes); for one image it returned {shape}")
     n_classes = logits.shape[1]
     bad = ((y < 0) | (y >= n_classes)).nonzero().flatten().tolist()
     if bad:
-        raise InputError(f"{where}: targets must be class indices in [0, {n_classes}) (the model returns "
-                         f"{n_classes} logits); got {[int(y[i]) for i in bad[:10]]} at position(s) {bad[:10]}")
+        raise InputError(
+            f"{where}: targets must be class indices in [0, {n_classes}) (the model returns "
+            f"{n_classes} logits); got {[int(y[i]) for i in bad[:10]]} at position(s) {bad[:10]}"
+        )
     return n_classes
 
 
@@ -170,12 +178,14 @@ def _check_per_image(values, n: int, name: str, where: str, distinct: bool = Fal
         raise InputError(f"{where}: {name} must be >= 0, got {[i for i in ints if i < 0][:5]}")
     if distinct and len(set(ints)) != n:
         dup = sorted({i for i in ints if ints.count(i) > 1})
-        raise InputError(f"{where}: {name} must be distinct (records and per-image scores are keyed by them); "
-                         f"repeated: {dup[:10]}")
+        raise InputError(
+            f"{where}: {name} must be distinct (records and per-image scores are keyed by them); repeated: {dup[:10]}"
+        )
     return ints
 
 
 # --- explain ---------------------------------------------------------------------------------------------------
+
 
 def _explainer_problems(method, settings: dict) -> list:
     """The explain settings checked as a config entry of `method` would be, in the API's terms."""
@@ -189,8 +199,10 @@ def _explainer_problems(method, settings: dict) -> list:
         return "settings" + _subscripts(parts)
 
     if not isinstance(method, str):
-        return [f"method must be a registered explainer name or an import path 'pkg.mod:Name' / 'file.py:Name', "
-                f"got {type(method).__name__}"]
+        return [
+            f"method must be a registered explainer name or an import path 'pkg.mod:Name' / 'file.py:Name', "
+            f"got {type(method).__name__}"
+        ]
     if is_import_path(method):
         from fudbench.explainers.plugin import interface_problems
 
@@ -198,23 +210,32 @@ def _explainer_problems(method, settings: dict) -> list:
             obj = load_object(method)
         except PluginError as exc:
             return [f"method {method!r}: {exc}"]
-        return [re.sub(rf"config key 'explainers\.{_MARK}'", f"method {method!r}", p)
-                for p in interface_problems(_MARK, obj, settings)]
+        return [
+            re.sub(rf"config key 'explainers\.{_MARK}'", f"method {method!r}", p)
+            for p in interface_problems(_MARK, obj, settings)
+        ]
     if method not in EXPLAINERS:
-        return [f"method: unknown explainer {method!r}; registered: {', '.join(sorted(EXPLAINERS))} (or an import "
-                f"path 'package.module:Name' / 'path/to/file.py:Name')"]
-    problems = _settings_problems(settings_schema(SETTINGS[method]), settings, render,
-                                  lambda key: _explainer_settings_problems(method, method, settings, (key,)))
+        return [
+            f"method: unknown explainer {method!r}; registered: {', '.join(sorted(EXPLAINERS))} (or an import "
+            f"path 'package.module:Name' / 'path/to/file.py:Name')"
+        ]
+    problems = _settings_problems(
+        settings_schema(SETTINGS[method]),
+        settings,
+        render,
+        lambda key: _explainer_settings_problems(method, method, settings, (key,)),
+    )
     masked = None if problems else _mask_method(method, settings)
     if masked:
         runs = f"method {method!r}" + ("" if masked == method else f" wraps {masked!r}, which")
-        return [f"{runs} reads the synthetic benchmark's ground-truth object masks; fudbench.explain takes no "
-                f"masks: run it in the workflow (data.source: synthetic)"]
+        return [
+            f"{runs} reads the synthetic benchmark's ground-truth object masks; fudbench.explain takes no "
+            f"masks: run it in the workflow (data.source: synthetic)"
+        ]
     return problems
 
 
-def explain(model, images, targets, method: str, *, seeds: Optional[Sequence[int]] = None, references=None,
-            **settings):
+def explain(model, images, targets, method: str, *, seeds: Optional[Sequence[int]] = None, references=None, **settings):
     """Attribution maps (float32, the images' shape) of `method` (a registered name,
     e.g. "ig", or an import path "pkg.mod:MyMethod" / "file.py:fn") with its settings.
     references: images the method may draw baselines from (Expected Gradients),
@@ -251,6 +272,7 @@ def explain(model, images, targets, method: str, *, seeds: Optional[Sequence[int
 
 # --- evaluate --------------------------------------------------------------------------------------------------
 
+
 def _metric_entries(metrics) -> dict:
     """["insdel", {"fud_sym": {"method": "fud", "symmetric": True}}, ...] -> {name: settings}."""
     entries = {}
@@ -260,8 +282,9 @@ def _metric_entries(metrics) -> dict:
         elif isinstance(m, dict):
             entries.update({k: ({} if v is None else v) for k, v in m.items()})
         else:
-            raise InputError(f"fudbench.evaluate: metrics must hold evaluator names or {{name: settings}} dicts, "
-                             f"got {m!r}")
+            raise InputError(
+                f"fudbench.evaluate: metrics must hold evaluator names or {{name: settings}} dicts, got {m!r}"
+            )
     return entries
 
 
@@ -276,6 +299,7 @@ def _metric_problems(entries: dict) -> tuple[list, dict]:
     if not entries:
         return ["metrics names no evaluator; e.g. metrics=['insdel']"], ok
     for name, settings in entries.items():
+
         def render(parts, name=name):
             return "metrics" + _subscripts([name, *parts])
 
@@ -320,25 +344,38 @@ def _evaluation_problems(evaluation: dict, specs: dict) -> tuple[list, dict]:
     else:
         bad = [r for r in ratios if not math.isfinite(r)]
         if bad:
-            problems.append(f"evaluation['ratios']: {ratios} holds non-finite value(s) {bad}; kept fractions are "
-                            f"numbers in (0, 1)")
+            problems.append(
+                f"evaluation['ratios']: {ratios} holds non-finite value(s) {bad}; kept fractions are numbers in (0, 1)"
+            )
         elif any(not 0 < r < 1 for r in ratios):
-            problems.append(f"evaluation['ratios']: {ratios} holds {[r for r in ratios if not 0 < r < 1]}, outside "
-                            f"(0, 1): each is the kept fraction rho of an image (0 and 1 are the empty and full "
-                            f"images, which no protocol fills)")
+            problems.append(
+                f"evaluation['ratios']: {ratios} holds {[r for r in ratios if not 0 < r < 1]}, outside "
+                f"(0, 1): each is the kept fraction rho of an image (0 and 1 are the empty and full "
+                f"images, which no protocol fills)"
+            )
         elif len(set(ratios)) != len(ratios):
             problems.append(f"evaluation['ratios']: {ratios} repeats a value; give each kept fraction once")
         elif len(ratios) < 2:
-            needs = sorted({f"metrics[{name!r}] (curve {c.name})" for name, (_, _, raw) in specs.items()
-                            for c in entry_curves(name, raw) if c.auc_over_ratios})
+            needs = sorted(
+                {
+                    f"metrics[{name!r}] (curve {c.name})"
+                    for name, (_, _, raw) in specs.items()
+                    for c in entry_curves(name, raw)
+                    if c.auc_over_ratios
+                }
+            )
             if needs:
-                problems.append(f"evaluation['ratios']: {ratios} is one kept fraction, but {', '.join(needs)} "
-                                f"score{'s' if len(needs) == 1 else ''} the area under a curve over the ratios, "
-                                f"which needs at least two distinct ratios")
+                problems.append(
+                    f"evaluation['ratios']: {ratios} is one kept fraction, but {', '.join(needs)} "
+                    f"score{'s' if len(needs) == 1 else ''} the area under a curve over the ratios, "
+                    f"which needs at least two distinct ratios"
+                )
         evaluation["ratios"] = [float(r) for r in ratios]
     if evaluation["reduction"] not in REDUCTIONS:
-        problems.append(f"evaluation['reduction']: {evaluation['reduction']!r} is not allowed; allowed values: "
-                        f"{', '.join(map(repr, REDUCTIONS))}")
+        problems.append(
+            f"evaluation['reduction']: {evaluation['reduction']!r} is not allowed; allowed values: "
+            f"{', '.join(map(repr, REDUCTIONS))}"
+        )
     return problems, evaluation
 
 
@@ -358,8 +395,10 @@ def _asset_problems(assets: dict, specs: dict) -> list:
     for key, users in sorted(needed.items()):
         if not assets.get(key):
             what = ASSET_FILES.get(key, "a file the metric's spec declares")
-            problems.append(f"{', '.join(f'metrics[{u!r}]' for u in users)} need{'s' if len(users) == 1 else ''} "
-                            f"assets[{key!r}], which is not given: {what}")
+            problems.append(
+                f"{', '.join(f'metrics[{u!r}]' for u in users)} need{'s' if len(users) == 1 else ''} "
+                f"assets[{key!r}], which is not given: {what}"
+            )
     for key, path in sorted(assets.items()):
         if key in known and path is not None and not isinstance(path, (str, Path)):
             problems.append(f"assets[{key!r}] must be a file path, got {type(path).__name__}")
@@ -383,17 +422,23 @@ def _score_model_problems(path, shape) -> list:
     if (h, w) == (size, size):
         return []
     if "cfg" in ckpt:  # trained by train_score_model, on the synthetic benchmark (config: synthetic data only)
-        return [f"assets['score_model'] ({path}) is a score model trained by this workflow on the synthetic "
-                f"benchmark's {size}x{size} images, but images are {h}x{w}: its fills would come from another "
-                f"domain and resolution. Use a score model of the images' domain (for photos: guided-diffusion's "
-                f"256 px ImageNet model, docs/paper_profile.md), or images of the benchmark ({size}x{size})"]
+        return [
+            f"assets['score_model'] ({path}) is a score model trained by this workflow on the synthetic "
+            f"benchmark's {size}x{size} images, but images are {h}x{w}: its fills would come from another "
+            f"domain and resolution. Use a score model of the images' domain (for photos: guided-diffusion's "
+            f"256 px ImageNet model, docs/paper_profile.md), or images of the benchmark ({size}x{size})"
+        ]
     if h != w:
-        return [f"assets['score_model'] ({path}) generates {size}x{size} images and images are {h}x{w}: bridging "
-                f"the resolution needs square images"]
+        return [
+            f"assets['score_model'] ({path}) generates {size}x{size} images and images are {h}x{w}: bridging "
+            f"the resolution needs square images"
+        ]
     if h > size:
-        return [f"assets['score_model'] ({path}) generates {size}x{size} images, smaller than images ({h}x{w}): "
-                f"its fills would be made at a lower resolution and upsampled; use a score model of at least the "
-                f"images' size"]
+        return [
+            f"assets['score_model'] ({path}) generates {size}x{size} images, smaller than images ({h}x{w}): "
+            f"its fills would be made at a lower resolution and upsampled; use a score model of at least the "
+            f"images' size"
+        ]
     return []
 
 
@@ -401,9 +446,11 @@ def _masks_problems(specs: dict, masks) -> list:
     """A metric that reads ground-truth masks (its spec's needs_masks) needs masks=."""
     users = [name for name, (s, resolved, _) in specs.items() if s.masks_needed(resolved)]
     if users and masks is None:
-        return [f"{', '.join(f'metrics[{u!r}]' for u in users)} read{'s' if len(users) == 1 else ''} the images' "
-                f"ground-truth object masks, and masks is not given: pass masks= (one H x W mask per image, "
-                f"non-zero = the object), in the images' order (N, H, W) or as {{image_id: mask}}"]
+        return [
+            f"{', '.join(f'metrics[{u!r}]' for u in users)} read{'s' if len(users) == 1 else ''} the images' "
+            f"ground-truth object masks, and masks is not given: pass masks= (one H x W mask per image, "
+            f"non-zero = the object), in the images' order (N, H, W) or as {{image_id: mask}}"
+        ]
     return []
 
 
@@ -418,10 +465,15 @@ def _as_masks(masks, x, ids: list, where: str):
         keys = {int(k) for k in masks}
         missing, extra = [i for i in ids if i not in keys], sorted(keys - set(ids))
         if missing or extra:
-            raise InputError(f"{where}: masks given as {{image_id: mask}} must have one mask per image id "
-                             f"(image_ids {ids[:10]}{' ...' if len(ids) > 10 else ''}): "
-                             + "; ".join(p for p in (f"missing {missing[:10]}" if missing else "",
-                                                     f"unknown {extra[:10]}" if extra else "") if p))
+            raise InputError(
+                f"{where}: masks given as {{image_id: mask}} must have one mask per image id "
+                f"(image_ids {ids[:10]}{' ...' if len(ids) > 10 else ''}): "
+                + "; ".join(
+                    p
+                    for p in (f"missing {missing[:10]}" if missing else "", f"unknown {extra[:10]}" if extra else "")
+                    if p
+                )
+            )
         by_id = {int(k): v for k, v in masks.items()}
         try:
             masks = torch.stack([_to_tensor(by_id[i], f"masks[{i}]", where) for i in ids])
@@ -432,9 +484,22 @@ def _as_masks(masks, x, ids: list, where: str):
     return check_masks(masks, x, where, name="masks")
 
 
-def evaluate(model, images, targets, attributions, metrics: Union[str, Sequence, dict] = ("insdel",), *,
-             evaluation: Optional[dict] = None, assets: Optional[dict] = None, image_ids=None, seed: int = 0,
-             model_name: str = "model", explainer: str = "explainer", device=None, masks=None):
+def evaluate(
+    model,
+    images,
+    targets,
+    attributions,
+    metrics: Union[str, Sequence, dict] = ("insdel",),
+    *,
+    evaluation: Optional[dict] = None,
+    assets: Optional[dict] = None,
+    image_ids=None,
+    seed: int = 0,
+    model_name: str = "model",
+    explainer: str = "explainer",
+    device=None,
+    masks=None,
+):
     """Evaluate attribution maps with the named metrics (evaluators).
 
     Returns a tidy DataFrame: one row per metric curve x image x step, with the
@@ -478,8 +543,13 @@ def evaluate(model, images, targets, attributions, metrics: Union[str, Sequence,
     from fudbench.analysis.curves import derived_scores, per_image_scores
     from fudbench.core.checks import check_attribution
     from fudbench.evaluators import build_evaluator, use_plugins
-    from fudbench.workflow.pipeline import (attach_ood_reference, evaluate_maps, evaluator_noise, name_records,
-                                   paired_seed_key)
+    from fudbench.workflow.pipeline import (
+        attach_ood_reference,
+        evaluate_maps,
+        evaluator_noise,
+        name_records,
+        paired_seed_key,
+    )
 
     where = "fudbench.evaluate"
     # settings, ratios and assets first: cheap, and reported together
@@ -510,8 +580,11 @@ def evaluate(model, images, targets, attributions, metrics: Union[str, Sequence,
     a = _as_float(attributions, "attributions", where)
     check_attribution(a, x, where, what="attributions")
     a = a.detach().to(device)
-    ids = list(range(len(x))) if image_ids is None else _check_per_image(image_ids, len(x), "image_ids", where,
-                                                                         distinct=True)
+    ids = (
+        list(range(len(x)))
+        if image_ids is None
+        else _check_per_image(image_ids, len(x), "image_ids", where, distinct=True)
+    )
     if masks is not None:
         masks = _as_masks(masks, x, ids, where)
     if assets.get("score_model") and any("score_model" in s.assets(r) for s, r, _ in specs.values()):

@@ -10,6 +10,7 @@ draws the fills. Nothing here is read by the workflow.
 
     ./fud python studies/oracle_ties/oracle_ties.py --out studies/oracle_ties/results --images 16
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,7 +18,7 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))   # studies/oracle_ties/this file
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))  # studies/oracle_ties/this file
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -68,8 +69,9 @@ def main(argv=None) -> None:
     with torch.no_grad():
         y = model(x).argmax(1)
     fud_settings = config["evaluators"]["fud"]
-    evaluator = build_evaluator("fud", fud_settings, config["evaluation"],
-                                {"score_model": str(REPO / "assets/score_model_synthetic.pt")}, "cpu")
+    evaluator = build_evaluator(
+        "fud", fud_settings, config["evaluation"], {"score_model": str(REPO / "assets/score_model_synthetic.pt")}, "cpu"
+    )
     eval_key = paired_seed_key(seed, args.model, evaluator_noise("fud", fud_settings))
     ratios = config["evaluation"]["ratios"]
 
@@ -80,8 +82,9 @@ def main(argv=None) -> None:
         a = method.explain(model, x, y, seeds=seeds, masks=masks)
         records, samples = evaluate_maps(evaluator, model, x, y, a, ids, eval_key, labels=data["labels"])
         fud = records[records["curve"] == "fud"].sort_values(["image", "kept"])
-        scores[label] = np.array([normalised_auc(g["kept"].to_numpy(), g["confidence"].to_numpy())
-                                  for _, g in fud.groupby("image")])
+        scores[label] = np.array(
+            [normalised_auc(g["kept"].to_numpy(), g["confidence"].to_numpy()) for _, g in fud.groupby("image")]
+        )
         fills[label] = samples["fud"]
         kept_masks[label] = a[:, 0]
         print(f"{label}: mean AUC {scores[label].mean():.3f}", flush=True)
@@ -104,6 +107,7 @@ def main(argv=None) -> None:
 
 def _figure(path, x, kept_masks, fills, ratios, n_images, model, y) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -133,8 +137,11 @@ def _figure(path, x, kept_masks, fills, ratios, n_images, model, y) -> None:
     for ax in axes.flat:
         ax.set_xticks([])
         ax.set_yticks([])
-    fig.suptitle("Paper FUD's fills of the binary object mask (ties broken by the protocol's permutation) and of "
-                 "the same mask made strict (compact); kept pixels shown, removed ones magenta", fontsize=7)
+    fig.suptitle(
+        "Paper FUD's fills of the binary object mask (ties broken by the protocol's permutation) and of "
+        "the same mask made strict (compact); kept pixels shown, removed ones magenta",
+        fontsize=7,
+    )
     fig.tight_layout()
     save_figure(fig, path)
     plt.close(fig)

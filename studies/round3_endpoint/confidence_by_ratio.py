@@ -3,6 +3,7 @@ over its images and models: what a curve's area is made of.
 
     ./fud python studies/round3_endpoint/confidence_by_ratio.py results/endpoint --curves fud fud_bottom -o out.csv
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,7 +21,7 @@ def confidence_by_ratio(records: pd.DataFrame, curves) -> pd.DataFrame:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))   # studies/round3_endpoint/this file
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))  # studies/round3_endpoint/this file
     from fudbench.config.cli import user_file
 
     ap.add_argument("results", type=user_file, help="a finished run's results/<run_name>")

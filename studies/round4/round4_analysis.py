@@ -25,6 +25,7 @@ mean with inference.mean_interval (bounds (-2, 2)), Holm within each comparison 
   that rewards compact kept sets whatever they show (the standards' check of a ground truth).
 Torch-free: the tool passes arrays in (studies/round4/round4_table.py).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,15 +36,27 @@ from fudbench.meta.gate import keep_top_boundary  # noqa: F401  (the scatter-onl
 from fudbench.meta.inference import mean_interval
 
 AVG2, DRAW1, SCATTER_ONLY = "fud_avg2", "fud@fud_draw1", "scatter_only"
-COMPARISONS = (("primary", "fud_symmetric", AVG2), ("S1 bottom vs avg2", "fud_bottom", AVG2),
-               ("S2 symmetric vs single", "fud_symmetric", "fud"), ("S3 avg2 vs single", AVG2, "fud"))
+COMPARISONS = (
+    ("primary", "fud_symmetric", AVG2),
+    ("S1 bottom vs avg2", "fud_bottom", AVG2),
+    ("S2 symmetric vs single", "fud_symmetric", "fud"),
+    ("S3 avg2 vs single", AVG2, "fud"),
+)
 # higher is better?  (fud_bottom: keep-bottom area, lower is better)
-CURVE_DIRECTIONS = {"fud": True, "fud_symmetric": True, "fud_bottom": False, AVG2: True, "fud@fud_100": True,
-                    SCATTER_ONLY: True}
+CURVE_DIRECTIONS = {
+    "fud": True,
+    "fud_symmetric": True,
+    "fud_bottom": False,
+    AVG2: True,
+    "fud@fud_100": True,
+    SCATTER_ONLY: True,
+}
 EQUIVALENCE_MARGIN = 0.25
 # the scatter-only metric against the FUD curves, in the cells of the primary comparison's families
-SCATTER_COMPARISONS = (("scatter-only vs avg2", SCATTER_ONLY, AVG2),
-                       ("scatter-only vs symmetric", SCATTER_ONLY, "fud_symmetric"))
+SCATTER_COMPARISONS = (
+    ("scatter-only vs avg2", SCATTER_ONLY, AVG2),
+    ("scatter-only vs symmetric", SCATTER_ONLY, "fud_symmetric"),
+)
 REPLICATES = {"cnn": "cnn_seed1", "vit": "vit_seed1"}
 
 
@@ -98,7 +111,8 @@ def scatter_only_scores(boundary: pd.DataFrame) -> pd.DataFrame:
     """Rows (model, explainer, image, curve, score) of the scatter-only metric: minus the keep-top boundary
     share (columns model, explainer, image, value), higher = more compact kept sets."""
     return boundary.assign(curve=SCATTER_ONLY, score=-boundary["value"])[
-        ["model", "explainer", "image", "curve", "score"]]
+        ["model", "explainer", "image", "curve", "score"]
+    ]
 
 
 def family_recovery(per_image: pd.DataFrame, explainers: dict, curves, ci: float = 0.95) -> pd.DataFrame:
@@ -114,18 +128,35 @@ def family_recovery(per_image: pd.DataFrame, explainers: dict, curves, ci: float
         for family, members in family_members(degraded).items():
             levels = [degraded[e][1] for e in members]
             for curve in curves:
-                r = per_image_recovery(p, model, curve, 1.0 if higher_is_better(curve) else -1.0, members, levels,
-                                       family_order(family)).to_numpy()
+                r = per_image_recovery(
+                    p, model, curve, 1.0 if higher_is_better(curve) else -1.0, members, levels, family_order(family)
+                ).to_numpy()
                 if len(r) < 2:
                     continue
                 est, lo, hi, _ = mean_interval(r, (-1.0, 1.0), ci)
-                rows.append({"model": model, "family": family, "curve": curve, "recovery": est, "ci_low": lo,
-                             "ci_high": hi, "perfect_share": float((r > 1 - 1e-9).mean()), "n_images": len(r)})
+                rows.append(
+                    {
+                        "model": model,
+                        "family": family,
+                        "curve": curve,
+                        "recovery": est,
+                        "ci_low": lo,
+                        "ci_high": hi,
+                        "perfect_share": float((r > 1 - 1e-9).mean()),
+                        "n_images": len(r),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
-def equal_share_reactions(per_image: pd.DataFrame, truth: pd.DataFrame, boundary: pd.DataFrame, explainers: dict,
-                          curves=("fud", AVG2, "fud_bottom", "fud_symmetric"), tol: float = 1e-12) -> pd.DataFrame:
+def equal_share_reactions(
+    per_image: pd.DataFrame,
+    truth: pd.DataFrame,
+    boundary: pd.DataFrame,
+    explainers: dict,
+    curves=("fud", AVG2, "fud_bottom", "fud_symmetric"),
+    tol: float = 1e-12,
+) -> pd.DataFrame:
     """How each curve reacts to scatter where the evidence is equal (exploratory; the referee's check of
     round four). For every family, image and pair of members (the less degraded first): the difference of
     the kept cue share (truth), of the keep-top boundary share (the second minus the first: how much more
@@ -150,14 +181,15 @@ def equal_share_reactions(per_image: pd.DataFrame, truth: pd.DataFrame, boundary
             members = sorted((e for e in members if e in t.columns), key=lambda e: degraded[e][1])
             for curve in curves:
                 w = p[(p["model"] == model) & (p["curve"] == curve)].pivot_table(
-                    index="image", columns="explainer", values="score")
+                    index="image", columns="explainer", values="score"
+                )
                 if not set(members) <= set(w.columns):
                     continue
                 images = w.index.intersection(t.index).intersection(b.index)
                 sign = 1.0 if CURVE_DIRECTIONS[curve] else -1.0
                 d_share, d_bound, d_score = [], [], []
                 for i, first in enumerate(members):
-                    for second in members[i + 1:]:
+                    for second in members[i + 1 :]:
                         d_share.append((t.loc[images, first] - t.loc[images, second]).to_numpy())
                         d_bound.append((b.loc[images, second] - b.loc[images, first]).to_numpy())
                         d_score.append(sign * (w.loc[images, first] - w.loc[images, second]).to_numpy())
@@ -165,12 +197,22 @@ def equal_share_reactions(per_image: pd.DataFrame, truth: pd.DataFrame, boundary
                 equal = np.abs(ds) < tol
                 untied = dy[equal][dy[equal] != 0]
                 coef = np.linalg.lstsq(np.c_[np.ones(len(ds)), ds, db], dy, rcond=None)[0]
-                rows.append({"model": model, "family": family, "curve": curve, "equal_pairs": int(equal.sum()),
-                             "equal_boundary_difference": float(db[equal].mean()) if equal.any() else np.nan,
-                             "compact_higher_share": float((dy[equal] > 0).mean()) if equal.any() else np.nan,
-                             "sign_p": float(binomtest(int((untied > 0).sum()), len(untied)).pvalue)
-                             if len(untied) else np.nan,
-                             "ols_share": float(coef[1]), "ols_boundary": float(coef[2]), "pairs": len(ds)})
+                rows.append(
+                    {
+                        "model": model,
+                        "family": family,
+                        "curve": curve,
+                        "equal_pairs": int(equal.sum()),
+                        "equal_boundary_difference": float(db[equal].mean()) if equal.any() else np.nan,
+                        "compact_higher_share": float((dy[equal] > 0).mean()) if equal.any() else np.nan,
+                        "sign_p": float(binomtest(int((untied > 0).sum()), len(untied)).pvalue)
+                        if len(untied)
+                        else np.nan,
+                        "ols_share": float(coef[1]),
+                        "ols_boundary": float(coef[2]),
+                        "pairs": len(ds),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -190,8 +232,18 @@ def scatter_pair_reactions(per_image: pd.DataFrame, pair: tuple[str, str], curve
             if len(v) < 2:
                 continue
             est, lo, hi, p = mean_interval(np.clip(v, -1.0, 1.0), (-1.0, 1.0), ci)
-            rows.append({"model": model, "curve": curve, "reaction": est, "ci_low": lo, "ci_high": hi, "p": p,
-                         "compact_higher_share": float((v > 0).mean()), "n_images": len(v)})
+            rows.append(
+                {
+                    "model": model,
+                    "curve": curve,
+                    "reaction": est,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "p": p,
+                    "compact_higher_share": float((v > 0).mean()),
+                    "n_images": len(v),
+                }
+            )
         for row, p_adj in zip(rows[first:], holm([r["p"] for r in rows[first:]])):
             row["p_holm"] = float(p_adj)
     return pd.DataFrame(rows)
@@ -212,10 +264,20 @@ def pairwise_order(truth: pd.DataFrame, degraded: dict, ci: float = 0.95, min_st
                 diff = (m[better] - m[worse]).dropna().to_numpy()
                 est, lo, hi, p = mean_interval(diff, (-1.0, 1.0), ci)
                 strict = float((diff > 1e-12).mean()) if len(diff) else np.nan
-                rows.append({"model": model, "family": family, "better": better, "worse": worse, "estimate": est,
-                             "ci_low": lo, "ci_high": hi, "strict_share": strict,
-                             "ordered": bool(np.isfinite(lo) and lo > 0 and strict >= min_strict),
-                             "n_images": len(diff)})
+                rows.append(
+                    {
+                        "model": model,
+                        "family": family,
+                        "better": better,
+                        "worse": worse,
+                        "estimate": est,
+                        "ci_low": lo,
+                        "ci_high": hi,
+                        "strict_share": strict,
+                        "ordered": bool(np.isfinite(lo) and lo > 0 and strict >= min_strict),
+                        "n_images": len(diff),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -224,9 +286,14 @@ def intervention_passes(intervention: pd.DataFrame) -> dict[str, bool]:
     return {m: bool((d["check"] == "ok").all()) for m, d in intervention.groupby("model")}
 
 
-def protocol_gate(truth: pd.DataFrame, explainers: dict, intervention: pd.DataFrame,
-                  random_entry: str = "random", ci: float = 0.95, completion: pd.DataFrame | None = None
-                  ) -> pd.DataFrame:
+def protocol_gate(
+    truth: pd.DataFrame,
+    explainers: dict,
+    intervention: pd.DataFrame,
+    random_entry: str = "random",
+    ci: float = 0.95,
+    completion: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """analysis.gate.family_gate on the kept-cue-share truth (columns model, explainer, image, value), with
     `passes` = the model's intervention passed and every adjacent pair of members is ordered on the truth
     (pairwise_order: the amended gate; the whole-family order and best-vs-random columns are reported, not
@@ -250,13 +317,15 @@ def protocol_gate(truth: pd.DataFrame, explainers: dict, intervention: pd.DataFr
     gate["passes"] = gate["intervention_ok"] & pd.Series([m > 0 and k == m for k, m in k_m], index=gate.index)
     if completion is not None:
         done = pairwise_order(completion, degraded, ci)
-        gate["completion_pairs_ordered"] = [("{} of {}".format(*counts(done, r.model, r.family)))
-                                            for r in gate.itertuples()]
+        gate["completion_pairs_ordered"] = [
+            ("{} of {}".format(*counts(done, r.model, r.family))) for r in gate.itertuples()
+        ]
     return gate
 
 
-def round4_cells(per_image: pd.DataFrame, explainers: dict, gate: pd.DataFrame, comparisons=COMPARISONS,
-                 ci: float = 0.95) -> pd.DataFrame:
+def round4_cells(
+    per_image: pd.DataFrame, explainers: dict, gate: pd.DataFrame, comparisons=COMPARISONS, ci: float = 0.95
+) -> pd.DataFrame:
     """The cells of every comparison (analysis.endpoint's COLUMNS), Holm within each comparison."""
     from fudbench.meta.endpoint import endpoint_cells
 
@@ -264,16 +333,31 @@ def round4_cells(per_image: pd.DataFrame, explainers: dict, gate: pd.DataFrame, 
     return joint_holm(cells)
 
 
-def replication_table(primary: pd.DataFrame, replication: pd.DataFrame, pairs: dict = REPLICATES,
-                      alpha: float = ALPHA) -> pd.DataFrame:
+def replication_table(
+    primary: pd.DataFrame, replication: pd.DataFrame, pairs: dict = REPLICATES, alpha: float = ALPHA
+) -> pd.DataFrame:
     """One row per primary cell: its estimate, interval, p_holm and verdict, the replication run's cell of
     the paired model (same comparison and family) and `replication`: "replicates" (decided the same way),
     "fails to replicate" (decided the other way), "not replicated (undecided)", or "no replication cell"."""
-    keep = ["endpoint", "challenger", "paper", "family", "estimate", "ci_low", "ci_high", "p_holm", "verdict",
-            "n_images"]
+    keep = [
+        "endpoint",
+        "challenger",
+        "paper",
+        "family",
+        "estimate",
+        "ci_low",
+        "ci_high",
+        "p_holm",
+        "verdict",
+        "n_images",
+    ]
     rep = replication.assign(model=replication["model"].map({v: k for k, v in pairs.items()}))
-    out = primary.merge(rep[["model", *keep]], on=["model", "endpoint", "challenger", "paper", "family"], how="left",
-                        suffixes=("", "_rep"))
+    out = primary.merge(
+        rep[["model", *keep]],
+        on=["model", "endpoint", "challenger", "paper", "family"],
+        how="left",
+        suffixes=("", "_rep"),
+    )
     labels = []
     for r in out.itertuples():
         if not isinstance(r.verdict_rep, str):
@@ -291,8 +375,14 @@ def replication_table(primary: pd.DataFrame, replication: pd.DataFrame, pairs: d
     return out
 
 
-def equivalence_cells(per_image: pd.DataFrame, explainers: dict, gate: pd.DataFrame, cheap: str = "fud",
-                      paper: str = "fud@fud_100", margin: float = EQUIVALENCE_MARGIN) -> pd.DataFrame:
+def equivalence_cells(
+    per_image: pd.DataFrame,
+    explainers: dict,
+    gate: pd.DataFrame,
+    cheap: str = "fud",
+    paper: str = "fud@fud_100",
+    margin: float = EQUIVALENCE_MARGIN,
+) -> pd.DataFrame:
     """Per cell: the mean of r_i(cheap) - r_i(paper) with its 90% interval (inference.mean_interval) and
     `equivalent` = the interval within [-margin, margin] (two one-sided tests at 5%); the 95% cell
     columns of analysis.endpoint beside."""
@@ -301,11 +391,11 @@ def equivalence_cells(per_image: pd.DataFrame, explainers: dict, gate: pd.DataFr
     scores = curve_scores({cheap: True, paper: True})
     wide95 = endpoint_cells(per_image, explainers, scores, gate, 0.95, comparisons=(("equivalence", cheap, paper),))
     wide90 = endpoint_cells(per_image, explainers, scores, gate, 0.90, comparisons=(("equivalence", cheap, paper),))
-    out = wide95.merge(wide90[["model", "family", "ci_low", "ci_high"]], on=["model", "family"],
-                       suffixes=("", "_90"))
+    out = wide95.merge(wide90[["model", "family", "ci_low", "ci_high"]], on=["model", "family"], suffixes=("", "_90"))
     out["margin"] = margin
-    out["same_macro_order"] = [_same_mean_order(per_image, explainers, r.model, r.family, cheap, paper)
-                               for r in out.itertuples()]
+    out["same_macro_order"] = [
+        _same_mean_order(per_image, explainers, r.model, r.family, cheap, paper) for r in out.itertuples()
+    ]
     out["equivalent"] = (out["ci_low_90"] >= -margin) & (out["ci_high_90"] <= margin) & out["same_macro_order"]
     return out
 
@@ -324,8 +414,9 @@ def _same_mean_order(per_image, explainers, model, family, a, b) -> bool:
     return list(w[a][members].mean().rank()) == list(w[b][members].mean().rank())
 
 
-def cell_differences(per_image: pd.DataFrame, explainers: dict, model: str, family: str, challenger: str,
-                     comparator: str) -> pd.Series:
+def cell_differences(
+    per_image: pd.DataFrame, explainers: dict, model: str, family: str, challenger: str, comparator: str
+) -> pd.Series:
     """Per image: r_i(challenger) - r_i(comparator) of one cell (claims.per_image_recovery)."""
     from fudbench.meta.claims import per_image_recovery
     from fudbench.meta.families import degraded_explainers, family_members, family_order
@@ -334,13 +425,21 @@ def cell_differences(per_image: pd.DataFrame, explainers: dict, model: str, fami
     members = family_members(degraded)[family]
     levels = [degraded[e][1] for e in members]
     p = with_avg2(per_image)
-    r = {c: per_image_recovery(p, model, c, 1.0 if CURVE_DIRECTIONS[c] else -1.0, members, levels,
-                               family_order(family)) for c in (challenger, comparator)}
+    r = {
+        c: per_image_recovery(p, model, c, 1.0 if CURVE_DIRECTIONS[c] else -1.0, members, levels, family_order(family))
+        for c in (challenger, comparator)
+    }
     return (r[challenger] - r[comparator]).dropna()
 
 
-def pooled_table(primary: pd.DataFrame, replication: pd.DataFrame, primary_cells: pd.DataFrame,
-                 explainers: dict, pairs: dict = REPLICATES, ci: float = 0.95) -> pd.DataFrame:
+def pooled_table(
+    primary: pd.DataFrame,
+    replication: pd.DataFrame,
+    primary_cells: pd.DataFrame,
+    explainers: dict,
+    pairs: dict = REPLICATES,
+    ci: float = 0.95,
+) -> pd.DataFrame:
     """Per primary cell: the mean of the per-image differences of both runs (the model and its replication
     twin, 2 x the images) with its interval, and the heterogeneity check: the primary's minus the
     replication's estimate with a normal 95% interval from the two standard errors."""
@@ -356,15 +455,29 @@ def pooled_table(primary: pd.DataFrame, replication: pd.DataFrame, primary_cells
         het = a.mean() - b.mean()
         se = float(np.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b)))
         z = float(norm.ppf(1 - (1 - ci) / 2))
-        rows.append({"endpoint": r.endpoint, "challenger": r.challenger, "paper": r.paper, "model": r.model,
-                     "family": r.family, "pooled": est, "pooled_low": lo, "pooled_high": hi, "pooled_p": p,
-                     "n_images": len(a) + len(b), "heterogeneity": het, "heterogeneity_low": het - z * se,
-                     "heterogeneity_high": het + z * se})
+        rows.append(
+            {
+                "endpoint": r.endpoint,
+                "challenger": r.challenger,
+                "paper": r.paper,
+                "model": r.model,
+                "family": r.family,
+                "pooled": est,
+                "pooled_low": lo,
+                "pooled_high": hi,
+                "pooled_p": p,
+                "n_images": len(a) + len(b),
+                "heterogeneity": het,
+                "heterogeneity_low": het - z * se,
+                "heterogeneity_high": het + z * se,
+            }
+        )
     return pd.DataFrame(rows)
 
 
-def score_tie_share(per_image: pd.DataFrame, explainers: dict, curves=("fud", AVG2, "fud_bottom", "fud_symmetric")
-                    ) -> pd.DataFrame:
+def score_tie_share(
+    per_image: pd.DataFrame, explainers: dict, curves=("fud", AVG2, "fud_bottom", "fud_symmetric")
+) -> pd.DataFrame:
     """Per (model, family, curve): the share of (image, adjacent member pair) whose scores are exactly equal
     (a saturated softmax gives equal AUCs; Spearman then gives partial credit: the review's F7)."""
     from fudbench.meta.families import degraded_explainers, family_members
@@ -379,8 +492,9 @@ def score_tie_share(per_image: pd.DataFrame, explainers: dict, curves=("fud", AV
             if len(present) < 2:
                 continue
             v = w[present].dropna().to_numpy()
-            rows.append({"model": model, "family": family, "curve": curve,
-                         "tie_share": float((np.diff(v, axis=1) == 0).mean())})
+            rows.append(
+                {"model": model, "family": family, "curve": curve, "tie_share": float((np.diff(v, axis=1) == 0).mean())}
+            )
     return pd.DataFrame(rows)
 
 
@@ -388,6 +502,8 @@ def equivalence_verdict(cells: pd.DataFrame, expected_cells: int = 4) -> str:
     """The pre-registered rule: FUD-25L is "paper FUD" only if every cell (all `expected_cells`) is equivalent."""
     if len(cells) < expected_cells:
         return f"not shown: {len(cells)} of {expected_cells} cells passed the gate or ran"
-    return "equivalent in every cell" if bool(cells["equivalent"].all()) else \
-        f"not shown equivalent ({int((~cells['equivalent']).sum())} of {len(cells)} cells)"
-
+    return (
+        "equivalent in every cell"
+        if bool(cells["equivalent"].all())
+        else f"not shown equivalent ({int((~cells['equivalent']).sum())} of {len(cells)} cells)"
+    )

@@ -14,6 +14,7 @@ images first (hit rate inside the cue, false-positive rate outside).
     ./fud python studies/round4/round4_fill_audit.py --results results/round4 --images 32 \
         --out studies/round4/results
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,7 +22,7 @@ import os
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]   # studies/round4/this file
+REPO = Path(__file__).resolve().parents[2]  # studies/round4/this file
 sys.path.insert(0, str(REPO / "src"))
 
 import numpy as np  # noqa: E402
@@ -37,7 +38,7 @@ from fudbench.core.io import load_npz, write_csv, write_text  # noqa: E402
 from fudbench.models.classifiers import load_classifier  # noqa: E402
 from fudbench.workflow.pipeline import evaluate_maps, evaluator_noise, paired_seed_key  # noqa: E402
 
-FILES = ["studies/planted_cue/cue.yaml", "studies/round4/round4.yaml"]   # relative to the repository
+FILES = ["studies/planted_cue/cue.yaml", "studies/round4/round4.yaml"]  # relative to the repository
 FAMILY = ["cue_b00", "cue_b25", "cue_b50", "cue_b75", "cue_b100"]
 
 
@@ -61,8 +62,12 @@ def main(argv=None) -> None:
     ap.add_argument("--images", type=int, default=32, help="the run's first N test images")
     ap.add_argument("--model", default="cnn", help="the classifier the fill's guidance uses")
     ap.add_argument("--tolerance", type=float, default=0.3, help="max per-channel distance to the cue colour")
-    ap.add_argument("--side", choices=["top", "bottom"], default="top",
-                    help="audit the keep-top fills (curve fud) or the keep-bottom ones (fud_bottom)")
+    ap.add_argument(
+        "--side",
+        choices=["top", "bottom"],
+        default="top",
+        help="audit the keep-top fills (curve fud) or the keep-bottom ones (fud_bottom)",
+    )
     ap.add_argument("--summary-only", action="store_true", help="rewrite the .md from --out's .csv")
     args = ap.parse_args(argv)
     caller = Path(os.environ.get("FUD_CALLER_CWD", "."))
@@ -70,7 +75,11 @@ def main(argv=None) -> None:
     # keep-top with the cnn's guidance is the first audit's name; the others say what they audit
     stem = "fill_audit" if (args.side, args.model) == ("top", "cnn") else f"fill_audit_{args.side}_{args.model}"
     if args.summary_only:
-        head = (out / f"{stem}.md").read_text().split("\n\nPartly kept")[0].split("\n") if (out / f"{stem}.md").is_file() else []
+        head = (
+            (out / f"{stem}.md").read_text().split("\n\nPartly kept")[0].split("\n")
+            if (out / f"{stem}.md").is_file()
+            else []
+        )
         text = "\n".join([*head, "", *summary_lines(pd.read_csv(out / f"{stem}.csv"))])
         write_text(out / f"{stem}.md", text + "\n")
         print(text)
@@ -93,10 +102,14 @@ def main(argv=None) -> None:
     hit = float(seen[cue].mean())
     false_pos = float(seen[~cue].mean())
     # the tool's path of the time in the title, as in the committed fill_audit*.md
-    lines = ["# Round four: does the fill complete a partly kept cue? (tools/round4_fill_audit.py)", "",
-             f"{n} images of {results}, model {args.model} (guidance), FUD keep-{args.side} as the run's `fud` entry; "
-             f"cue colour detector (every channel within {args.tolerance}) on the original images: "
-             f"{hit:.3f} of cue pixels detected, {false_pos:.4f} of other pixels", ""]
+    lines = [
+        "# Round four: does the fill complete a partly kept cue? (tools/round4_fill_audit.py)",
+        "",
+        f"{n} images of {results}, model {args.model} (guidance), FUD keep-{args.side} as the run's `fud` entry; "
+        f"cue colour detector (every channel within {args.tolerance}) on the original images: "
+        f"{hit:.3f} of cue pixels detected, {false_pos:.4f} of other pixels",
+        "",
+    ]
 
     model = load_classifier(results / "models" / f"{args.model}.pt")
     with torch.no_grad():
@@ -104,8 +117,9 @@ def main(argv=None) -> None:
     # the sampler does not hand back its keep-bottom fills, so a bottom audit fills the keep-top sets of the
     # reversed map (max - score: the same sets, the keep-top curve's noise instead of the bottom's)
     settings = {**config["evaluators"]["fud"], "symmetric": False}
-    evaluator = build_evaluator("fud", settings, config["evaluation"],
-                                {"score_model": str(results / "models" / "score_model.pt")}, "cpu")
+    evaluator = build_evaluator(
+        "fud", settings, config["evaluation"], {"score_model": str(results / "models" / "score_model.pt")}, "cpu"
+    )
     key = paired_seed_key(config["seed"], args.model, evaluator_noise("fud", config["evaluators"]["fud"]))
 
     rows = []
@@ -126,17 +140,26 @@ def main(argv=None) -> None:
         if args.side == "bottom":
             a = reversed_map(scores, a.shape[1])
         _, samples = evaluate_maps(evaluator, model, x, y, torch.from_numpy(a).float(), ids, key)
-        fills = np.asarray(samples["fud"], dtype=np.float32)             # (N, R, 3, H, W)
+        fills = np.asarray(samples["fud"], dtype=np.float32)  # (N, R, 3, H, W)
         for r, rho in enumerate(ratios):
             present = cue_coloured(fills[:, r], colours, args.tolerance)
             kept_cue = (kept[:, r] & cue).sum((1, 2))
             present_cue = (present & cue).sum((1, 2))
-            added = (present & cue & ~kept[:, r]).sum((1, 2))         # cue-coloured, not kept: drawn by the fill
+            added = (present & cue & ~kept[:, r]).sum((1, 2))  # cue-coloured, not kept: drawn by the fill
             outside = (present & ~cue & ~kept[:, r]).sum((1, 2))
             for i in range(n):
-                rows.append({"member": member, "ratio": rho, "image": int(ids[i]), "cue_pixels": int(cue[i].sum()),
-                             "kept": int(kept_cue[i]), "present": int(present_cue[i]), "added": int(added[i]),
-                             "added_outside_cue": int(outside[i])})
+                rows.append(
+                    {
+                        "member": member,
+                        "ratio": rho,
+                        "image": int(ids[i]),
+                        "cue_pixels": int(cue[i].sum()),
+                        "kept": int(kept_cue[i]),
+                        "present": int(present_cue[i]),
+                        "added": int(added[i]),
+                        "added_outside_cue": int(outside[i]),
+                    }
+                )
         print(f"{member}: filled", flush=True)
     table = pd.DataFrame(rows)
     write_csv(out / f"{stem}.csv", table, index=False)
@@ -150,27 +173,40 @@ def summary_lines(table: pd.DataFrame) -> list[str]:
     partly = table[(table["kept"] > 0) & (table["kept"] < table["cue_pixels"])]
     none = table[table["kept"] == 0]
     missing = partly["cue_pixels"] - partly["kept"]
-    lines = [f"Partly kept cues (0 < kept < all; {len(partly)} fills): kept {partly['kept'].mean():.2f} "
-              f"of {partly['cue_pixels'].mean():.1f} pixels on average, present after the fill "
-              f"{partly['present'].mean():.2f}; the fill drew {_interval(partly['added'])} cue-coloured "
-              f"pixels inside the cue's square that were not kept ("
-              f"{(partly['added'] / missing).mean():.2f} of the missing ones per fill on average, "
-              f"{partly['added'].sum() / missing.sum():.2f} of all missing ones); "
-              f"{(partly['present'] >= partly['cue_pixels']).mean():.2f} of these fills show the whole cue.",
-              f"No cue pixel kept ({len(none)} fills): {_interval(none['present'])} cue pixels present after the "
-              f"fill; {(none['present'] > 0).mean():.2f} of these fills show any.", "",
-              "| member | kept share | present share | fills with pixels added in the cue | n |", "|---|---|---|---|---|"]
+    lines = [
+        f"Partly kept cues (0 < kept < all; {len(partly)} fills): kept {partly['kept'].mean():.2f} "
+        f"of {partly['cue_pixels'].mean():.1f} pixels on average, present after the fill "
+        f"{partly['present'].mean():.2f}; the fill drew {_interval(partly['added'])} cue-coloured "
+        f"pixels inside the cue's square that were not kept ("
+        f"{(partly['added'] / missing).mean():.2f} of the missing ones per fill on average, "
+        f"{partly['added'].sum() / missing.sum():.2f} of all missing ones); "
+        f"{(partly['present'] >= partly['cue_pixels']).mean():.2f} of these fills show the whole cue.",
+        f"No cue pixel kept ({len(none)} fills): {_interval(none['present'])} cue pixels present after the "
+        f"fill; {(none['present'] > 0).mean():.2f} of these fills show any.",
+        "",
+        "| member | kept share | present share | fills with pixels added in the cue | n |",
+        "|---|---|---|---|---|",
+    ]
     for member, d in table.groupby("member", sort=False):
-        lines.append(f"| {member} | {(d['kept'] / d['cue_pixels']).mean():.3f} | "
-                     f"{(d['present'] / d['cue_pixels']).mean():.3f} | {(d['added'] > 0).mean():.3f} | {len(d)} |")
-    lines += ["", "Partly kept cues by how many pixels were missing (completion is likeliest where few are):", "",
-              "| missing | fills | share of missing redrawn (pooled) | fills showing the whole cue |", "|---|---|---|---|"]
+        lines.append(
+            f"| {member} | {(d['kept'] / d['cue_pixels']).mean():.3f} | "
+            f"{(d['present'] / d['cue_pixels']).mean():.3f} | {(d['added'] > 0).mean():.3f} | {len(d)} |"
+        )
+    lines += [
+        "",
+        "Partly kept cues by how many pixels were missing (completion is likeliest where few are):",
+        "",
+        "| missing | fills | share of missing redrawn (pooled) | fills showing the whole cue |",
+        "|---|---|---|---|",
+    ]
     for lo, hi in ((1, 2), (3, 4), (5, 8), (9, 15)):
         d = partly[(missing >= lo) & (missing <= hi)]
         if len(d):
             gone = d["cue_pixels"] - d["kept"]
-            lines.append(f"| {lo}-{hi} | {len(d)} | {d['added'].sum() / gone.sum():.2f} | "
-                         f"{(d['present'] >= d['cue_pixels']).mean():.2f} |")
+            lines.append(
+                f"| {lo}-{hi} | {len(d)} | {d['added'].sum() / gone.sum():.2f} | "
+                f"{(d['present'] >= d['cue_pixels']).mean():.2f} |"
+            )
     return lines
 
 

@@ -11,6 +11,7 @@ interval) and at 90% (the equivalence check's two one-sided tests), and the shar
 
     ./fud python studies/round4/round4_simulation.py --n 32 64 --margin 0.25 --reps 2000
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))   # studies/round4/this file
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))  # studies/round4/this file
 from fudbench.meta.inference import mean_interval  # noqa: E402
 
 LEVELS = np.arange(5)
@@ -30,12 +31,12 @@ def recoveries(scores: np.ndarray) -> np.ndarray:
     ranks = scores.argsort(1).argsort(1).astype(float)
     target = (-LEVELS).argsort().argsort().astype(float)
     rc, tc = ranks - ranks.mean(1, keepdims=True), target - target.mean()
-    return (rc * tc).sum(1) / np.sqrt((rc ** 2).sum(1) * (tc ** 2).sum())
+    return (rc * tc).sum(1) / np.sqrt((rc**2).sum(1) * (tc**2).sum())
 
 
 def draw(rng, n: int, beta_a: float, beta_b: float, c: float) -> np.ndarray:
     e_a = rng.standard_normal((n, len(LEVELS)))
-    e_b = c * e_a + np.sqrt(1 - c ** 2) * rng.standard_normal((n, len(LEVELS)))
+    e_b = c * e_a + np.sqrt(1 - c**2) * rng.standard_normal((n, len(LEVELS)))
     return recoveries(-beta_a * LEVELS + e_a) - recoveries(-beta_b * LEVELS + e_b)
 
 
@@ -47,10 +48,21 @@ def main(argv=None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     rng = np.random.default_rng(args.seed)
-    cases = [(0.3, 0.3, 0.5), (0.3, 0.3, 0.8), (0.6, 0.6, 0.5), (0.3, 0.2, 0.5), (0.5, 0.3, 0.5),
-             (0.6, 0.3, 0.3), (1.0, 0.5, 0.5), (0.2, 0.0, 0.5), (1.5, 1.5, 0.0)]
-    print(f"{'beta_a':>6} {'beta_b':>6} {'c':>4} {'true':>7} {'n':>4} {'cov95':>6} {'w95':>6} {'cov90':>6} "
-          f"{'w90':>6} {'decided':>7} {'equiv':>6}")
+    cases = [
+        (0.3, 0.3, 0.5),
+        (0.3, 0.3, 0.8),
+        (0.6, 0.6, 0.5),
+        (0.3, 0.2, 0.5),
+        (0.5, 0.3, 0.5),
+        (0.6, 0.3, 0.3),
+        (1.0, 0.5, 0.5),
+        (0.2, 0.0, 0.5),
+        (1.5, 1.5, 0.0),
+    ]
+    print(
+        f"{'beta_a':>6} {'beta_b':>6} {'c':>4} {'true':>7} {'n':>4} {'cov95':>6} {'w95':>6} {'cov90':>6} "
+        f"{'w90':>6} {'decided':>7} {'equiv':>6}"
+    )
     for beta_a, beta_b, c in cases:
         truth = draw(rng, 200_000, beta_a, beta_b, c).mean()
         for n in args.n:
@@ -67,8 +79,11 @@ def main(argv=None) -> None:
                 decided += lo > 0 or hi < 0
                 equiv += lo90 >= -args.margin and hi90 <= args.margin
             r = args.reps
-            print(f"{beta_a:6.2f} {beta_b:6.2f} {c:4.1f} {truth:+7.3f} {n:4d} {hit95 / r:6.3f} {w95 / r:6.3f} "
-                  f"{hit90 / r:6.3f} {w90 / r:6.3f} {decided / r:7.3f} {equiv / r:6.3f}", flush=True)
+            print(
+                f"{beta_a:6.2f} {beta_b:6.2f} {c:4.1f} {truth:+7.3f} {n:4d} {hit95 / r:6.3f} {w95 / r:6.3f} "
+                f"{hit90 / r:6.3f} {w90 / r:6.3f} {decided / r:7.3f} {equiv / r:6.3f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ replication's cell and label beside), equivalence.csv, per_image_<run>.parquet (
 come from), cue_verdict_explainers.csv (copied), invocations_<run>.jsonl (copied) and summary.md.
 A run that has not finished is named in summary.md and left out; no cell is computed from a partial run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,7 +18,7 @@ import shutil
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent          # studies/round4: the study's overlays and round4_analysis
+HERE = Path(__file__).resolve().parent  # studies/round4: the study's overlays and round4_analysis
 REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(HERE))
@@ -29,7 +30,7 @@ import round4_analysis as round4  # noqa: E402
 from fudbench.config.files import resolve_config  # noqa: E402
 from fudbench.core.io import load_npz, write_csv, write_text  # noqa: E402
 
-CUE, STUDY = "studies/planted_cue/cue.yaml", "studies/round4"   # relative to the repository
+CUE, STUDY = "studies/planted_cue/cue.yaml", "studies/round4"  # relative to the repository
 RUNS = {  # name: (results folder, config files)
     "primary": ("round4", [CUE, f"{STUDY}/round4.yaml"]),
     "replication": ("round4_rep", [CUE, f"{STUDY}/round4.yaml", f"{STUDY}/round4_replication.yaml"]),
@@ -58,9 +59,11 @@ def gate_truths(results: Path, config: dict) -> dict[str, pd.DataFrame]:
     cue = data["masks"].astype(bool)
     ratios = config["evaluation"]["ratios"]
     names = [*degraded_explainers(config["explainers"]), "random"]
-    measures = {"share": lambda s, c: round4.kept_cue_share(s, c, ratios),
-                "completion": lambda s, c: round4.kept_cue_share(s, c, ratios, completion=True),
-                "boundary": lambda s, c: round4.keep_top_boundary(s, ratios)}
+    measures = {
+        "share": lambda s, c: round4.kept_cue_share(s, c, ratios),
+        "completion": lambda s, c: round4.kept_cue_share(s, c, ratios, completion=True),
+        "boundary": lambda s, c: round4.keep_top_boundary(s, ratios),
+    }
     rows = {kind: [] for kind in measures}
     for model in config["models"]["classifiers"]:
         for name in names:
@@ -68,8 +71,10 @@ def gate_truths(results: Path, config: dict) -> dict[str, pd.DataFrame]:
                 a = load_npz(shard, made_by="explain")
                 scores = reduce_map(a["attributions"], config["evaluation"]["reduction"])
                 for kind, measure in measures.items():
-                    rows[kind] += [{"model": model, "explainer": name, "image": int(i), "value": float(v)}
-                                   for i, v in zip(a["ids"], measure(scores, cue[a["ids"]]))]
+                    rows[kind] += [
+                        {"model": model, "explainer": name, "image": int(i), "value": float(v)}
+                        for i, v in zip(a["ids"], measure(scores, cue[a["ids"]]))
+                    ]
     return {kind: pd.DataFrame(r) for kind, r in rows.items()}
 
 
@@ -78,10 +83,16 @@ def run_cells(results: Path, config: dict):
 
     per_image = pd.read_parquet(results / "analysis" / "per_image.parquet")
     truths = gate_truths(results, config)
-    per_image = pd.concat([per_image, round4.scatter_only_scores(truths["boundary"]).reindex(
-        columns=per_image.columns)], ignore_index=True)
-    gate = round4.protocol_gate(truths["share"], config["explainers"],
-                                pd.read_csv(results / "tables" / "cue_intervention.csv"), completion=truths["completion"])
+    per_image = pd.concat(
+        [per_image, round4.scatter_only_scores(truths["boundary"]).reindex(columns=per_image.columns)],
+        ignore_index=True,
+    )
+    gate = round4.protocol_gate(
+        truths["share"],
+        config["explainers"],
+        pd.read_csv(results / "tables" / "cue_intervention.csv"),
+        completion=truths["completion"],
+    )
     pairs = round4.pairwise_order(truths["share"], degraded_explainers(config["explainers"]))
     return per_image, gate, pairs, truths
 
@@ -131,22 +142,33 @@ def main(argv=None) -> None:
         else:
             tables[name] = round4.round4_cells(per_image, config["explainers"], gate)
             scatter[name] = round4.family_recovery(
-                per_image, config["explainers"], (round4.SCATTER_ONLY, "fud", round4.AVG2, "fud_symmetric"))
-            scatter_cells[name] = round4.round4_cells(per_image, config["explainers"], gate,
-                                                      comparisons=round4.SCATTER_COMPARISONS)
-            equal_share[name] = round4.equal_share_reactions(per_image, truths["share"], truths["boundary"],
-                                                             config["explainers"])
-        lines.append(f"- {name}: {per_image['image'].nunique()} images, models "
-                     f"{', '.join(sorted(per_image['model'].unique()))}")
+                per_image, config["explainers"], (round4.SCATTER_ONLY, "fud", round4.AVG2, "fud_symmetric")
+            )
+            scatter_cells[name] = round4.round4_cells(
+                per_image, config["explainers"], gate, comparisons=round4.SCATTER_COMPARISONS
+            )
+            equal_share[name] = round4.equal_share_reactions(
+                per_image, truths["share"], truths["boundary"], config["explainers"]
+            )
+        lines.append(
+            f"- {name}: {per_image['image'].nunique()} images, models {', '.join(sorted(per_image['model'].unique()))}"
+        )
     if gates:
         gate_all = pd.concat(gates, ignore_index=True)
         write_csv(out / "gate.csv", gate_all, index=False, float_format="%.4f")
         write_csv(out / "gate_pairs.csv", pd.concat(pair_tables, ignore_index=True), index=False, float_format="%.4f")
-        lines += ["", "## Gate (protocol truth: kept cue share; every adjacent pair ordered)", "",
-                  "| run | model | family | intervention | pairs ordered | completion truth | passes |",
-                  "|---|---|---|---|---|---|---|"]
-        lines += [f"| {r.run} | {r.model} | {r.family} | {r.intervention_ok} | {r.pairs_ordered} | "
-                  f"{getattr(r, 'completion_pairs_ordered', '')} | {r.passes} |" for r in gate_all.itertuples()]
+        lines += [
+            "",
+            "## Gate (protocol truth: kept cue share; every adjacent pair ordered)",
+            "",
+            "| run | model | family | intervention | pairs ordered | completion truth | passes |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r.run} | {r.model} | {r.family} | {r.intervention_ok} | {r.pairs_ordered} | "
+            f"{getattr(r, 'completion_pairs_ordered', '')} | {r.passes} |"
+            for r in gate_all.itertuples()
+        ]
     if "primary" in tables:
         rep = tables.get("replication")
         table = round4.replication_table(tables["primary"], rep) if rep is not None else tables["primary"]
@@ -155,45 +177,82 @@ def main(argv=None) -> None:
         ties = round4.score_tie_share(per_images["primary"], configs["primary"]["explainers"])
         write_csv(out / "score_ties.csv", ties, index=False, float_format="%.4f")
         if rep is not None:
-            pooled = round4.pooled_table(per_images["primary"], per_images["replication"], tables["primary"],
-                                         configs["primary"]["explainers"])
+            pooled = round4.pooled_table(
+                per_images["primary"], per_images["replication"], tables["primary"], configs["primary"]["explainers"]
+            )
             write_csv(out / "pooled.csv", pooled, index=False, float_format="%.4f")
-            lines += ["", "## Pooled over both runs (headline effect size) and heterogeneity", "",
-                      "| comparison | cell | pooled [95%] | n | primary - replication [95%] |", "|---|---|---|---|---|"]
-            lines += [f"| {r.endpoint} | {r.model}/{r.family} | {_fmt(r.pooled, r.pooled_low, r.pooled_high)} | "
-                      f"{r.n_images} | {_fmt(r.heterogeneity, r.heterogeneity_low, r.heterogeneity_high)} |"
-                      for r in pooled.itertuples()]
+            lines += [
+                "",
+                "## Pooled over both runs (headline effect size) and heterogeneity",
+                "",
+                "| comparison | cell | pooled [95%] | n | primary - replication [95%] |",
+                "|---|---|---|---|---|",
+            ]
+            lines += [
+                f"| {r.endpoint} | {r.model}/{r.family} | {_fmt(r.pooled, r.pooled_low, r.pooled_high)} | "
+                f"{r.n_images} | {_fmt(r.heterogeneity, r.heterogeneity_low, r.heterogeneity_high)} |"
+                for r in pooled.itertuples()
+            ]
     if "primary" in scatter:
         rec = _stack(scatter)
         write_csv(out / "scatter.csv", rec, index=False, float_format="%.4f")
         cells = _stack(scatter_cells)
         write_csv(out / "scatter_cells.csv", cells, index=False, float_format="%.4f")
-        lines += ["", "## A scatter-only metric (minus the keep-top sets' boundary share; no model, no fill)", "",
-                  "Mean per-image recovery on every family, beside the FUD curves (share of images ordered "
-                  "perfectly):", "", "| run | model | family | curve | recovery [95%] | perfect | n |",
-                  "|---|---|---|---|---|---|---|"]
-        lines += [f"| {r.run} | {r.model} | {r.family} | {r.curve} | {_fmt(r.recovery, r.ci_low, r.ci_high)} | "
-                  f"{r.perfect_share:.2f} | {r.n_images} |" for r in rec.itertuples()]
-        lines += ["", "The scatter-only metric in the endpoint's cells (families passing the gate; Holm within "
-                  "each comparison):", "", _markdown(cells)]
+        lines += [
+            "",
+            "## A scatter-only metric (minus the keep-top sets' boundary share; no model, no fill)",
+            "",
+            "Mean per-image recovery on every family, beside the FUD curves (share of images ordered perfectly):",
+            "",
+            "| run | model | family | curve | recovery [95%] | perfect | n |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r.run} | {r.model} | {r.family} | {r.curve} | {_fmt(r.recovery, r.ci_low, r.ci_high)} | "
+            f"{r.perfect_share:.2f} | {r.n_images} |"
+            for r in rec.itertuples()
+        ]
+        lines += [
+            "",
+            "The scatter-only metric in the endpoint's cells (families passing the gate; Holm within each comparison):",
+            "",
+            _markdown(cells),
+        ]
         eq_share = _stack(equal_share)
         write_csv(out / "equal_share_reactions.csv", eq_share, index=False, float_format="%.4f")
-        lines += ["", "Exploratory: each curve's reaction to scatter at equal kept cue share (member pairs of one "
-                  "image are not independent; round4.equal_share_reactions):", "",
-                  "| run | model | family | curve | equal-share pairs | compact member higher | sign p | "
-                  "OLS on share | OLS on boundary |", "|---|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {r.run} | {r.model} | {r.family} | {r.curve} | {r.equal_pairs} | {r.compact_higher_share:.2f} | "
-                  f"{r.sign_p:.2g} | {r.ols_share:+.2f} | {r.ols_boundary:+.2f} |" for r in eq_share.itertuples()]
+        lines += [
+            "",
+            "Exploratory: each curve's reaction to scatter at equal kept cue share (member pairs of one "
+            "image are not independent; round4.equal_share_reactions):",
+            "",
+            "| run | model | family | curve | equal-share pairs | compact member higher | sign p | "
+            "OLS on share | OLS on boundary |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r.run} | {r.model} | {r.family} | {r.curve} | {r.equal_pairs} | {r.compact_higher_share:.2f} | "
+            f"{r.sign_p:.2g} | {r.ols_share:+.2f} | {r.ols_boundary:+.2f} |"
+            for r in eq_share.itertuples()
+        ]
     if "equivalence" in tables:
         eq = tables["equivalence"]
         write_csv(out / "equivalence.csv", eq, index=False, float_format="%.4f")
-        lines += ["", f"## Equivalence (margin {round4.EQUIVALENCE_MARGIN}, same macro order): "
-                  f"{round4.equivalence_verdict(eq)}", "", _markdown(eq, equivalence=True)]
-        lines += ["", "(The registered rule: all four cells, both families, gated or not. Of them, the cells "
-                  f"whose family passed the primary's gate: {len(tables['equivalence_gated'])}.)"]
+        lines += [
+            "",
+            f"## Equivalence (margin {round4.EQUIVALENCE_MARGIN}, same macro order): {round4.equivalence_verdict(eq)}",
+            "",
+            _markdown(eq, equivalence=True),
+        ]
+        lines += [
+            "",
+            "(The registered rule: all four cells, both families, gated or not. Of them, the cells "
+            f"whose family passed the primary's gate: {len(tables['equivalence_gated'])}.)",
+        ]
         if "primary" in per_images:
-            lines.append(f"\nFUD-25L keep-top, equivalence run vs primary on the shared images: "
-                         f"{_same_scores(per_images['equivalence'], per_images['primary'])}")
+            lines.append(
+                f"\nFUD-25L keep-top, equivalence run vs primary on the shared images: "
+                f"{_same_scores(per_images['equivalence'], per_images['primary'])}"
+            )
     if "primary" in per_images:
         lines += exploratory(per_images, configs, gates, out)
     write_text(out / "summary.md", "\n".join(lines) + "\n")
@@ -210,28 +269,44 @@ def scatter_pair_lines(results: Path, config: dict, out: Path) -> list[str]:
     shutil.copyfile(results / "analysis" / "per_image.parquet", out / "per_image_scatter.parquet")
     cue = load_npz(results / "data" / "eval.npz")["masks"].astype(bool)
     ratios = config["evaluation"]["ratios"]
-    lines = ["", "## FUD's scatter reaction at equal evidence (config/round4_scatter.yaml; not registered)", "",
-             "Construction, from the maps (mean over images; keep-top / keep-bottom sets):", "",
-             "| model | member | kept cue share (top) | kept cue share (bottom) | boundary share (top) | "
-             "boundary share (bottom) |", "|---|---|---|---|---|---|"]
+    lines = [
+        "",
+        "## FUD's scatter reaction at equal evidence (config/round4_scatter.yaml; not registered)",
+        "",
+        "Construction, from the maps (mean over images; keep-top / keep-bottom sets):",
+        "",
+        "| model | member | kept cue share (top) | kept cue share (bottom) | boundary share (top) | "
+        "boundary share (bottom) |",
+        "|---|---|---|---|---|---|",
+    ]
     for model in config["models"]["classifiers"]:
         for name in SCATTER_PAIR:
             for shard in sorted((results / "attributions" / model / name).glob("shard*.npz")):
                 a = load_npz(shard, made_by="explain")
                 s = reduce_map(a["attributions"], config["evaluation"]["reduction"])
                 c = cue[a["ids"]]
-                lines.append(f"| {model} | {name} | {round4.kept_cue_share(s, c, ratios).mean():.3f} | "
-                             f"{round4.kept_cue_share(-s, c, ratios).mean():.3f} | "
-                             f"{round4.keep_top_boundary(s, ratios).mean():.3f} | "
-                             f"{round4.keep_top_boundary(-s, ratios).mean():.3f} |")
+                lines.append(
+                    f"| {model} | {name} | {round4.kept_cue_share(s, c, ratios).mean():.3f} | "
+                    f"{round4.kept_cue_share(-s, c, ratios).mean():.3f} | "
+                    f"{round4.keep_top_boundary(s, ratios).mean():.3f} | "
+                    f"{round4.keep_top_boundary(-s, ratios).mean():.3f} |"
+                )
     curves = [c for c in PAIR_CURVES if c in set(per_image["curve"])]
     table = round4.scatter_pair_reactions(per_image, SCATTER_PAIR, curves)
     write_csv(out / "scatter_pair.csv", table, index=False, float_format="%.4f")
-    lines += ["", "Reaction = oriented score of the compact member minus the scattered one (> 0: favours compact "
-              "kept sets), Holm over the models within each curve:", "",
-              "| model | curve | reaction [95%] | p_holm | compact higher | n |", "|---|---|---|---|---|---|"]
-    lines += [f"| {r.model} | {r.curve} | {_fmt(r.reaction, r.ci_low, r.ci_high)} | {r.p_holm:.3g} | "
-              f"{r.compact_higher_share:.2f} | {r.n_images} |" for r in table.itertuples()]
+    lines += [
+        "",
+        "Reaction = oriented score of the compact member minus the scattered one (> 0: favours compact "
+        "kept sets), Holm over the models within each curve:",
+        "",
+        "| model | curve | reaction [95%] | p_holm | compact higher | n |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r.model} | {r.curve} | {_fmt(r.reaction, r.ci_low, r.ci_high)} | {r.p_holm:.3g} | "
+        f"{r.compact_higher_share:.2f} | {r.n_images} |"
+        for r in table.itertuples()
+    ]
     return lines
 
 
@@ -249,18 +324,37 @@ def exploratory(per_images: dict, configs: dict, gates: list, out: Path) -> list
         if p is None:
             continue
         gate = licence.assign(model=licence["model"].map(round4.REPLICATES)) if run == "replication" else licence
-        cells = round4.round4_cells(p, no_d0, gate, comparisons=(("d4-d16: symmetric vs avg2", "fud_symmetric",
-                                    round4.AVG2), ("d4-d16: bottom vs avg2", "fud_bottom", round4.AVG2)))
+        cells = round4.round4_cells(
+            p,
+            no_d0,
+            gate,
+            comparisons=(
+                ("d4-d16: symmetric vs avg2", "fud_symmetric", round4.AVG2),
+                ("d4-d16: bottom vs avg2", "fud_bottom", round4.AVG2),
+            ),
+        )
         tables.append(cells[cells["family"] == "oracle_displaced"].assign(run=run))
-        ceiling.append(round4.family_recovery(p, no_d0, ("fud", round4.AVG2, "fud_bottom", "fud_symmetric", "insertion",
-                                                         "deletion", "road_morf", "road_lerf")).assign(run=run))
+        ceiling.append(
+            round4.family_recovery(
+                p,
+                no_d0,
+                ("fud", round4.AVG2, "fud_bottom", "fud_symmetric", "insertion", "deletion", "road_morf", "road_lerf"),
+            ).assign(run=run)
+        )
     if "equivalence" in per_images:
         eq = per_images["equivalence"]
-        both = pd.concat([primary[primary["image"].isin(eq["image"].unique())],
-                          eq[eq["curve"] == "fud@fud_100"]], ignore_index=True)
-        cells = round4.round4_cells(both, explainers, licence, comparisons=(
-            ("32 images: symmetric vs FUD-25L keep-top", "fud_symmetric", "fud"),
-            ("32 images: symmetric vs FUD-100 keep-top", "fud_symmetric", "fud@fud_100")))
+        both = pd.concat(
+            [primary[primary["image"].isin(eq["image"].unique())], eq[eq["curve"] == "fud@fud_100"]], ignore_index=True
+        )
+        cells = round4.round4_cells(
+            both,
+            explainers,
+            licence,
+            comparisons=(
+                ("32 images: symmetric vs FUD-25L keep-top", "fud_symmetric", "fud"),
+                ("32 images: symmetric vs FUD-100 keep-top", "fud_symmetric", "fud@fud_100"),
+            ),
+        )
         tables.append(cells.assign(run="primary+equivalence"))
     if not tables:
         return []
@@ -272,8 +366,12 @@ def exploratory(per_images: dict, configs: dict, gates: list, out: Path) -> list
         rec = rec[rec["family"] == "oracle_displaced"]
         write_csv(out / "displacement_d4_d16.csv", rec, index=False, float_format="%.4f")
         wide = rec.pivot_table(index=["run", "model"], columns="curve", values="recovery")
-        lines += ["", "Displacement d = 4..16 (scatter held fixed): every curve's mean per-image recovery", "",
-                  wide.round(2).to_markdown()]
+        lines += [
+            "",
+            "Displacement d = 4..16 (scatter held fixed): every curve's mean per-image recovery",
+            "",
+            wide.round(2).to_markdown(),
+        ]
     return lines
 
 
@@ -302,23 +400,36 @@ def _fmt(e, lo, hi) -> str:
 
 def _markdown(t: pd.DataFrame, equivalence: bool = False) -> str:
     if equivalence:
-        head = ("| model | family | FUD-25L - FUD-100 [95%] | 90% | same macro order | equivalent | n |\n"
-                "|---|---|---|---|---|---|---|")
-        rows = [f"| {r.model} | {r.family} | {_fmt(r.estimate, r.ci_low, r.ci_high)} | "
-                f"[{r.ci_low_90:+.2f}, {r.ci_high_90:+.2f}] | {r.same_macro_order} | {r.equivalent} | {r.n_images} |"
-                for r in t.itertuples()]
+        head = (
+            "| model | family | FUD-25L - FUD-100 [95%] | 90% | same macro order | equivalent | n |\n"
+            "|---|---|---|---|---|---|---|"
+        )
+        rows = [
+            f"| {r.model} | {r.family} | {_fmt(r.estimate, r.ci_low, r.ci_high)} | "
+            f"[{r.ci_low_90:+.2f}, {r.ci_high_90:+.2f}] | {r.same_macro_order} | {r.equivalent} | {r.n_images} |"
+            for r in t.itertuples()
+        ]
         return "\n".join([head, *rows])
     rep = "replication" in t.columns
-    head = ("| comparison | model | family | estimate [95%] | p_holm | verdict | macro challenger / comparator |"
-            + (" replication [95%] | p_holm | label |" if rep else "") + "\n|" + "---|" * (7 + 3 * rep))
+    head = (
+        "| comparison | model | family | estimate [95%] | p_holm | verdict | macro challenger / comparator |"
+        + (" replication [95%] | p_holm | label |" if rep else "")
+        + "\n|"
+        + "---|" * (7 + 3 * rep)
+    )
     rows = []
     for r in t.itertuples():
-        row = (f"| {r.endpoint}: {r.challenger} vs {r.paper} | {r.model} | {r.family} | "
-               f"{_fmt(r.estimate, r.ci_low, r.ci_high)} | {r.p_holm:.3g} | {r.verdict} | "
-               f"{r.macro_challenger:+.2f} / {r.macro_paper:+.2f} |")
+        row = (
+            f"| {r.endpoint}: {r.challenger} vs {r.paper} | {r.model} | {r.family} | "
+            f"{_fmt(r.estimate, r.ci_low, r.ci_high)} | {r.p_holm:.3g} | {r.verdict} | "
+            f"{r.macro_challenger:+.2f} / {r.macro_paper:+.2f} |"
+        )
         if rep:
-            row += (f" {_fmt(r.estimate_rep, r.ci_low_rep, r.ci_high_rep)} | {r.p_holm_rep:.3g} | {r.replication} |"
-                    if np.isfinite(getattr(r, "estimate_rep", np.nan)) else " n/a | | no replication cell |")
+            row += (
+                f" {_fmt(r.estimate_rep, r.ci_low_rep, r.ci_high_rep)} | {r.p_holm_rep:.3g} | {r.replication} |"
+                if np.isfinite(getattr(r, "estimate_rep", np.nan))
+                else " n/a | | no replication cell |"
+            )
         rows.append(row)
     return "\n".join([head, *rows])
 

@@ -1,4 +1,5 @@
 """Bootstrap confidence intervals of a mean over images (percentile method)."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -10,6 +10,7 @@ tables); this module gathers them for the analysis jobs:
 - INFID (lower better): the image's infidelity.
 - appendix protocols and F-Fidelity: their modules' docstrings.
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -19,13 +20,13 @@ from fudbench.evaluators import curve_catalogue, find_curve
 from fudbench.evaluators.base import APPENDIX_SAMPLES, MAIN_SAMPLES
 
 CATALOGUE: dict = {}
-CURVE_SCORES: dict = {}        # curve name in the records -> (name in the tables, higher is better, per-image score)
-MAIN_CURVE_SCORES: list = []   # the paper's Table 7 columns, in its order
-TAU_CURVES: dict = {}          # curves whose removal steps are the intermediate samples (Table 4): -> evaluator label
-INTERMEDIATE_CURVES: dict = {}           # intermediate samples of the main tables (2, 3, 8): curve -> row label
+CURVE_SCORES: dict = {}  # curve name in the records -> (name in the tables, higher is better, per-image score)
+MAIN_CURVE_SCORES: list = []  # the paper's Table 7 columns, in its order
+TAU_CURVES: dict = {}  # curves whose removal steps are the intermediate samples (Table 4): -> evaluator label
+INTERMEDIATE_CURVES: dict = {}  # intermediate samples of the main tables (2, 3, 8): curve -> row label
 APPENDIX_INTERMEDIATE_CURVES: dict = {}  # and of the appendix tables (9, 11)
-DERIVED_SCORES: dict = {}      # scores computed from several curves of an image: -> (label, higher is better)
-STEP_VALUES: dict = {}         # curve -> the per-step column whose per-explainer mean a micro comparison ranks
+DERIVED_SCORES: dict = {}  # scores computed from several curves of an image: -> (label, higher is better)
+STEP_VALUES: dict = {}  # curve -> the per-step column whose per-explainer mean a micro comparison ranks
 
 
 def _reference_last(curves):
@@ -43,12 +44,15 @@ def refresh() -> None:
         "CATALOGUE": catalogue,
         "CURVE_SCORES": {c.name: (c.label, c.higher_is_better, c.score) for c in specs if c.score is not None},
         "TAU_CURVES": {c.name: c.samples_label for c in _reference_last(specs) if c.tau},
-        "INTERMEDIATE_CURVES": {c.name: c.samples_label for c in _reference_last(specs)
-                                if MAIN_SAMPLES in c.samples_tables},
-        "APPENDIX_INTERMEDIATE_CURVES": {c.name: c.samples_label for c in _reference_last(specs)
-                                         if APPENDIX_SAMPLES in c.samples_tables},
-        "DERIVED_SCORES": {c.name: (c.label, c.higher_is_better) for c in specs
-                           if c.score is None and c.table is not None},
+        "INTERMEDIATE_CURVES": {
+            c.name: c.samples_label for c in _reference_last(specs) if MAIN_SAMPLES in c.samples_tables
+        },
+        "APPENDIX_INTERMEDIATE_CURVES": {
+            c.name: c.samples_label for c in _reference_last(specs) if APPENDIX_SAMPLES in c.samples_tables
+        },
+        "DERIVED_SCORES": {
+            c.name: (c.label, c.higher_is_better) for c in specs if c.score is None and c.table is not None
+        },
         "STEP_VALUES": {c.name: c.step_value for c in specs if c.step_value},
     }
     for name, values in tables.items():

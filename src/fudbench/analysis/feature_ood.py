@@ -28,6 +28,7 @@ classifier with no nn.Linear): it is then stored with `available = False`
 and a reason, and every score is NaN (the workflow keeps running; the tables
 leave that detector's cells empty).
 """
+
 from __future__ import annotations
 
 import logging
@@ -38,10 +39,10 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-DETECTORS = ("mahalanobis", "knn")      # record columns, in order (next to `energy`)
-REFERENCE_IMAGES = 2000                 # reference images per classifier (seeded subset of the training split)
-RIDGE = 1e-3                            # covariance ridge, relative to the mean feature variance
-KNN_K = 10                              # k of the k-NN distance
+DETECTORS = ("mahalanobis", "knn")  # record columns, in order (next to `energy`)
+REFERENCE_IMAGES = 2000  # reference images per classifier (seeded subset of the training split)
+RIDGE = 1e-3  # covariance ridge, relative to the mean feature variance
+KNN_K = 10  # k of the k-NN distance
 
 
 def fit_reference(features, labels, ridge: float = RIDGE, knn_k: int = KNN_K) -> dict:
@@ -63,10 +64,19 @@ def fit_reference(features, labels, ridge: float = RIDGE, knn_k: int = KNN_K) ->
     precision = np.linalg.inv(cov + lam * np.eye(cov.shape[0]))
     precision = (precision + precision.T) / 2
     bank = f / np.maximum(np.linalg.norm(f, axis=1, keepdims=True), 1e-12)
-    return {"available": np.array(True), "reason": np.array(""), "classes": classes, "means": means,
-            "precision": precision, "ridge": np.float64(ridge), "ridge_absolute": np.float64(lam),
-            "bank": bank.astype(np.float32), "knn_k": np.int64(min(knn_k, len(f))), "n_images": np.int64(len(f)),
-            "dim": np.int64(f.shape[1])}
+    return {
+        "available": np.array(True),
+        "reason": np.array(""),
+        "classes": classes,
+        "means": means,
+        "precision": precision,
+        "ridge": np.float64(ridge),
+        "ridge_absolute": np.float64(lam),
+        "bank": bank.astype(np.float32),
+        "knn_k": np.int64(min(knn_k, len(f))),
+        "n_images": np.int64(len(f)),
+        "dim": np.int64(f.shape[1]),
+    }
 
 
 def unavailable_reference(reason: str) -> dict:
@@ -93,8 +103,8 @@ class FeatureDetector:
 
     def __post_init__(self):
         if self.means is not None:
-            self._pm = self.precision @ self.means.T                    # (D, K)
-            self._mpm = np.einsum("kd,dk->k", self.means, self._pm)     # (K,)
+            self._pm = self.precision @ self.means.T  # (D, K)
+            self._mpm = np.einsum("kd,dk->k", self.means, self._pm)  # (K,)
 
     @property
     def available(self) -> bool:
@@ -104,8 +114,12 @@ class FeatureDetector:
     def from_arrays(cls, ref: dict) -> "FeatureDetector":
         if not bool(ref.get("available", True)):
             return cls(reason=str(ref.get("reason", "")))
-        return cls(np.asarray(ref["means"], np.float64), np.asarray(ref["precision"], np.float64),
-                   np.asarray(ref["bank"], np.float64), int(ref["knn_k"]))
+        return cls(
+            np.asarray(ref["means"], np.float64),
+            np.asarray(ref["precision"], np.float64),
+            np.asarray(ref["bank"], np.float64),
+            int(ref["knn_k"]),
+        )
 
     @classmethod
     def load(cls, path) -> "FeatureDetector":
@@ -113,8 +127,9 @@ class FeatureDetector:
 
         det = cls.from_arrays(load_npz(path, made_by="ood_reference"))
         if not det.available:
-            log.warning("OOD reference %s is unavailable (%s): the mahalanobis and knn columns are NaN",
-                        path, det.reason)
+            log.warning(
+                "OOD reference %s is unavailable (%s): the mahalanobis and knn columns are NaN", path, det.reason
+            )
         return det
 
     def _per_row(self, features, score_row) -> np.ndarray:
@@ -127,6 +142,7 @@ class FeatureDetector:
 
     def mahalanobis(self, features) -> np.ndarray:
         """min over classes of the squared Mahalanobis distance, per row."""
+
         def score_row(row):
             d = row @ self.precision @ row - 2 * (row @ self._pm) + self._mpm
             return max(float(d.min()), 0.0)
@@ -213,7 +229,7 @@ def reference_images(spec: dict, seed: int, n: int = REFERENCE_IMAGES):
         from fudbench.data.imagenet import CorruptImageError, read_image
 
         cfg = spec["folder"]
-        rest = read_labels(cfg["root"], cfg["labels"])[spec["n_eval"]:]
+        rest = read_labels(cfg["root"], cfg["labels"])[spec["n_eval"] :]
         pick = reference_subset(len(rest), n, seed) if rest else []
         files = [(Path(cfg["root"]) / rest[int(j)][0], rest[int(j)][1]) for j in pick]
         resize, crop = cfg["resize"], cfg["crop"]

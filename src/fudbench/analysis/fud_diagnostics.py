@@ -18,6 +18,7 @@ AUROC per step (Fig. 3) = the Energy detector's AUROC between the clean
 evaluated images (ID) and the samples' estimates at that step (OOD); 0.5
 means the two cannot be told apart.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -79,8 +80,9 @@ def trace_fud(imputer, model, x, y, masks, seeds: Sequence[int], batch_size: int
     return torch.cat(finals), torch.cat(l2s).numpy(), torch.cat(energies).numpy(), scored
 
 
-def diagnostics_frame(model_name: str, guidance_start: float, ratios, image_ids, timesteps, l2, energies,
-                      scored: str) -> pd.DataFrame:
+def diagnostics_frame(
+    model_name: str, guidance_start: float, ratios, image_ids, timesteps, l2, energies, scored: str
+) -> pd.DataFrame:
     """Long format: one row per (sample, step); step 0 is x_T (no energy),
     step k the state after the k-th denoising step (timestep timesteps[k-1])."""
     n_images, n_ratios = len(image_ids), len(ratios)
@@ -90,8 +92,19 @@ def diagnostics_frame(model_name: str, guidance_start: float, ratios, image_ids,
     step = np.tile(np.arange(n_steps), n_images * n_ratios)
     t = np.r_[np.nan, np.asarray(timesteps, float)][step]
     e = np.concatenate([np.full((len(energies), 1), np.nan), energies], axis=1).ravel()
-    return pd.DataFrame({"model": model_name, "guidance_start": guidance_start, "kept": kept, "image": image,
-                         "step": step, "t": t, "energy": e, "l2": l2.ravel(), "scored": scored})
+    return pd.DataFrame(
+        {
+            "model": model_name,
+            "guidance_start": guidance_start,
+            "kept": kept,
+            "image": image,
+            "step": step,
+            "t": t,
+            "energy": e,
+            "l2": l2.ravel(),
+            "scored": scored,
+        }
+    )
 
 
 def sample_seeds(seed_key: tuple, image_ids, ratios) -> list[int]:
@@ -107,8 +120,12 @@ def auroc_by_step(frame: pd.DataFrame, clean_energy: pd.Series) -> pd.DataFrame:
     rows = []
     d = frame.dropna(subset=["energy"])
     for key, g in d.groupby(["guidance_start", "kept", "step", "t"], sort=True):
-        rows.append({**dict(zip(["guidance_start", "kept", "step", "t"], key)),
-                     "auroc": ood_metrics(clean_energy.to_numpy(), g["energy"].to_numpy())["auroc"]})
+        rows.append(
+            {
+                **dict(zip(["guidance_start", "kept", "step", "t"], key)),
+                "auroc": ood_metrics(clean_energy.to_numpy(), g["energy"].to_numpy())["auroc"],
+            }
+        )
     return pd.DataFrame(rows)
 
 

@@ -5,6 +5,7 @@ the decrease of confidence, so that a strictly decreasing confidence gives
 tau = 1. Ties are handled as in tau-b. A constant confidence sequence has no
 defined tau: it counts as 0 (and callers report how many there were).
 """
+
 from __future__ import annotations
 
 import numpy as np

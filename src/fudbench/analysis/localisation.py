@@ -4,6 +4,7 @@ mass_inside: the share of an image's attribution mass (|a| summed over
 channels) that falls inside the object mask. A random map scores the mask's
 area fraction on average; a map that points at the object scores more.
 """
+
 from __future__ import annotations
 
 import torch

@@ -49,6 +49,7 @@ piq returns, NaN included (the tables drop non-finite values and count
 them). Inputs are clamped to [0, 1] (piq refuses values outside the range;
 diffusion outputs can overshoot by rounding).
 """
+
 from __future__ import annotations
 
 import math
@@ -65,12 +66,25 @@ if TYPE_CHECKING:  # torch only in annotations here: the table jobs import this 
 # every metric it has, FID's Inception among them, i.e. torchvision.models and
 # through torchvision.ops torch._dynamo (1.5 s of CPU here, 3 s on an AVX2-only
 # EPYC: issue 47), which the quality jobs do not use.
-_PIQ_MODULES = {"PSNR": ("piq.psnr", "psnr"), "SSIM": ("piq.ssim", "ssim"),
-                "MS-SSIM": ("piq.ms_ssim", "multi_scale_ssim"), "FSIM": ("piq.fsim", "fsim"),
-                "GMSD": ("piq.gmsd", "gmsd"), "HaarPSI": ("piq.haarpsi", "haarpsi"), "VSI": ("piq.vsi", "vsi")}
+_PIQ_MODULES = {
+    "PSNR": ("piq.psnr", "psnr"),
+    "SSIM": ("piq.ssim", "ssim"),
+    "MS-SSIM": ("piq.ms_ssim", "multi_scale_ssim"),
+    "FSIM": ("piq.fsim", "fsim"),
+    "GMSD": ("piq.gmsd", "gmsd"),
+    "HaarPSI": ("piq.haarpsi", "haarpsi"),
+    "VSI": ("piq.vsi", "vsi"),
+}
 QUALITY_METRICS = ("PSNR", "SSIM", "MS-SSIM", "FSIM", "GMSD", "HaarPSI", "VSI")
-HIGHER_IS_BETTER = {"PSNR": True, "SSIM": True, "MS-SSIM": True, "FSIM": True, "GMSD": False,
-                    "HaarPSI": True, "VSI": True}
+HIGHER_IS_BETTER = {
+    "PSNR": True,
+    "SSIM": True,
+    "MS-SSIM": True,
+    "FSIM": True,
+    "GMSD": False,
+    "HaarPSI": True,
+    "VSI": True,
+}
 PSNR_CAP = 80.0  # piq: -10 log10(mse + 1e-8) at mse = 0
 PERFECT = {"PSNR": PSNR_CAP, "SSIM": 1.0, "MS-SSIM": 1.0, "FSIM": 1.0, "GMSD": 0.0, "HaarPSI": 1.0, "VSI": 1.0}
 
@@ -92,7 +106,7 @@ def msssim_levels(side: int) -> int:
     """Number of MS-SSIM scales that fit: largest L <= 5 with (k - 1) 2^(L-1) + 1 <= side."""
     k, _ = ssim_window(side)
     levels = 1
-    while levels < len(MSSSIM_WEIGHTS) and (k - 1) * 2 ** levels + 1 <= side:
+    while levels < len(MSSSIM_WEIGHTS) and (k - 1) * 2**levels + 1 <= side:
         levels += 1
     return levels
 
@@ -107,8 +121,9 @@ def adaptation(height: int, width: int) -> dict[str, str]:
         out["SSIM"] = f"kernel {k}, sigma {sigma:.4g}"
     if levels < len(MSSSIM_WEIGHTS) or k != SSIM_KERNEL:
         w = np.asarray(MSSSIM_WEIGHTS[:levels])
-        out["MS-SSIM"] = (f"{levels} scale(s), weights {tuple(np.round(w / w.sum(), 4).tolist())}"
-                          + (f", kernel {k}, sigma {sigma:.4g}" if k != SSIM_KERNEL else ""))
+        out["MS-SSIM"] = f"{levels} scale(s), weights {tuple(np.round(w / w.sum(), 4).tolist())}" + (
+            f", kernel {k}, sigma {sigma:.4g}" if k != SSIM_KERNEL else ""
+        )
     if s < HAARPSI_MIN:
         out["HaarPSI"] = f"nearest-neighbour x{math.ceil(HAARPSI_MIN / s)}"
     return out
@@ -160,7 +175,7 @@ class SaliencyMemo:
         for k, i in todo.items():
             # a batch of one: a map must not depend on which images shared its call (MKL's FFT on Intel
             # CPUs gives the last bits by batch size), or a memo hit would differ from a fresh map
-            found[k] = sdsp(x[i:i + 1], **kwargs)[0]
+            found[k] = sdsp(x[i : i + 1], **kwargs)[0]
             self.computed += 1
             self._put(k, found[k].clone())
         return torch.stack([found[k] for k in keys])
@@ -206,8 +221,10 @@ def _piq():
     if "piq" not in sys.modules:
         spec = importlib.util.find_spec("piq")
         if spec is None:
-            raise ImportError("piq is not installed: the quality metrics need it (requirements.lock pins piq 0.8.0; "
-                              "reinstall the environment: rm -rf ~/.cache/fud-repro and run ./fud again)")
+            raise ImportError(
+                "piq is not installed: the quality metrics need it (requirements.lock pins piq 0.8.0; "
+                "reinstall the environment: rm -rf ~/.cache/fud-repro and run ./fud again)"
+            )
         package = importlib.util.module_from_spec(spec)
 
         def complete(name, package=package, spec=spec):
@@ -230,8 +247,10 @@ def _piq():
             # binds the functions of the same names: leave them to it
             for sub in {m.split(".")[1] for m, _ in _PIQ_MODULES.values()} | {"utils", "functional"}:
                 vars(package).pop(sub, None)
-    return {metric: getattr(importlib.import_module(module), function)
-            for metric, (module, function) in _PIQ_MODULES.items()}
+    return {
+        metric: getattr(importlib.import_module(module), function)
+        for metric, (module, function) in _PIQ_MODULES.items()
+    }
 
 
 def _compute(name: str, x: "torch.Tensor", y: "torch.Tensor") -> "torch.Tensor":
@@ -248,10 +267,14 @@ def _compute(name: str, x: "torch.Tensor", y: "torch.Tensor") -> "torch.Tensor":
     if name == "MS-SSIM":
         k, sigma = ssim_window(s)
         levels = msssim_levels(s)
-        weights = None if levels == len(MSSSIM_WEIGHTS) else torch.tensor(
-            MSSSIM_WEIGHTS[:levels], dtype=x.dtype, device=x.device)  # piq renormalises given weights
-        return piq["MS-SSIM"](x, y, kernel_size=k, kernel_sigma=sigma, data_range=1.0,
-                                    reduction="none", scale_weights=weights)
+        weights = (
+            None
+            if levels == len(MSSSIM_WEIGHTS)
+            else torch.tensor(MSSSIM_WEIGHTS[:levels], dtype=x.dtype, device=x.device)
+        )  # piq renormalises given weights
+        return piq["MS-SSIM"](
+            x, y, kernel_size=k, kernel_sigma=sigma, data_range=1.0, reduction="none", scale_weights=weights
+        )
     if name == "FSIM":
         return piq["FSIM"](x, y, data_range=1.0, reduction="none")
     if name == "GMSD":
@@ -278,8 +301,9 @@ def _as_tensor(a, device) -> "torch.Tensor":
     return t
 
 
-def quality_metrics(samples, originals, metrics=QUALITY_METRICS, batch_size: int = 32,
-                    device=None) -> dict[str, np.ndarray]:
+def quality_metrics(
+    samples, originals, metrics=QUALITY_METRICS, batch_size: int = 32, device=None
+) -> dict[str, np.ndarray]:
     """Per-pair metrics of samples (N, 3, H, W) against originals (N or 1, 3, H, W), floats in [0, 1].
 
     Returns {metric: float64 array (N,)} in the order of `metrics`. Runs on the
@@ -298,8 +322,9 @@ def _quality_metrics(samples, originals, metrics, batch_size, device) -> dict[st
     x = _as_tensor(samples, device)
     y = _as_tensor(originals, x.device if device is None else device)
     if x.dim() != 4 or y.dim() != 4 or x.shape[1:] != y.shape[1:] or y.shape[0] not in (1, x.shape[0]):
-        raise ValueError(f"expected samples (N, C, H, W) and originals (N or 1, C, H, W); "
-                         f"got {tuple(x.shape)} and {tuple(y.shape)}")
+        raise ValueError(
+            f"expected samples (N, C, H, W) and originals (N or 1, C, H, W); got {tuple(x.shape)} and {tuple(y.shape)}"
+        )
     if min(x.shape[-2:]) < MIN_SIDE:
         raise ValueError(f"images must be at least {MIN_SIDE}x{MIN_SIDE}, got {tuple(x.shape[-2:])}")
     unknown = [m for m in metrics if m not in HIGHER_IS_BETTER]
@@ -309,13 +334,13 @@ def _quality_metrics(samples, originals, metrics, batch_size, device) -> dict[st
     n = x.shape[0]
     out = {m: np.empty(n, dtype=np.float64) for m in metrics}
     for start in range(0, n, batch_size):
-        xb = x[start:start + batch_size].to(dtype).clamp(0, 1)
-        yb = (y if y.shape[0] == 1 else y[start:start + batch_size]).to(dtype).clamp(0, 1)
+        xb = x[start : start + batch_size].to(dtype).clamp(0, 1)
+        yb = (y if y.shape[0] == 1 else y[start : start + batch_size]).to(dtype).clamp(0, 1)
         yb = yb.expand_as(xb)
         identical = (xb == yb).flatten(1).all(1).cpu().numpy()
         for m in metrics:
             v = _compute(m, xb, yb).double().cpu().numpy().reshape(len(xb))
             fix = identical & ~np.isfinite(v)
             v[fix] = PERFECT[m]
-            out[m][start:start + len(xb)] = v
+            out[m][start : start + len(xb)] = v
     return out

@@ -1,4 +1,5 @@
 """`python -m fudbench.assets CONFIG.yaml`: what to fetch for a profile, where, and the commands."""
+
 import sys
 
 from fudbench.assets.check import main

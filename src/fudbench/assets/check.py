@@ -10,6 +10,7 @@ cache file, so a rerun does not hash 2.2 GB again.
 
 Also a command-line tool:  python -m fudbench.assets.check config/paper.yaml
 """
+
 from __future__ import annotations
 
 import json
@@ -43,14 +44,14 @@ class AssetError(RuntimeError):
 
 @dataclass
 class Asset:
-    name: str                 # what it is, for messages
-    key: str                  # the config key that locates it
+    name: str  # what it is, for messages
+    key: str  # the config key that locates it
     path: Path | None
-    fetch: str                # how to get it
-    kind: str = "file"        # file | dir
-    sha256: str | None = None         # full digest to match
+    fetch: str  # how to get it
+    kind: str = "file"  # file | dir
+    sha256: str | None = None  # full digest to match
     sha256_prefix: str | None = None  # or a prefix of it (torchvision file names)
-    record_digest: bool = False       # no checksum configured: print the file's, to be recorded
+    record_digest: bool = False  # no checksum configured: print the file's, to be recorded
 
 
 def present(*paths) -> list[str]:
@@ -61,8 +62,10 @@ def present(*paths) -> list[str]:
 
 def resolved_imagenet(cfg: dict, repo) -> dict:
     """data.imagenet with its paths resolved."""
-    return {**cfg, **{k: (str(resolve_path(cfg.get(k), repo)) if cfg.get(k) else None)
-                      for k in ("root", "labels", "synsets")}}
+    return {
+        **cfg,
+        **{k: (str(resolve_path(cfg.get(k), repo)) if cfg.get(k) else None) for k in ("root", "labels", "synsets")},
+    }
 
 
 def resolved_classifier(cfg: dict, repo) -> dict:
@@ -91,12 +94,26 @@ def required_assets(config: dict, repo) -> list[Asset]:
     data = config["data"]
     if data["source"] == "imagenet":
         im = data["imagenet"]
-        out.append(Asset("ImageNet validation images", "data.imagenet.root", resolve_path(im.get("root"), repo),
-                         IMAGENET_HOWTO, kind="dir"))
+        out.append(
+            Asset(
+                "ImageNet validation images",
+                "data.imagenet.root",
+                resolve_path(im.get("root"), repo),
+                IMAGENET_HOWTO,
+                kind="dir",
+            )
+        )
         for k in ("labels", "synsets"):
             if im.get(k):
-                out.append(Asset(f"ImageNet {k} file", f"data.imagenet.{k}", resolve_path(im[k], repo),
-                                 IMAGENET_HOWTO, kind="any"))
+                out.append(
+                    Asset(
+                        f"ImageNet {k} file",
+                        f"data.imagenet.{k}",
+                        resolve_path(im[k], repo),
+                        IMAGENET_HOWTO,
+                        kind="any",
+                    )
+                )
     if data["source"] == "folder":
         folder = resolved_folder(data["folder"], repo)
         out.append(Asset("your images", "data.folder.root", Path(folder["root"]), FOLDER_HOWTO, kind="dir"))
@@ -105,19 +122,32 @@ def required_assets(config: dict, repo) -> list[Asset]:
         if tvm.is_torchvision(c["arch"]):
             c = resolved_classifier(c, repo)
             want, full = tvm.expected_digest(c)
-            out.append(Asset(f"weights of classifier {name!r} ({c['arch']}, {c['weights']})",
-                             f"models.classifiers.{name}.path", tvm.weights_path(c), tvm.fetch_command(c),
-                             sha256=want if full else None, sha256_prefix=None if full else want))
+            out.append(
+                Asset(
+                    f"weights of classifier {name!r} ({c['arch']}, {c['weights']})",
+                    f"models.classifiers.{name}.path",
+                    tvm.weights_path(c),
+                    tvm.fetch_command(c),
+                    sha256=want if full else None,
+                    sha256_prefix=None if full else want,
+                )
+            )
     # The diffusion checkpoint only where an evaluator of the run reads the score model
     # (FUD, its variants, diffusion fills): the rules that read it exist only then.
     score = config["models"].get("score_model") if score_model_users(config, repo) else None
     if score and score["source"] == "guided_diffusion":
         gd = score["guided_diffusion"]
         path = resolve_path(gd["checkpoint"], repo)
-        out.append(Asset("guided-diffusion 256x256_diffusion_uncond.pt",
-                         "models.score_model.guided_diffusion.checkpoint", path,
-                         gd_fetch_command(path, gd.get("url", ADM256_URL)), sha256=gd.get("sha256"),
-                         record_digest=not gd.get("sha256")))
+        out.append(
+            Asset(
+                "guided-diffusion 256x256_diffusion_uncond.pt",
+                "models.score_model.guided_diffusion.checkpoint",
+                path,
+                gd_fetch_command(path, gd.get("url", ADM256_URL)),
+                sha256=gd.get("sha256"),
+                record_digest=not gd.get("sha256"),
+            )
+        )
     return out
 
 
@@ -167,15 +197,21 @@ def _problem(asset: Asset, cache: DigestCache, notes: list[str]) -> str | None:
     if asset.kind == "file" and (asset.sha256 or asset.sha256_prefix or asset.record_digest):
         digest = cache.digest(p)
         if asset.sha256 and digest != asset.sha256:
-            return (f"{asset.name}: checksum mismatch for {p}: sha256 {digest}, expected {asset.sha256}; the file "
-                    f"is corrupt, truncated or another file: delete it and fetch it again with:\n    {asset.fetch}")
+            return (
+                f"{asset.name}: checksum mismatch for {p}: sha256 {digest}, expected {asset.sha256}; the file "
+                f"is corrupt, truncated or another file: delete it and fetch it again with:\n    {asset.fetch}"
+            )
         if asset.sha256_prefix and not digest.startswith(asset.sha256_prefix):
-            return (f"{asset.name}: checksum mismatch for {p}: sha256 {digest} does not start with "
-                    f"{asset.sha256_prefix} (torchvision's file name); delete it and fetch it again with:\n"
-                    f"    {asset.fetch}")
+            return (
+                f"{asset.name}: checksum mismatch for {p}: sha256 {digest} does not start with "
+                f"{asset.sha256_prefix} (torchvision's file name); delete it and fetch it again with:\n"
+                f"    {asset.fetch}"
+            )
         if asset.record_digest:
-            notes.append(f"{asset.name}: no sha256 in config ({asset.key.rsplit('.', 1)[0]}.sha256); this file's "
-                         f"is {digest}: record it there so later runs verify it")
+            notes.append(
+                f"{asset.name}: no sha256 in config ({asset.key.rsplit('.', 1)[0]}.sha256); this file's "
+                f"is {digest}: record it there so later runs verify it"
+            )
     return None
 
 
@@ -186,13 +222,16 @@ def check_imagenet_layout(config: dict, repo) -> str | None:
 
     im = resolved_imagenet(config["data"]["imagenet"], repo)
     try:
-        index = index_imagenet(im["root"], im.get("layout", "auto"), im.get("labels"), im.get("synsets"),
-                               class_names=False)
+        index = index_imagenet(
+            im["root"], im.get("layout", "auto"), im.get("labels"), im.get("synsets"), class_names=False
+        )
     except ImageNetLayoutError as exc:
         return f"ImageNet validation images: {exc}"
     if len(index.entries) < config["data"]["n_eval"]:
-        return (f"ImageNet validation images: {im['root']} has {len(index.entries)} images, "
-                f"config key 'data.n_eval' asks for {config['data']['n_eval']}")
+        return (
+            f"ImageNet validation images: {im['root']} has {len(index.entries)} images, "
+            f"config key 'data.n_eval' asks for {config['data']['n_eval']}"
+        )
     return None
 
 
@@ -202,8 +241,10 @@ def check_folder_images(config: dict, repo) -> list[str]:
     from fudbench.data.folder import FolderDataError, image_problems
 
     try:
-        return [f"your images: {p}" for p in image_problems(resolved_folder(config["data"]["folder"], repo),
-                                                             config["data"]["n_eval"])]
+        return [
+            f"your images: {p}"
+            for p in image_problems(resolved_folder(config["data"]["folder"], repo), config["data"]["n_eval"])
+        ]
     except FolderDataError as exc:  # the labels file changed since the config was checked
         return [f"your images: {exc}"]
 

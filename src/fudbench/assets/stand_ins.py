@@ -11,6 +11,7 @@ at hand: the tests and bench/gpu_suite.sh.
 Speed does not depend on the weights, so a GPU run on stand-ins times the real
 workload (ADM-256: 552.8 M parameters); the scores mean nothing.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,8 +21,15 @@ from typing import Optional
 import numpy as np
 
 # A reduced ADM (the same block types) for runs on a CPU: 32 px, ~1 M parameters.
-TINY_ADM = {"image_size": 32, "model_channels": 32, "num_res_blocks": 1, "attention_resolutions": [16],
-            "channel_mult": [1, 2], "num_head_channels": 32, "norm_groups": 32}
+TINY_ADM = {
+    "image_size": 32,
+    "model_channels": 32,
+    "num_res_blocks": 1,
+    "attention_resolutions": [16],
+    "channel_mult": [1, 2],
+    "num_head_channels": 32,
+    "norm_groups": 32,
+}
 
 
 def gd_shapes(adm) -> dict:
@@ -140,8 +148,16 @@ def write_gd_checkpoint(path, adm=None, seed=0) -> None:
     torch.save(random_gd_state(adm or ADM256, seed), path)
 
 
-def write_paper_standin(work, *, tiny: bool = False, n_images: Optional[int] = None, device: str = "cuda",
-                        steps: Optional[int] = None, explainers=None, cores: Optional[int] = None) -> Path:
+def write_paper_standin(
+    work,
+    *,
+    tiny: bool = False,
+    n_images: Optional[int] = None,
+    device: str = "cuda",
+    steps: Optional[int] = None,
+    explainers=None,
+    cores: Optional[int] = None,
+) -> Path:
     """Stand-in assets under `work` and an overlay of config/paper.yaml that uses them
     (`work/paper_standin.yaml`, to pass after config/paper.yaml). Full size: 16 JPEGs,
     ResNet-50 and ViT-B/16 at 224 px, ADM-256; tiny: 2 images at 32 px, ResNet-50 alone, a
@@ -162,8 +178,12 @@ def write_paper_standin(work, *, tiny: bool = False, n_images: Optional[int] = N
     models = [("resnet50", "torchvision_resnet50")] + ([] if tiny else [("vit", "torchvision_vit_b_16")])
     for seed, (name, arch) in enumerate(models):
         path = work / f"{name}.pth"
-        classifiers[name] = {"arch": arch, "weights": "IMAGENET1K_V1", "path": str(path),
-                             "sha256": write_torchvision_weights(path, arch, size, seed=seed)}
+        classifiers[name] = {
+            "arch": arch,
+            "weights": "IMAGENET1K_V1",
+            "path": str(path),
+            "sha256": write_torchvision_weights(path, arch, size, seed=seed),
+        }
     if tiny:
         classifiers["vit"] = None
     adm = ADMConfig.from_dict({**ADM256.to_dict(), **TINY_ADM}) if tiny else ADM256
@@ -177,25 +197,38 @@ def write_paper_standin(work, *, tiny: bool = False, n_images: Optional[int] = N
     overlay = {
         "run_name": "paper_standin",
         "device": device,
-        "data": {"n_eval": n, "shard_size": n,
-                 "imagenet": {"root": str(root), **({"resize": 36, "crop": 32} if tiny else {})}},
-        "models": {"classifiers": classifiers, "score_model": {"guided_diffusion": gd},
-                   "gates": {"min_test_accuracy": 0.0, "n_samples": 2, "sample_steps": 2}},
+        "data": {
+            "n_eval": n,
+            "shard_size": n,
+            "imagenet": {"root": str(root), **({"resize": 36, "crop": 32} if tiny else {})},
+        },
+        "models": {
+            "classifiers": classifiers,
+            "score_model": {"guided_diffusion": gd},
+            "gates": {"min_test_accuracy": 0.0, "n_samples": 2, "sample_steps": 2},
+        },
         # only these explainers: the rest of the paper's (and the default's) are removed
-        "explainers": {**{e: None for e in paper.get("explainers", {}) if e not in keep},
-                       **{e: None for e in _default_explainers() if e not in keep},
-                       **{e: paper["explainers"].get(e) or {} for e in explainers}},
-        "evaluators": {"fud": {"steps": steps or (3 if tiny else 10), "batch_size": 64},
-                       "insdel": {"n_steps": 8 if tiny else 224}},
+        "explainers": {
+            **{e: None for e in paper.get("explainers", {}) if e not in keep},
+            **{e: None for e in _default_explainers() if e not in keep},
+            **{e: paper["explainers"].get(e) or {} for e in explainers},
+        },
+        "evaluators": {
+            "fud": {"steps": steps or (3 if tiny else 10), "batch_size": 64},
+            "insdel": {"n_steps": 8 if tiny else 224},
+        },
         "evaluation": {"quality": {"images_per_shard": 2}},
-        "analysis": {"pooled_explainers": None, "diagnostics": {"n_images": 1, "explainer": "ig"},
-                     "timing": {"n_images": 1, "steps": [2] if tiny else [10, 20],
-                                "model": "resnet50" if tiny else "vit"}},
+        "analysis": {
+            "pooled_explainers": None,
+            "diagnostics": {"n_images": 1, "explainer": "ig"},
+            "timing": {"n_images": 1, "steps": [2] if tiny else [10, 20], "model": "resnet50" if tiny else "vit"},
+        },
         "plots": {"qualitative_explainers": [e for e in ("sm", "ig") if e in explainers]},
     }
     if tiny:
-        overlay["evaluators"].update({"sensn": {"n_subsets": 4, "batch_size": 64},
-                                      "infid": {"n_perturb": 4, "batch_size": 64}})
+        overlay["evaluators"].update(
+            {"sensn": {"n_subsets": 4, "batch_size": 64}, "infid": {"n_perturb": 4, "batch_size": 64}}
+        )
     path = work / "paper_standin.yaml"
     path.write_text(yaml.safe_dump(overlay, sort_keys=False))
     return path

@@ -11,6 +11,7 @@ they are typed (issue 45):
 
 No torch import: a script's argument errors come in milliseconds.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -34,12 +34,12 @@ config unless they make a complete config (docs/reliability.md, "Command line").
 
 No torch or jsonschema import: the `fud` script runs this before Snakemake.
 """
+
 from __future__ import annotations
 
 import copy
 import os
 import shlex
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -49,9 +49,11 @@ OPTIONS = ("--configfile", "--configfiles")  # Snakemake's option and its alias
 REPO = Path(__file__).resolve().parents[3]
 DEFAULT_CONFIG = REPO / "config" / "config.yaml"
 SCHEMA = REPO / "config" / "schema.yaml"
-TARGETS_HINT = ("--configfile takes every argument after it up to the next option, so a target written after it "
-                "is read as a config file: put targets before --configfile (./fud run TARGET --configfile FILE) "
-                "or after -- (./fud run --configfile FILE -- TARGET)")
+TARGETS_HINT = (
+    "--configfile takes every argument after it up to the next option, so a target written after it "
+    "is read as a config file: put targets before --configfile (./fud run TARGET --configfile FILE) "
+    "or after -- (./fud run --configfile FILE -- TARGET)"
+)
 
 
 class ConfigFileError(ValueError):
@@ -113,19 +115,24 @@ def merge_configs(*configs: Mapping, keep_removals: bool = False) -> dict:
                     merged[key] = REMOVED
                 else:
                     merged.pop(key, None)
-            elif isinstance(value, Mapping) and (value.get(REPLACE) is True or base is REMOVED
-                                                 or (keep_removals and key in merged and base is None)):
+            elif isinstance(value, Mapping) and (
+                value.get(REPLACE) is True or base is REMOVED or (keep_removals and key in merged and base is None)
+            ):
                 # kept: a mapping after a removal (or after a null that is one if the default has a mapping
                 # there) starts afresh, as it would in one merge with the default under it
                 replaced = merge_configs({k: v for k, v in value.items() if k != REPLACE}, keep_removals=keep_removals)
                 # over nothing (an overlay merged on its own) or in a merge that is not final, the mark stays
                 # for the merge with the default
-                merged[key] = replaced if isinstance(base, Mapping) and not keep_removals else {REPLACE: True,
-                                                                                               **replaced}
+                merged[key] = (
+                    replaced if isinstance(base, Mapping) and not keep_removals else {REPLACE: True, **replaced}
+                )
             elif isinstance(value, Mapping):
                 value = {k: v for k, v in value.items() if k != REPLACE}  # `_replace: false`: an ordinary merge
-                merged[key] = (merge_configs(base, value, keep_removals=keep_removals) if isinstance(base, Mapping)
-                               else merge_configs(value, keep_removals=keep_removals))
+                merged[key] = (
+                    merge_configs(base, value, keep_removals=keep_removals)
+                    if isinstance(base, Mapping)
+                    else merge_configs(value, keep_removals=keep_removals)
+                )
             else:
                 merged[key] = copy.deepcopy(value)
     return merged
@@ -139,12 +146,16 @@ def replace_mark_problems(config, where: str, path: tuple = ()) -> list[str]:
         return problems
     for key, value in config.items():
         if key == REPLACE and not path:
-            problems.append(f"{where}: a top-level '{REPLACE}' is not supported; to use a file without the default "
-                            f"config, give every top-level key the schema requires "
-                            f"({', '.join(required_keys())}); an overlay merges into the default")
+            problems.append(
+                f"{where}: a top-level '{REPLACE}' is not supported; to use a file without the default "
+                f"config, give every top-level key the schema requires "
+                f"({', '.join(required_keys())}); an overlay merges into the default"
+            )
         elif key == REPLACE and not isinstance(value, bool):
-            problems.append(f"{where}: config key '{'.'.join(map(str, (*path, key)))}': {value!r} is not true or "
-                            f"false (true: this mapping replaces the one below it instead of merging into it)")
+            problems.append(
+                f"{where}: config key '{'.'.join(map(str, (*path, key)))}': {value!r} is not true or "
+                f"false (true: this mapping replaces the one below it instead of merging into it)"
+            )
         elif isinstance(value, Mapping):
             problems += replace_mark_problems(value, where, (*path, key))
     return problems
@@ -177,11 +188,15 @@ def expand_variants(section: dict, where: str, method: bool = True) -> dict:
         base = section.get(base_name)
         if not isinstance(base, Mapping):
             known = ", ".join(n for n, e in section.items() if isinstance(e, Mapping) and "variant_of" not in e)
-            raise ConfigFileError(f"config key '{where}.{name}.variant_of': no entry {base_name!r} in {where} "
-                                  f"to repeat (entries: {known})")
+            raise ConfigFileError(
+                f"config key '{where}.{name}.variant_of': no entry {base_name!r} in {where} "
+                f"to repeat (entries: {known})"
+            )
         if "variant_of" in base:
-            raise ConfigFileError(f"config key '{where}.{name}.variant_of': {base_name!r} is itself a variant "
-                                  f"(of {base['variant_of']!r}); name the entry it repeats")
+            raise ConfigFileError(
+                f"config key '{where}.{name}.variant_of': {base_name!r} is itself a variant "
+                f"(of {base['variant_of']!r}); name the entry it repeats"
+            )
         own = {k: v for k, v in entry.items() if k != "variant_of"}
         out[name] = merge_configs(base, {"method": base.get("method", base_name)} if method else {}, own)
     return out
@@ -226,8 +241,9 @@ def load_config_file(path, where: str | None = None) -> dict:
             config = yaml.safe_load(fh)
     except (UnicodeDecodeError, yaml.YAMLError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else ""
-        raise ConfigFileError(f"{where} is not a YAML or JSON file ({type(exc).__name__}: {first}); "
-                              f"{TARGETS_HINT}") from None
+        raise ConfigFileError(
+            f"{where} is not a YAML or JSON file ({type(exc).__name__}: {first}); {TARGETS_HINT}"
+        ) from None
     if not isinstance(config, dict):
         what = "it is empty" if config is None else f"its top level is {type(config).__name__}"
         raise ConfigFileError(f"{where} is not a config file: {what}, not a mapping of config keys; {TARGETS_HINT}")
@@ -310,9 +326,11 @@ def addressed_run(files, overrides: Mapping | None = None) -> str:
     """results/<run_name> of the run these config files (in order) and --config values address."""
     run = run_config(files, overrides).get("run_name")
     if not isinstance(run, str) or not run:
-        raise ConfigFileError(f"the config files given ({', '.join(map(str, files)) or 'none'}) leave config key "
-                              f"'run_name' {'unset' if run is None else f'as {run!r}, not a name'}: set it (the run "
-                              f"writes results/<run_name>)")
+        raise ConfigFileError(
+            f"the config files given ({', '.join(map(str, files)) or 'none'}) leave config key "
+            f"'run_name' {'unset' if run is None else f'as {run!r}, not a name'}: set it (the run "
+            f"writes results/<run_name>)"
+        )
     return f"results/{run}"
 
 
@@ -370,9 +388,24 @@ def caller_path(path: str) -> tuple[str, str]:
 
 # Snakemake's options whose value is a path (its command line, snakemake/cli.py): ./fud changes to the
 # repository first, so each is made absolute against the caller's directory, as --configfile is.
-PATH_OPTIONS = ("--directory", "-d", "--snakefile", "-s", "--report", "--report-stylesheet", "--report-metadata",
-                "--export-cwl", "--archive", "--runtime-profile", "--conda-prefix", "--apptainer-prefix",
-                "--singularity-prefix", "--shadow-prefix", "--generate-unit-tests", "--stats")
+PATH_OPTIONS = (
+    "--directory",
+    "-d",
+    "--snakefile",
+    "-s",
+    "--report",
+    "--report-stylesheet",
+    "--report-metadata",
+    "--export-cwl",
+    "--archive",
+    "--runtime-profile",
+    "--conda-prefix",
+    "--apptainer-prefix",
+    "--singularity-prefix",
+    "--shadow-prefix",
+    "--generate-unit-tests",
+    "--stats",
+)
 # --profile takes a name (looked up in Snakemake's profile folders) or a folder: made absolute only where
 # the caller's directory has that folder.
 PROFILE_OPTIONS = ("--profile", "--workflow-profile")
@@ -442,28 +475,34 @@ def config_overrides(argv: list[str]) -> dict:
 def _checked_argv(argv: list[str]) -> tuple[list[str], list[str]]:
     """(Snakemake's arguments, the config files resolved): snakemake_argv's work."""
     argv, files = collect_configfiles(list(argv))
-    if "--configfile" in argv[:argv.index("--") if "--" in argv else len(argv)] and not files:
-        raise ConfigFileError("--configfile is given without a config file: name one or more (--configfile A.yaml "
-                              "[B.yaml ...]), or leave the option out for config/config.yaml")
+    if "--configfile" in argv[: argv.index("--") if "--" in argv else len(argv)] and not files:
+        raise ConfigFileError(
+            "--configfile is given without a config file: name one or more (--configfile A.yaml "
+            "[B.yaml ...]), or leave the option out for config/config.yaml"
+        )
     known = set(_schema().get("properties", {}))
     resolved = {}
     for f in files:
         resolved[f], where = caller_path(f)
         in_repo = REPO / f
         if not os.path.isabs(f) and not os.path.exists(resolved[f]) and in_repo.is_file():
-            raise ConfigFileError(f"{where} does not exist; relative paths start from the directory ./fud was run "
-                                  f"in, not the repository (which has {in_repo}: give that path to use it)")
+            raise ConfigFileError(
+                f"{where} does not exist; relative paths start from the directory ./fud was run "
+                f"in, not the repository (which has {in_repo}: give that path to use it)"
+            )
         config = load_config_file(resolved[f], where)
         unknown = [k for k in config if k not in known]
         # e.g. a JSON target (results/<run>/run_info.json shares `device` with the config): mostly foreign keys
         if unknown and len(unknown) > len(config) - len(unknown):
-            raise ConfigFileError(f"{where} is not a config file: {len(unknown)} of its {len(config)} keys "
-                                  f"({', '.join(map(str, unknown[:5]))}{', ...' if len(unknown) > 5 else ''}) are "
-                                  f"not config keys; {TARGETS_HINT}")
+            raise ConfigFileError(
+                f"{where} is not a config file: {len(unknown)} of its {len(config)} keys "
+                f"({', '.join(map(str, unknown[:5]))}{', ...' if len(unknown) > 5 else ''}) are "
+                f"not config keys; {TARGETS_HINT}"
+            )
     files = [resolved[f] for f in files]
     if files:
         at = argv.index("--configfile")
-        argv[at + 1:at + 1 + len(files)] = files
+        argv[at + 1 : at + 1 + len(files)] = files
     return _resolve_path_options(argv), files
 
 
@@ -517,11 +556,13 @@ def report_argv(argv: list[str]) -> list[str]:
     lead = []
     while argv and not argv[0].startswith("-"):
         lead.append(argv.pop(0))
-    given = [a.partition("=")[0] for a in argv[:argv.index("--") if "--" in argv else len(argv)]]
+    given = [a.partition("=")[0] for a in argv[: argv.index("--") if "--" in argv else len(argv)]]
     if "--report" in given:
-        raise ConfigFileError("./fud report writes results/<run_name>/report.html of the run its config files "
-                              "name and takes no --report; for a report elsewhere run ./fud snakemake "
-                              "--configfile FILE ... --report PATH")
+        raise ConfigFileError(
+            "./fud report writes results/<run_name>/report.html of the run its config files "
+            "name and takes no --report; for a report elsewhere run ./fud snakemake "
+            "--configfile FILE ... --report PATH"
+        )
     argv, files = _checked_argv((["--configfile", *lead] if lead else []) + argv)
     overrides = config_overrides(argv)
     results = addressed_run(files, overrides)

@@ -24,6 +24,7 @@ Checked with re.fullmatch (a schema `pattern` is a search: `$` also matches befo
 a final newline, so `"ig\\n"` passed it). No torch or jsonschema import: the
 Snakefile and ./fud run this before anything else.
 """
+
 from __future__ import annotations
 
 import re
@@ -65,8 +66,10 @@ def name_problem(key: str, name, form: str = "entry") -> str | None:
     if not isinstance(name, str):
         return f"config key '{key}': {name!r} is not a name (a string of {allowed})"
     if len(name) > MAX_LENGTH:
-        return (f"config key '{key}': the name is {len(name)} characters long; at most {MAX_LENGTH} (it becomes "
-                f"part of file names under results/)")
+        return (
+            f"config key '{key}': the name is {len(name)} characters long; at most {MAX_LENGTH} (it becomes "
+            f"part of file names under results/)"
+        )
     if not pattern.fullmatch(name):
         return f"config key '{key}': {name!r} is not a valid name: {_why(name, form)}; use {allowed}"
     return None
@@ -79,8 +82,10 @@ def _reserved(path: tuple, name: str) -> str | None:
     if path == ("models", "classifiers") and name == "score_model":
         return "results/<run>/models/score_model.pt is the score model's checkpoint"
     if path == ("models", "classifiers") and name.endswith("_surrogate"):
-        return (f"results/<run>/models/{name}.pt is the F-Fidelity surrogate file of a classifier "
-                f"{name[:-len('_surrogate')]!r}")
+        return (
+            f"results/<run>/models/{name}.pt is the F-Fidelity surrogate file of a classifier "
+            f"{name[: -len('_surrogate')]!r}"
+        )
     return None
 
 
@@ -108,6 +113,7 @@ def name_problems(config: dict) -> list[str]:
             key = ".".join((*path, _shown(name)))
             problem = name_problem(key, name)
             why = None if problem else _reserved(path, name)
-            problems.append(problem or (f"config key '{key}': {name!r} cannot be used: {why}; choose another name"
-                                        if why else None))
+            problems.append(
+                problem or (f"config key '{key}': {name!r} cannot be used: {why}; choose another name" if why else None)
+            )
     return [p for p in problems if p]

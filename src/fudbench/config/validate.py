@@ -3,6 +3,7 @@ checks a schema cannot express (registered names, sorted ratios, sizes).
 
 Kept free of torch imports: the Snakefile calls this at parse time.
 """
+
 from __future__ import annotations
 
 import math
@@ -83,13 +84,17 @@ def with_entry_schemas(schema: dict, config: dict, base=None) -> dict:
     from fudbench.core.settings import settings_schema
 
     method = {"method": {"type": "string"}}
-    evaluator_specs = {n: spec(m) if m in EVALUATORS else _plugin_spec(m, base)
-                       for n, s in _entries(config, "evaluators").items()
-                       if (m := s.get("method", n)) in EVALUATORS or is_import_path(m)}
+    evaluator_specs = {
+        n: spec(m) if m in EVALUATORS else _plugin_spec(m, base)
+        for n, s in _entries(config, "evaluators").items()
+        if (m := s.get("method", n)) in EVALUATORS or is_import_path(m)
+    }
     generated = {
-        "explainers": {n: settings_schema(EXPLAINER_SETTINGS[m], extra=method)
-                       for n, s in _entries(config, "explainers").items()
-                       if (m := s.get("method", n)) in EXPLAINER_SETTINGS},
+        "explainers": {
+            n: settings_schema(EXPLAINER_SETTINGS[m], extra=method)
+            for n, s in _entries(config, "explainers").items()
+            if (m := s.get("method", n)) in EXPLAINER_SETTINGS
+        },
         "evaluators": {n: s.schema() for n, s in evaluator_specs.items() if s is not None},
     }
     properties = dict(schema["properties"])
@@ -127,9 +132,11 @@ def _evaluator_problems(config: dict, base=None) -> list[str]:
             continue
         if method not in EVALUATORS:
             where = f"evaluators.{name}" + (".method" if "method" in settings else "")
-            problems.append(f"config key '{where}': unknown evaluator {method!r}; "
-                            f"registered: {', '.join(EVALUATORS)} (or an EvaluatorSpec by import path, "
-                            f"'package.module:SPEC' or 'path/to/file.py:SPEC')")
+            problems.append(
+                f"config key '{where}': unknown evaluator {method!r}; "
+                f"registered: {', '.join(EVALUATORS)} (or an EvaluatorSpec by import path, "
+                f"'package.module:SPEC' or 'path/to/file.py:SPEC')"
+            )
             continue
         found = spec(method).check(settings, f"evaluators.{name}")
         size = _image_size(config["data"])
@@ -142,8 +149,10 @@ def _evaluator_problems(config: dict, base=None) -> list[str]:
     ffid = entries_of(config["evaluators"], "ffid")
     shared = [{k: spec("ffid").resolve(config["evaluators"][e])[k] for k in ("beta", "finetune")} for e in ffid]
     if any(s != shared[0] for s in shared[1:]):
-        problems.append(f"config key 'evaluators': the ffid entries {ffid} must share beta and finetune (one "
-                        f"surrogate per model is fine-tuned with them)")
+        problems.append(
+            f"config key 'evaluators': the ffid entries {ffid} must share beta and finetune (one "
+            f"surrogate per model is fine-tuned with them)"
+        )
     return problems
 
 
@@ -153,11 +162,13 @@ def _evaluator_mask_problems(name: str, entry, settings: dict, data: dict) -> li
     if has_masks(data) or not entry.masks_needed(entry.resolve(settings)):
         return []
     method = settings.get("method", name)
-    return [f"config key 'evaluators.{name}': the {method} metric ({entry.description}) reads ground-truth object "
-            f"masks, and data.source {data['source']!r} has none" + (" (data.folder.masks is not set)"
-                                                                     if data["source"] == "folder" else "")
-            + f"; give masks (data.folder.masks: one PNG per image, docs/your_own.md) or drop the entry with "
-              f"`{name}: null` under evaluators in your overlay"]
+    return [
+        f"config key 'evaluators.{name}': the {method} metric ({entry.description}) reads ground-truth object "
+        f"masks, and data.source {data['source']!r} has none"
+        + (" (data.folder.masks is not set)" if data["source"] == "folder" else "")
+        + f"; give masks (data.folder.masks: one PNG per image, docs/your_own.md) or drop the entry with "
+        f"`{name}: null` under evaluators in your overlay"
+    ]
 
 
 def _explainer_settings_problems(name: str, method: str, settings: dict, path: tuple = ()) -> list[str]:
@@ -176,14 +187,22 @@ def _explainer_settings_problems(name: str, method: str, settings: dict, path: t
         return SETTINGS[method](**values).problems(key)
     base = values.get("base")
     if base not in EXPLAINERS or base == method:
-        what = {"degrade": "a degraded copy", "randomise_model": "a randomised-model copy",
-                "reorder": "a reordered copy", "translate": "a translated copy",
-                "block_shuffle": "a block-shuffled copy"}.get(method, f"a {method} copy")
-        return [f"config key '{key}.base': {base!r} is not an explainer {what} can wrap; registered: "
-                f"{', '.join(m for m in EXPLAINERS if m != method)}"]
+        what = {
+            "degrade": "a degraded copy",
+            "randomise_model": "a randomised-model copy",
+            "reorder": "a reordered copy",
+            "translate": "a translated copy",
+            "block_shuffle": "a block-shuffled copy",
+        }.get(method, f"a {method} copy")
+        return [
+            f"config key '{key}.base': {base!r} is not an explainer {what} can wrap; registered: "
+            f"{', '.join(m for m in EXPLAINERS if m != method)}"
+        ]
     base_settings = values.get("base_settings") or {}
-    errors = sorted(Draft202012Validator(settings_schema(SETTINGS[base])).iter_errors(base_settings),
-                    key=lambda e: list(map(str, e.absolute_path)))
+    errors = sorted(
+        Draft202012Validator(settings_schema(SETTINGS[base])).iter_errors(base_settings),
+        key=lambda e: list(map(str, e.absolute_path)),
+    )
     if errors:
         return [_describe(e, prefix=(*path, "base_settings")) for e in errors]
     return _explainer_settings_problems(name, base, base_settings, (*path, "base_settings"))
@@ -222,11 +241,13 @@ def _lrp_on_attention_problems(config: dict) -> list[str]:
     from fudbench.explainers import method_of
 
     vits = [n for n, c in config["models"]["classifiers"].items() if c.get("arch") in ATTENTION_ARCHS]
-    return [f"config key 'explainers.{name}': LRP has no rules for attention or LayerNorm, and every explainer "
-            f"runs on every classifier: models.classifiers {vits} are ViTs; remove the entry (cam or a captum "
-            f"method explain ViTs) or run it in a config without them"
-            for name, settings in config["explainers"].items()
-            if vits and _runs_base(method_of(name, settings), settings) == "lrp"]
+    return [
+        f"config key 'explainers.{name}': LRP has no rules for attention or LayerNorm, and every explainer "
+        f"runs on every classifier: models.classifiers {vits} are ViTs; remove the entry (cam or a captum "
+        f"method explain ViTs) or run it in a config without them"
+        for name, settings in config["explainers"].items()
+        if vits and _runs_base(method_of(name, settings), settings) == "lrp"
+    ]
 
 
 def _cue_analysis_problems(config: dict) -> list[str]:
@@ -235,16 +256,19 @@ def _cue_analysis_problems(config: dict) -> list[str]:
     data = config["data"]
     if "cue" not in config["analysis"] or (data["source"] == "synthetic" and (data.get("synthetic") or {}).get("cue")):
         return []
-    return ["config key 'analysis.cue': set, but data.synthetic.cue is not, so the planted-cue rules do not run "
-            "and these settings would be ignored; remove analysis.cue (or set it to null), or plant a cue "
-            "(data.synthetic.cue; studies/planted_cue/cue.yaml)"]
+    return [
+        "config key 'analysis.cue': set, but data.synthetic.cue is not, so the planted-cue rules do not run "
+        "and these settings would be ignored; remove analysis.cue (or set it to null), or plant a cue "
+        "(data.synthetic.cue; studies/planted_cue/cue.yaml)"
+    ]
 
 
 def has_masks(data: dict) -> bool:
     """The evaluated images come with object masks: the synthetic benchmark's, or a
     folder's `masks` (ImageNet has none)."""
-    return data["source"] == "synthetic" or (data["source"] == "folder" and bool((data.get("folder") or {})
-                                                                                 .get("masks")))
+    return data["source"] == "synthetic" or (
+        data["source"] == "folder" and bool((data.get("folder") or {}).get("masks"))
+    )
 
 
 def has_fud(config: dict) -> bool:
@@ -295,18 +319,29 @@ def _reference_problems(config: dict) -> list[str]:
     def unknown(key, names, known, what, fix=""):
         missing = [n for n in names if n not in known]
         if missing:
-            problems.append(f"config key '{key}': {missing} not in {what} ({', '.join(sorted(known))})"
-                            + (f"; {fix}" if fix else ""))
+            problems.append(
+                f"config key '{key}': {missing} not in {what} ({', '.join(sorted(known))})"
+                + (f"; {fix}" if fix else "")
+            )
 
     # the defaults name the default's explainers: an overlay that replaced them must say which of its own
-    unknown("analysis.pooled_explainers", analysis.get("pooled_explainers") or [], explainers, "explainers",
-            "set analysis.pooled_explainers: null (= every explainer of the run) or list some of them")
-    unknown("plots.qualitative_explainers", config["plots"].get("qualitative_explainers") or [], explainers,
-            "explainers", "set plots.qualitative_explainers to a few of them")
+    unknown(
+        "analysis.pooled_explainers",
+        analysis.get("pooled_explainers") or [],
+        explainers,
+        "explainers",
+        "set analysis.pooled_explainers: null (= every explainer of the run) or list some of them",
+    )
+    unknown(
+        "plots.qualitative_explainers",
+        config["plots"].get("qualitative_explainers") or [],
+        explainers,
+        "explainers",
+        "set plots.qualitative_explainers to a few of them",
+    )
     if has_fud(config):  # the diagnostics are FUD's: without it they are left out, unchecked
         if "diagnostics" in analysis:
-            unknown("analysis.diagnostics.explainer", [analysis["diagnostics"]["explainer"]], explainers,
-                    "explainers")
+            unknown("analysis.diagnostics.explainer", [analysis["diagnostics"]["explainer"]], explainers, "explainers")
         if "timing" in analysis:
             unknown("analysis.timing.model", [analysis["timing"]["model"]], models, "models.classifiers")
     try:
@@ -316,8 +351,10 @@ def _reference_problems(config: dict) -> list[str]:
     metrics = set(curves) | {c.label for c in curves.values()}
     missing = [m for m in analysis.get("meta_metrics") or [] if m not in metrics]
     if missing:
-        problems.append(f"config key 'analysis.meta_metrics': {missing} are not curves of the configured "
-                        f"evaluators; choose from {', '.join(sorted(curves))}")
+        problems.append(
+            f"config key 'analysis.meta_metrics': {missing} are not curves of the configured "
+            f"evaluators; choose from {', '.join(sorted(curves))}"
+        )
     return problems
 
 
@@ -331,10 +368,12 @@ def _first_shard_problems(config: dict) -> list[str]:
     for section in ("diagnostics", "timing"):
         n = (analysis.get(section) or {}).get("n_images") if has_fud(config) else None
         if isinstance(n, int) and n > available:
-            problems.append(f"config key 'analysis.{section}.n_images': {n} images requested, but its rules read "
-                            f"shard 0, which holds {available} (data.shard_size = {data['shard_size']}, data.n_eval "
-                            f"= {data['n_eval']}); lower analysis.{section}.n_images to {available} or raise "
-                            f"data.shard_size" + (" and data.n_eval" if data["n_eval"] < n else ""))
+            problems.append(
+                f"config key 'analysis.{section}.n_images': {n} images requested, but its rules read "
+                f"shard 0, which holds {available} (data.shard_size = {data['shard_size']}, data.n_eval "
+                f"= {data['n_eval']}); lower analysis.{section}.n_images to {available} or raise "
+                f"data.shard_size" + (" and data.n_eval" if data["n_eval"] < n else "")
+            )
     return problems
 
 
@@ -365,13 +404,14 @@ def check_semantics(config: dict, base=None) -> None:
         elif method not in EXPLAINERS:
             where = f"explainers.{name}" + (".method" if "method" in settings else "")
             problems.append(
-                f"config key '{where}': unknown explainer {method!r}; "
-                f"registered: {', '.join(sorted(EXPLAINERS))}"
+                f"config key '{where}': unknown explainer {method!r}; registered: {', '.join(sorted(EXPLAINERS))}"
             )
         elif (masked := _mask_method(method, settings)) and not has_masks(config["data"]):
-            problems.append(f"config key 'explainers.{name}': the {masked} explainer needs ground-truth masks "
-                            f"(data.source: synthetic, or data.folder.masks); drop it with `{name}: null` under explainers in your "
-                            f"overlay, or replace the section: `explainers: {{_replace: true, ...}}`")
+            problems.append(
+                f"config key 'explainers.{name}': the {masked} explainer needs ground-truth masks "
+                f"(data.source: synthetic, or data.folder.masks); drop it with `{name}: null` under explainers in your "
+                f"overlay, or replace the section: `explainers: {{_replace: true, ...}}`"
+            )
         else:
             problems += _explainer_settings_problems(name, method, settings)
     problems += _lrp_on_attention_problems(config) + _cue_analysis_problems(config)
@@ -383,8 +423,10 @@ def check_semantics(config: dict, base=None) -> None:
         problems.append(f"config key 'evaluation.ratios': {ratios} must be strictly increasing")
     data = config["data"]
     if data.get("eval_offset") and data["source"] != "synthetic":
-        problems.append(f"config key 'data.eval_offset': only the synthetic benchmark has it (data.source is "
-                        f"{data['source']!r}); remove it")
+        problems.append(
+            f"config key 'data.eval_offset': only the synthetic benchmark has it (data.source is "
+            f"{data['source']!r}); remove it"
+        )
     if data["source"] == "synthetic":
         syn = data.get("synthetic")
         if syn is None:
@@ -393,17 +435,17 @@ def check_semantics(config: dict, base=None) -> None:
             offset = data.get("eval_offset", 0)
             if offset + data["n_eval"] > syn["n_test"]:
                 problems.append(
-                    f"config key 'data.n_eval': {data['n_eval']}" + (f" from data.eval_offset {offset}" if offset else "")
+                    f"config key 'data.n_eval': {data['n_eval']}"
+                    + (f" from data.eval_offset {offset}" if offset else "")
                     + f" exceeds data.synthetic.n_test = {syn['n_test']}; lower n_eval"
-                    + (" or eval_offset" if offset else "") + " or raise n_test"
+                    + (" or eval_offset" if offset else "")
+                    + " or raise n_test"
                 )
             lo, hi = syn["object_scale"]
             if lo > hi:
                 problems.append(f"config key 'data.synthetic.object_scale': [{lo}, {hi}] must be [min, max]")
             if abs(syn["dark"] - syn["light"]) < 0.2:
-                problems.append(
-                    "config key 'data.synthetic.dark'/'light': brightness classes must differ by >= 0.2"
-                )
+                problems.append("config key 'data.synthetic.dark'/'light': brightness classes must differ by >= 0.2")
             if syn.get("cue"):  # lazy: the generator imports scipy, which a config without a cue need not pay
                 from fudbench.data.synthetic import cue_problems
 
@@ -411,8 +453,10 @@ def check_semantics(config: dict, base=None) -> None:
     if data["source"] == "imagenet" and "imagenet" in data:
         im = data["imagenet"]
         if im["resize"] < im["crop"]:
-            problems.append(f"config key 'data.imagenet.resize': {im['resize']} must be >= data.imagenet.crop "
-                            f"= {im['crop']} (shorter side resized, then centre-cropped)")
+            problems.append(
+                f"config key 'data.imagenet.resize': {im['resize']} must be >= data.imagenet.crop "
+                f"= {im['crop']} (shorter side resized, then centre-cropped)"
+            )
     if data["source"] == "folder" and "folder" in data:
         problems += _folder_problems(data, base)
     problems += _pretrained_model_problems(config, base)
@@ -460,24 +504,32 @@ def _pretrained_model_problems(config: dict, base=None) -> list[str]:
             problems += misplaced_import_keys(name, c)
         if c["arch"] in WEIGHT_FILES:
             if c.get("weights") not in WEIGHT_FILES[c["arch"]]:
-                problems.append(f"config key '{key}.weights': {c.get('weights')!r} is not available for "
-                                f"{c['arch']}; choose one of {', '.join(WEIGHT_FILES[c['arch']])}")
+                problems.append(
+                    f"config key '{key}.weights': {c.get('weights')!r} is not available for "
+                    f"{c['arch']}; choose one of {', '.join(WEIGHT_FILES[c['arch']])}"
+                )
             if data["source"] not in ("imagenet", "folder"):
-                problems.append(f"config key '{key}.arch': {c['arch']} is an ImageNet-1k classifier and needs "
-                                f"data.source: imagenet (or folder, with ImageNet-1k class indices as labels)")
+                problems.append(
+                    f"config key '{key}.arch': {c['arch']} is an ImageNet-1k classifier and needs "
+                    f"data.source: imagenet (or folder, with ImageNet-1k class indices as labels)"
+                )
             size = FIXED_INPUT_SIZE.get(c["arch"])
             crop = data.get(data["source"], {}).get("crop")
             if size and crop and crop != size:
-                problems.append(f"config key 'data.{data['source']}.crop': {crop}, but {key} ({c['arch']}) takes "
-                                f"{size}x{size} images only")
+                problems.append(
+                    f"config key 'data.{data['source']}.crop': {crop}, but {key} ({c['arch']}) takes "
+                    f"{size}x{size} images only"
+                )
         elif is_imported(c["arch"]):
             problems += imported_classifier_problems(name, c, _image_size(data), base)
         elif data["source"] != "synthetic":
-            problems.append(f"config key '{key}.arch': {c['arch']} is trained by the workflow on the synthetic "
-                            f"training split and needs data.source: synthetic; use a torchvision_* arch or "
-                            f"arch: import (your own classifier), and drop this one with `{name}: null` under "
-                            f"models.classifiers in your overlay, or replace the section: "
-                            f"`classifiers: {{_replace: true, mine: {{arch: import, ...}}}}` (config/your_own.yaml)")
+            problems.append(
+                f"config key '{key}.arch': {c['arch']} is trained by the workflow on the synthetic "
+                f"training split and needs data.source: synthetic; use a torchvision_* arch or "
+                f"arch: import (your own classifier), and drop this one with `{name}: null` under "
+                f"models.classifiers in your overlay, or replace the section: "
+                f"`classifiers: {{_replace: true, mine: {{arch: import, ...}}}}` (config/your_own.yaml)"
+            )
     return problems
 
 
@@ -490,18 +542,25 @@ def _score_model_problems(config: dict, base=None) -> list[str]:
         return []
     score, source = config["models"].get("score_model"), config["data"]["source"]
     if score is None:
-        fix = ("source: guided_diffusion with its guided_diffusion block, as in config/paper.yaml"
-               if source != "synthetic" else "source: shipped or train, as in config/config.yaml")
-        return [f"config key 'models.score_model': required, because the evaluator(s) {users} read the diffusion "
-                f"score model (FUD, its variants, diffusion fills); set it ({fix}), or drop those evaluators "
-                f"(e.g. `fud: null` in an overlay, or `evaluators: {{_replace: true, ...}}` without them)"]
+        fix = (
+            "source: guided_diffusion with its guided_diffusion block, as in config/paper.yaml"
+            if source != "synthetic"
+            else "source: shipped or train, as in config/config.yaml"
+        )
+        return [
+            f"config key 'models.score_model': required, because the evaluator(s) {users} read the diffusion "
+            f"score model (FUD, its variants, diffusion fills); set it ({fix}), or drop those evaluators "
+            f"(e.g. `fud: null` in an overlay, or `evaluators: {{_replace: true, ...}}` without them)"
+        ]
     problems = []
     if score["source"] in ("train", "shipped") and source != "synthetic":
-        problems.append(f"config key 'models.score_model.source': {score['source']!r} is the synthetic benchmark's "
-                        f"score model and needs data.source: synthetic, but the evaluator(s) {users} read it; use "
-                        f"guided_diffusion (a pretrained model of the images' domain, as in config/paper.yaml: "
-                        f"training one on ImageNet or folder images is not supported), or drop those evaluators "
-                        f"(`fud: null`)")
+        problems.append(
+            f"config key 'models.score_model.source': {score['source']!r} is the synthetic benchmark's "
+            f"score model and needs data.source: synthetic, but the evaluator(s) {users} read it; use "
+            f"guided_diffusion (a pretrained model of the images' domain, as in config/paper.yaml: "
+            f"training one on ImageNet or folder images is not supported), or drop those evaluators "
+            f"(`fud: null`)"
+        )
     if "attention" in score and len(score["attention"]) != len(score.get("block_out_channels", ())):
         problems.append("config key 'models.score_model.attention': needs one flag per entry of block_out_channels")
     return problems
@@ -513,9 +572,11 @@ def _training_split_problems(config: dict) -> list[str]:
     and dataset-mean fills draw from it) cannot run on them."""
     from fudbench.evaluators import EVALUATORS, method_of, spec_of
 
-    uses = {"surrogate": "F-Fidelity fine-tunes its surrogate on the synthetic training split",
-            "reference_images": "a train_set or dataset-mean fill draws from the synthetic training split (a mean "
-                                "fill with an explicit imputer_options.mean does not)"}
+    uses = {
+        "surrogate": "F-Fidelity fine-tunes its surrogate on the synthetic training split",
+        "reference_images": "a train_set or dataset-mean fill draws from the synthetic training split (a mean "
+        "fill with an explicit imputer_options.mean does not)",
+    }
     source, problems = config["data"]["source"], []
     if source == "synthetic":
         return problems
@@ -527,9 +588,12 @@ def _training_split_problems(config: dict) -> list[str]:
             assets = entry.assets(entry.resolve(settings))
         except (KeyError, TypeError, ValueError):  # the entry is itself wrong: reported on its own
             continue
-        problems += [f"config key 'evaluators.{name}': {uses[a]}, which data.source: {source} does not have; "
-                     f"remove the entry (`{name}: null` under evaluators in your overlay, or replace the section: "
-                     f"`evaluators: {{_replace: true, ...}}`)" for a in sorted(assets & set(uses))]
+        problems += [
+            f"config key 'evaluators.{name}': {uses[a]}, which data.source: {source} does not have; "
+            f"remove the entry (`{name}: null` under evaluators in your overlay, or replace the section: "
+            f"`evaluators: {{_replace: true, ...}}`)"
+            for a in sorted(assets & set(uses))
+        ]
     return problems
 
 
@@ -600,20 +664,28 @@ def _shipped_model_problems(config: dict, base=None) -> list[str]:
             continue
         key = f"models.classifiers.{name}"
         if c["arch"] not in ("small_cnn", "small_vit") or config["data"]["source"] != "synthetic":
-            problems.append(f"config key '{key}.source': shipped is for the synthetic benchmark's small_cnn and "
-                            f"small_vit classifiers; remove it (pretrained and imported classifiers are not trained)")
+            problems.append(
+                f"config key '{key}.source': shipped is for the synthetic benchmark's small_cnn and "
+                f"small_vit classifiers; remove it (pretrained and imported classifiers are not trained)"
+            )
             continue
         if "shipped" not in c:
             problems.append(f"config key '{key}.shipped': required with source: shipped (the checkpoint's path)")
             continue
         fix = f"set {key}.source: train to train it in the workflow"
-        problems += shipped_problems(resolve_path(c["shipped"], base), classifier_training_inputs(config, name),
-                                     f"config key '{key}.shipped'", fix)
+        problems += shipped_problems(
+            resolve_path(c["shipped"], base),
+            classifier_training_inputs(config, name),
+            f"config key '{key}.shipped'",
+            fix,
+        )
         if c.get("shipped_surrogate") and ffid:
             settings = config["evaluators"][ffid[0]]
             resolved = spec_of(ffid[0], settings).resolve(settings)
-            problems += shipped_problems(resolve_path(c["shipped_surrogate"], base),
-                                         surrogate_training_inputs(config, name, resolved),
-                                         f"config key '{key}.shipped_surrogate'",
-                                         f"set {key}.shipped_surrogate: null to fine-tune it in the workflow")
+            problems += shipped_problems(
+                resolve_path(c["shipped_surrogate"], base),
+                surrogate_training_inputs(config, name, resolved),
+                f"config key '{key}.shipped_surrogate'",
+                f"set {key}.shipped_surrogate: null to fine-tune it in the workflow",
+            )
     return problems

@@ -1,4 +1,5 @@
 """Areas under curves, torch- and import-free (the evaluator specs' scores use them)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,6 +30,7 @@ def auc_removed(g) -> float:
 
 def mean_of(column: str):
     """Per image: the mean of one records column (e.g. correlation)."""
+
     def score(g) -> float:
         return float(g[column].mean())
 

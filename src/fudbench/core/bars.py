@@ -5,6 +5,7 @@ frames pile up as unreadable text, so there progress is a plain line written eve
 each 10% of the work (at most every `every` / 5 seconds), and at the end of a loop that wrote a line on
 its way; a quick loop writes nothing.
 """
+
 from __future__ import annotations
 
 import sys
@@ -28,7 +29,9 @@ class PlainProgress:
         now = time.monotonic()
         tenth = int(10 * self.n / self.total) if self.total else 0
         # each new tenth of the work gets a line, but not more often than every fifth of `every`
-        if now - self._last_time >= self.every or (tenth > self._last_tenth and now - self._last_time >= self.every / 5):
+        if now - self._last_time >= self.every or (
+            tenth > self._last_tenth and now - self._last_time >= self.every / 5
+        ):
             self._write(now)
             self._last_tenth = tenth
 
@@ -51,8 +54,7 @@ class PlainProgress:
         self.close()
 
 
-def progress(iterable=None, *, total: int | None = None, desc: str = "", mininterval: float = 10.0,
-             stream=None):
+def progress(iterable=None, *, total: int | None = None, desc: str = "", mininterval: float = 10.0, stream=None):
     """A tqdm bar where `stream` (stderr by default) is a terminal, else PlainProgress. With an iterable,
     an iterator over it that counts; without, the progress object (update / close)."""
     stream = stream if stream is not None else sys.stderr

@@ -12,6 +12,7 @@ and the precision, so the batch size is
 Results do not depend on where the batches are cut as long as `fn` uses
 per-sample randomness (seeds per item), which every protocol here does.
 """
+
 from __future__ import annotations
 
 import gc
@@ -68,8 +69,14 @@ class AdaptiveBatchSize:
         return True
 
 
-def run_batched(fn: Callable[[Sequence], object], items: Sequence, batch_size, *, desc: str = "batch",
-                on_oom: Optional[Callable[[int], None]] = None) -> list:
+def run_batched(
+    fn: Callable[[Sequence], object],
+    items: Sequence,
+    batch_size,
+    *,
+    desc: str = "batch",
+    on_oom: Optional[Callable[[int], None]] = None,
+) -> list:
     """Call fn on consecutive slices of items; return the results in order.
 
     batch_size: an int or an AdaptiveBatchSize (shared state, updated in place).
@@ -100,16 +107,19 @@ def run_batched(fn: Callable[[Sequence], object], items: Sequence, batch_size, *
         free_cached_memory()
         tried = stop - start
         if not state.shrink(tried):
-            raise RuntimeError(f"{desc}: out of memory even at batch size {tried} ({failed}); lower the "
-                               f"resolution or the precision, or free the GPU")
+            raise RuntimeError(
+                f"{desc}: out of memory even at batch size {tried} ({failed}); lower the "
+                f"resolution or the precision, or free the GPU"
+            )
         log.warning("%s: out of memory at batch size %d; retrying with %d", desc, tried, state.size)
         if on_oom is not None:
             on_oom(state.size)
     return results
 
 
-def fit_batch_size(max_batch: int, bytes_per_sample: Optional[float], device, *, fixed_bytes: float = 0.0,
-                   headroom: float = 0.85) -> int:
+def fit_batch_size(
+    max_batch: int, bytes_per_sample: Optional[float], device, *, fixed_bytes: float = 0.0, headroom: float = 0.85
+) -> int:
     """The largest batch <= max_batch whose estimated memory fits in the free
     memory of a CUDA device (times headroom, minus fixed_bytes already needed).
     Without an estimate or on a CPU, max_batch is returned unchanged."""

@@ -5,6 +5,7 @@ images a float (N, C, H, W) tensor in [0, 1] with finite values, one target
 class per image, attribution maps of the images' batch size and H x W. Each
 error names the argument and says what to pass instead.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -27,8 +28,10 @@ def check_images(x, where: str, name: str = "x") -> None:
     if x.dim() != 4:
         raise InputError(f"{where}: {name} must be a batch of images (N, C, H, W), got shape {tuple(x.shape)}")
     if not x.is_floating_point():
-        raise InputError(f"{where}: {name} must be a float tensor with values in [0, 1], got {x.dtype}; "
-                         f"for 8-bit images pass {name}.float() / 255")
+        raise InputError(
+            f"{where}: {name} must be a float tensor with values in [0, 1], got {x.dtype}; "
+            f"for 8-bit images pass {name}.float() / 255"
+        )
     if x.numel() == 0:
         raise InputError(f"{where}: {name} is empty (shape {tuple(x.shape)})")
     finite = torch.isfinite(x)
@@ -37,9 +40,11 @@ def check_images(x, where: str, name: str = "x") -> None:
         raise InputError(f"{where}: {name} has non-finite values (NaN or inf) in image(s) at positions {bad[:10]}")
     lo, hi = float(x.min()), float(x.max())
     if lo < -RANGE_SLACK or hi > 1 + RANGE_SLACK:
-        raise InputError(f"{where}: {name} must hold images in [0, 1], got values in [{lo:.4g}, {hi:.4g}]; pass "
-                         f"images before normalisation (the classifier wrapper, fudbench.models.classifiers."
-                         f"Classifier, normalises them)")
+        raise InputError(
+            f"{where}: {name} must hold images in [0, 1], got values in [{lo:.4g}, {hi:.4g}]; pass "
+            f"images before normalisation (the classifier wrapper, fudbench.models.classifiers."
+            f"Classifier, normalises them)"
+        )
 
 
 def check_targets(y, n: int, where: str, name: str = "target") -> None:
@@ -58,17 +63,21 @@ def check_attribution(a, x, where: str, what: str = "attribution") -> None:
     if not isinstance(a, torch.Tensor):
         raise InputError(f"{where}: {what} must be a torch.Tensor, got {type(a).__name__}")
     n, c, h, w = x.shape
-    ok = (a.dim() == 4 and a.shape[0] == n and a.shape[1] in (1, c) and tuple(a.shape[2:]) == (h, w)) or \
-         (a.dim() == 3 and tuple(a.shape) == (n, h, w))
+    ok = (a.dim() == 4 and a.shape[0] == n and a.shape[1] in (1, c) and tuple(a.shape[2:]) == (h, w)) or (
+        a.dim() == 3 and tuple(a.shape) == (n, h, w)
+    )
     if not ok:
-        raise InputError(f"{where}: {what} must have the images' batch size and H x W: (N, C, H, W), "
-                         f"(N, 1, H, W) or (N, H, W) with N={n}, C={c}, H={h}, W={w}; got {tuple(a.shape)}")
+        raise InputError(
+            f"{where}: {what} must have the images' batch size and H x W: (N, C, H, W), "
+            f"(N, 1, H, W) or (N, H, W) with N={n}, C={c}, H={h}, W={w}; got {tuple(a.shape)}"
+        )
     if not a.is_floating_point():
         raise InputError(f"{where}: {what} must be a float tensor, got {a.dtype}")
 
 
-def check_inputs(where: str, x, y=None, attribution=None, image_ids: Optional[Sequence] = None,
-                 seeds: Optional[Sequence] = None) -> None:
+def check_inputs(
+    where: str, x, y=None, attribution=None, image_ids: Optional[Sequence] = None, seeds: Optional[Sequence] = None
+) -> None:
     """Raise InputError naming the argument if any input is unusable."""
     check_images(x, where)
     n = x.shape[0]
@@ -93,8 +102,10 @@ def check_masks(masks, x, where: str, name: str = "masks"):
     n, _, h, w = x.shape
     m = masks[:, 0] if masks.dim() == 4 and masks.shape[1] == 1 else masks
     if m.dim() != 3 or tuple(m.shape) != (n, h, w):
-        raise InputError(f"{where}: {name} must hold one H x W mask per image, (N, H, W) or (N, 1, H, W) with "
-                         f"N={n}, H={h}, W={w}; got {tuple(masks.shape)}")
+        raise InputError(
+            f"{where}: {name} must hold one H x W mask per image, (N, H, W) or (N, 1, H, W) with "
+            f"N={n}, H={h}, W={w}; got {tuple(masks.shape)}"
+        )
     m = m.float() if m.dtype == torch.bool or not m.is_floating_point() else m
     finite = torch.isfinite(m)
     if not bool(finite.all()):

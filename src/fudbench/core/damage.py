@@ -39,6 +39,7 @@ detect-and-remake round each. A job that reads many files of one kind should
 read them with `fudbench.core.io.read_every`, which finds all the corrupt ones in
 one run (the aggregation of the records does).
 """
+
 from __future__ import annotations
 
 import os
@@ -99,8 +100,11 @@ def remake_damaged(results: str, rules: Iterable) -> list[str]:
         if any(rule.is_producer(rel) for rule in rules):
             wanted.append(rel)
     if wanted:
-        print(f"note: {len(wanted)} file(s) that a job found corrupt and deleted (listed in {results}/"
-              f"{LEDGER_NAME}) are remade, with every job that reads them: {', '.join(wanted)}", file=sys.stderr)
+        print(
+            f"note: {len(wanted)} file(s) that a job found corrupt and deleted (listed in {results}/"
+            f"{LEDGER_NAME}) are remade, with every job that reads them: {', '.join(wanted)}",
+            file=sys.stderr,
+        )
     also_in_targeted_runs(rules, wanted)
     return wanted
 
@@ -145,8 +149,9 @@ def remake_missing(results: str, rules: Iterable, limit: int = 100_000) -> list[
     intermediate, no file read; at most `limit` files are looked at."""
     rules = list(rules)
     root = os.path.normpath(results) + os.sep
-    queue = [(r, {}) for r in rules
-             if not r.has_wildcards() and r.output and all(os.path.exists(str(o)) for o in r.output)]
+    queue = [
+        (r, {}) for r in rules if not r.has_wildcards() and r.output and all(os.path.exists(str(o)) for o in r.output)
+    ]
     seen, jobs, missing = set(), set(), []
     while queue and len(seen) < limit:
         rule, wildcards = queue.pop()
@@ -169,14 +174,18 @@ def remake_missing(results: str, rules: Iterable, limit: int = 100_000) -> list[
             if all(o is not None and os.path.exists(o) for o in outputs):
                 queue.append((producer, found))
     if missing:
-        print(f"note: {len(missing)} input file(s) of finished jobs are missing (deleted by hand, or new inputs "
-              f"after a config change, e.g. an added evaluator) and are made, with every job that reads them: {', '.join(missing[:10])}"
-              + (f" ... ({len(missing) - 10} more)" if len(missing) > 10 else ""), file=sys.stderr)
+        print(
+            f"note: {len(missing)} input file(s) of finished jobs are missing (deleted by hand, or new inputs "
+            f"after a config change, e.g. an added evaluator) and are made, with every job that reads them: {', '.join(missing[:10])}"
+            + (f" ... ({len(missing) - 10} more)" if len(missing) > 10 else ""),
+            file=sys.stderr,
+        )
     also_in_targeted_runs(rules, missing)
     return missing
 
 
 # ------------------------------------------------------------------ runs with targets
+
 
 def also_in_targeted_runs(rules, paths) -> bool:
     """The found paths (remake_damaged, remake_missing) are inputs of `rule all`, which
@@ -198,8 +207,10 @@ def also_in_targeted_runs(rules, paths) -> bool:
     if found is None:
         prepare = getattr(workflow, "_prepare_dag", None)
         if prepare is None or not hasattr(workflow, "dag_settings"):
-            print(f"note: with targets, this Snakemake does not remake them: run without targets to remake "
-                  f"them", file=sys.stderr)
+            print(
+                "note: with targets, this Snakemake does not remake them: run without targets to remake them",
+                file=sys.stderr,
+            )
             return False
         found = workflow.__dict__["_fud_remake"] = []
 
@@ -223,7 +234,9 @@ def add_targets(workflow, paths) -> list[str]:
     added = [p for p in paths if p not in settings.targets]
     if added:
         workflow.dag_settings = dataclasses.replace(settings, targets=frozenset(settings.targets) | set(added))
-        print(f"note: this run names its targets, so the {len(added)} missing file(s) noted above are added to them "
-              f"and remade: {', '.join(added[:10])}" + (f" ... ({len(added) - 10} more)" if len(added) > 10 else ""),
-              file=sys.stderr)
+        print(
+            f"note: this run names its targets, so the {len(added)} missing file(s) noted above are added to them "
+            f"and remade: {', '.join(added[:10])}" + (f" ... ({len(added) - 10} more)" if len(added) > 10 else ""),
+            file=sys.stderr,
+        )
     return added

@@ -1,4 +1,5 @@
 """Device selection with a clear error when CUDA is asked for but absent."""
+
 from __future__ import annotations
 
 

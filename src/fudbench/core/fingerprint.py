@@ -5,6 +5,7 @@ made with; the workflow recomputes it from the current config and refuses a
 checkpoint that does not match, so a config edit can never silently reuse
 weights trained for something else.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -35,8 +36,7 @@ def classifier_training_inputs(config: dict, model: str) -> dict:
 def surrogate_training_inputs(config: dict, model: str, ffid: dict) -> dict:
     """F-Fidelity's surrogate: its classifier's inputs plus the fine-tuning
     settings (`ffid`: beta and finetune of the first ffid entry)."""
-    return {"classifier": classifier_training_inputs(config, model),
-            "ffid": {k: ffid[k] for k in ("beta", "finetune")}}
+    return {"classifier": classifier_training_inputs(config, model), "ffid": {k: ffid[k] for k in ("beta", "finetune")}}
 
 
 def fingerprint(obj) -> str:

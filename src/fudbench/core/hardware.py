@@ -8,6 +8,7 @@ auto` picks bf16 only where the device has it (docs/performance.md has both
 machines' timings). Torch-free at import: the Snakefile reads the CPU's
 model and flags at parse time.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,17 +19,46 @@ from functools import lru_cache
 from typing import Optional
 
 # CPU flags (as /proc/cpuinfo names them) that decide the speed of the jobs' kernels.
-RELEVANT_CPU_FLAGS = ("avx2", "fma", "f16c", "avx512f", "avx512_bf16", "avx512_fp16", "avx512_vnni",
-                      "amx_tile", "amx_bf16", "amx_fp16", "avx_vnni")
+RELEVANT_CPU_FLAGS = (
+    "avx2",
+    "fma",
+    "f16c",
+    "avx512f",
+    "avx512_bf16",
+    "avx512_fp16",
+    "avx512_vnni",
+    "amx_tile",
+    "amx_bf16",
+    "amx_fp16",
+    "avx_vnni",
+)
 # oneDNN's ISA cap (ONEDNN_MAX_CPU_ISA, or its older name DNNL_MAX_CPU_ISA) names that still
 # include native bf16; any other cap (e.g. AVX2, AVX512_CORE) makes bf16 convolutions emulated.
-_BF16_ISA_CAPS = ("ALL", "AVX512_CORE_BF16", "AVX512_CORE_AMX", "AVX512_CORE_AMX_FP16", "AVX10_1_512",
-                  "AVX10_1_512_AMX", "AVX10_1_512_AMX_FP16", "AVX10_2_512", "AVX10_2_512_AMX_2")
+_BF16_ISA_CAPS = (
+    "ALL",
+    "AVX512_CORE_BF16",
+    "AVX512_CORE_AMX",
+    "AVX512_CORE_AMX_FP16",
+    "AVX10_1_512",
+    "AVX10_1_512_AMX",
+    "AVX10_1_512_AMX_FP16",
+    "AVX10_2_512",
+    "AVX10_2_512_AMX_2",
+)
 
 # amp_dtype name -> torch dtype name. The config takes auto, null, bf16 or fp16; the rest are aliases for
 # scripts. "auto" is resolved on the job's device (resolve_precision).
-AMP_DTYPE_NAMES = {"auto": "auto", None: None, "none": None, "fp32": None, "float32": None,
-                   "bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16"}
+AMP_DTYPE_NAMES = {
+    "auto": "auto",
+    None: None,
+    "none": None,
+    "fp32": None,
+    "float32": None,
+    "bf16": "bfloat16",
+    "bfloat16": "bfloat16",
+    "fp16": "float16",
+    "float16": "float16",
+}
 
 
 class PrecisionError(ValueError):
@@ -120,15 +150,18 @@ def resolve_compile(compile, device) -> tuple[bool, str]:
 @dataclass(frozen=True)
 class Precision:
     """The U-Net's resolved precision and layout, and why."""
+
     amp_dtype: Optional[str]  # None (fp32), "bf16" or "fp16"
     channels_last: bool
     reason: str
-    compile: bool = False     # torch.compile'd U-Net (resolve_compile)
+    compile: bool = False  # torch.compile'd U-Net (resolve_compile)
 
     @property
     def label(self) -> str:
-        return (f"{self.amp_dtype or 'fp32'}{', channels_last' if self.channels_last else ''}"
-                f"{', compiled' if self.compile else ''}")
+        return (
+            f"{self.amp_dtype or 'fp32'}{', channels_last' if self.channels_last else ''}"
+            f"{', compiled' if self.compile else ''}"
+        )
 
 
 def resolve_precision(amp_dtype, channels_last, device, warn=None, compile=False) -> Precision:
@@ -162,14 +195,20 @@ def resolve_precision(amp_dtype, channels_last, device, warn=None, compile=False
         dtype = {None: None, "bfloat16": "bf16", "float16": "fp16"}.get(name, name)
         reason = f"explicit amp_dtype: {amp_dtype}"
         if cuda and dtype == "bf16" and not cuda_has_bf16(device):
-            raise PrecisionError(f"amp_dtype: bf16, but {_gpu_name(device)} has no native bf16 (compute "
-                                 f"capability < 8.0); use amp_dtype: auto (fp16 there) or fp16")
+            raise PrecisionError(
+                f"amp_dtype: bf16, but {_gpu_name(device)} has no native bf16 (compute "
+                f"capability < 8.0); use amp_dtype: auto (fp16 there) or fp16"
+            )
         if not cuda and dtype == "fp16" and not cpu_has_native_fp16():
-            raise PrecisionError("amp_dtype: fp16 on a CPU without AMX-FP16: CPU autocast in fp16 is emulated "
-                                 "and many times slower than fp32; use amp_dtype: auto (or null for fp32)")
+            raise PrecisionError(
+                "amp_dtype: fp16 on a CPU without AMX-FP16: CPU autocast in fp16 is emulated "
+                "and many times slower than fp32; use amp_dtype: auto (or null for fp32)"
+            )
         if not cuda and dtype == "bf16" and not cpu_has_native_bf16():
-            warn("amp_dtype: bf16 on a CPU without native bf16 (no AVX512-BF16, no AMX) runs the U-Net "
-                 "7-40x slower than fp32; amp_dtype: auto picks fp32 here")
+            warn(
+                "amp_dtype: bf16 on a CPU without native bf16 (no AVX512-BF16, no AMX) runs the U-Net "
+                "7-40x slower than fp32; amp_dtype: auto picks fp32 here"
+            )
     if channels_last == "auto":
         layout = not cuda
     else:
@@ -183,8 +222,13 @@ def settings_precision(settings: dict, device) -> Optional[str]:
     and channels_last), e.g. 'bf16, channels_last'; None for evaluators without."""
     if "amp_dtype" not in settings and "channels_last" not in settings:
         return None
-    return resolve_precision(settings.get("amp_dtype", "auto"), settings.get("channels_last", "auto"), device,
-                             warn=lambda msg: None, compile=settings.get("compile", "auto")).label
+    return resolve_precision(
+        settings.get("amp_dtype", "auto"),
+        settings.get("channels_last", "auto"),
+        device,
+        warn=lambda msg: None,
+        compile=settings.get("compile", "auto"),
+    ).label
 
 
 def _gpu_name(device) -> str:
@@ -240,8 +284,13 @@ def run_info(device="cpu", fud_settings: Optional[dict] = None) -> dict:
         "packages_off_lock": packages_off_lock(),
     }
     if fud_settings is not None:
-        p = resolve_precision(fud_settings.get("amp_dtype", "auto"), fud_settings.get("channels_last", "auto"),
-                              device, warn=lambda msg: None, compile=fud_settings.get("compile", "auto"))
+        p = resolve_precision(
+            fud_settings.get("amp_dtype", "auto"),
+            fud_settings.get("channels_last", "auto"),
+            device,
+            warn=lambda msg: None,
+            compile=fud_settings.get("compile", "auto"),
+        )
         info.update(fud_precision=p.label, fud_precision_reason=p.reason)
     return info
 
@@ -250,11 +299,13 @@ def describe_machine(device="cpu", fud_settings: Optional[dict] = None) -> str:
     """run_info in a few lines, for benchmark outputs."""
     i = run_info(device, fud_settings)
     where = i["gpu"] or f"CPU {i['cpu_model']} ({i['torch_threads']} threads of {i['cores']} cores)"
-    lines = [f"# machine: {where}",
-             f"# cpu flags: {i['cpu_flags']}; native bf16: {i['cpu_native_bf16']}; aten capability: "
-             f"{i['aten_cpu_capability']}" + (f"; ONEDNN_MAX_CPU_ISA={i['onednn_max_cpu_isa']}"
-                                              if i["onednn_max_cpu_isa"] else ""),
-             f"# torch {i['torch']}, cuda {i['cuda'] or 'none'}, python {i['python']}"]
+    lines = [
+        f"# machine: {where}",
+        f"# cpu flags: {i['cpu_flags']}; native bf16: {i['cpu_native_bf16']}; aten capability: "
+        f"{i['aten_cpu_capability']}"
+        + (f"; ONEDNN_MAX_CPU_ISA={i['onednn_max_cpu_isa']}" if i["onednn_max_cpu_isa"] else ""),
+        f"# torch {i['torch']}, cuda {i['cuda'] or 'none'}, python {i['python']}",
+    ]
     if "fud_precision" in i:
         lines.append(f"# FUD U-Net precision: {i['fud_precision']} ({i['fud_precision_reason']})")
     return "\n".join(lines)
@@ -271,5 +322,7 @@ def describe_results(results) -> str:
         return f"# machine of {results}: unknown (no run_info.json; runs before rule run_info)"
     i = json.loads(path.read_text())
     where = i.get("gpu") or f"CPU {i.get('cpu_model')} ({i.get('torch_threads')} threads of {i.get('cores')} cores)"
-    return (f"# machine of {results}: {where}; cpu flags: {i.get('cpu_flags')}; torch {i.get('torch')}, "
-            f"cuda {i.get('cuda') or 'none'}; FUD U-Net: {i.get('fud_precision', 'n/a')}")
+    return (
+        f"# machine of {results}: {where}; cpu flags: {i.get('cpu_flags')}; torch {i.get('torch')}, "
+        f"cuda {i.get('cuda') or 'none'}; FUD U-Net: {i.get('fud_precision', 'n/a')}"
+    )

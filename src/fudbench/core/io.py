@@ -11,6 +11,7 @@ with a message naming it and that rule, and noted in the run's damage ledger
 (fudbench.core.damage), so the next run of the workflow makes it again, and
 reruns what reads it, instead of failing on it forever.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -62,15 +63,18 @@ def checked_read(path, made_by: str | None):
         if isinstance(exc, FileNotFoundError):
             raise
         if made_by is None and not _in_this_run(path):
-            raise CorruptFileError(f"{path} cannot be read ({type(exc).__name__}: {exc}); it is corrupt or "
-                                   f"truncated: replace it (not a file of a workflow run's results: left as it is)"
-                                   ) from exc
+            raise CorruptFileError(
+                f"{path} cannot be read ({type(exc).__name__}: {exc}); it is corrupt or "
+                f"truncated: replace it (not a file of a workflow run's results: left as it is)"
+            ) from exc
         Path(path).unlink(missing_ok=True)
         ledger = note_deleted(path)  # in a workflow job: the next run remakes it and its readers (fudbench.core.damage)
         rule = f"rule {made_by}" if made_by else "the rule that makes it"
-        raise CorruptFileError(f"{path} is corrupt ({type(exc).__name__}: {exc}); deleted it, so the next run of "
-                               f"the workflow remakes it ({rule}): run the same command again"
-                               + (f" (noted in {ledger})" if ledger else "")) from exc
+        raise CorruptFileError(
+            f"{path} is corrupt ({type(exc).__name__}: {exc}); deleted it, so the next run of "
+            f"the workflow remakes it ({rule}): run the same command again"
+            + (f" (noted in {ledger})" if ledger else "")
+        ) from exc
 
 
 def read_every(paths, read) -> list:
@@ -98,8 +102,13 @@ class DiskFullError(OSError):
 
 # What torch.save says when its writer cannot write (it never says why): with the file system
 # (nearly) full, that is the cause.
-_TORCH_WRITE_FAILURES = ("iostream error", "file write failed", "unexpected pos", "PytorchStreamWriter",
-                         "inline_container")
+_TORCH_WRITE_FAILURES = (
+    "iostream error",
+    "file write failed",
+    "unexpected pos",
+    "PytorchStreamWriter",
+    "inline_container",
+)
 LOW_FREE_MB = 64  # a torch write failure with less free space than this is a full disk
 
 
@@ -125,11 +134,13 @@ def disk_full_error(exc: BaseException, path: Path) -> DiskFullError | None:
         return None
     what = "Disk quota exceeded" if quota else "No space left on device"
     room = f"{free:.0f} MB free" if free is not None else "free space unknown"
-    return DiskFullError(errno.EDQUOT if quota else errno.ENOSPC,
-                         f"{what}: writing {path} failed ({room} on its file system; {type(exc).__name__}: "
-                         f"{str(exc).strip()}); the partial file was removed and nothing was replaced: free some "
-                         f"space there (or run with --directory DIR on another file system), then run the same "
-                         f"command again")
+    return DiskFullError(
+        errno.EDQUOT if quota else errno.ENOSPC,
+        f"{what}: writing {path} failed ({room} on its file system; {type(exc).__name__}: "
+        f"{str(exc).strip()}); the partial file was removed and nothing was replaced: free some "
+        f"space there (or run with --directory DIR on another file system), then run the same "
+        f"command again",
+    )
 
 
 @contextlib.contextmanager

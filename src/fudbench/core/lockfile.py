@@ -6,6 +6,7 @@ the environment exists.
 
     python src/fudbench/core/lockfile.py [LOCK]   prints the lock's name==version lines
 """
+
 from __future__ import annotations
 
 import re

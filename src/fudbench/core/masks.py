@@ -26,6 +26,7 @@ docs/reliability.md):
 - Both are reported: `pixel_order` logs a warning with the counts, which lands
   in the evaluate job's log file; `degenerate_counts` returns the counts.
 """
+
 from __future__ import annotations
 
 import logging
@@ -65,11 +66,13 @@ def pixel_order(scores: torch.Tensor, seeds) -> torch.Tensor:
     flat = scores.reshape(n, -1).float().cpu()
     counts = degenerate_counts(flat)
     if counts["non_finite_values"]:
-        log.warning("%d non-finite attribution values in %d image(s): ranked least relevant",
-                    counts["non_finite_values"], counts["non_finite_images"])
+        log.warning(
+            "%d non-finite attribution values in %d image(s): ranked least relevant",
+            counts["non_finite_values"],
+            counts["non_finite_images"],
+        )
     if counts["constant_images"]:
-        log.warning("%d image(s) with a constant attribution map: seeded random pixel order",
-                    counts["constant_images"])
+        log.warning("%d image(s) with a constant attribution map: seeded random pixel order", counts["constant_images"])
     flat = flat.masked_fill(~torch.isfinite(flat), float("-inf"))
     orders = []
     for i in range(n):
@@ -89,8 +92,11 @@ def degenerate_counts(scores: torch.Tensor) -> dict[str, int]:
     bad = ~torch.isfinite(flat)
     ranked = flat.masked_fill(bad, float("-inf"))
     constant = (ranked == ranked[:, :1]).all(1)
-    return {"non_finite_values": int(bad.sum()), "non_finite_images": int(bad.any(1).sum()),
-            "constant_images": int(constant.sum())}
+    return {
+        "non_finite_values": int(bad.sum()),
+        "non_finite_images": int(bad.any(1).sum()),
+        "constant_images": int(constant.sum()),
+    }
 
 
 DEGENERATE_KINDS = ("non-finite", "zero", "constant")
@@ -104,8 +110,10 @@ def degenerate_maps(attribution) -> list[str]:
     finite = torch.isfinite(a).all(1)
     zero = (a == 0).all(1)
     constant = (a == a[:, :1]).all(1)
-    return ["non-finite" if not f else "zero" if z else "constant" if c else ""
-            for f, z, c in zip(finite.tolist(), zero.tolist(), constant.tolist())]
+    return [
+        "non-finite" if not f else "zero" if z else "constant" if c else ""
+        for f, z, c in zip(finite.tolist(), zero.tolist(), constant.tolist())
+    ]
 
 
 def ranks_from_order(order: torch.Tensor) -> torch.Tensor:

@@ -2,6 +2,7 @@
 repository, or inside an installed package (`pkg:NAME/rest`). Torch-free, and
 imported by both the config checks and the asset check (which imports the
 config module itself, so neither can host it)."""
+
 from __future__ import annotations
 
 import os
@@ -19,12 +20,14 @@ def package_path(p: str) -> Path:
     """`pkg:NAME/rest` -> <the folder of installed package NAME>/rest, found with
     importlib's finders without importing it (files a package from the lock ships,
     e.g. scikit-image's sample photos or a model's weights: no download)."""
-    name, _, rest = p[len(PACKAGE):].partition("/")
+    name, _, rest = p[len(PACKAGE) :].partition("/")
     spec = find_spec(name) if name and "." not in name else None
     folders = list(spec.submodule_search_locations or []) if spec else []
     if not folders:
-        raise PackagePathError(f"{p!r}: {name!r} is not an installed package (pkg:NAME/path names a file inside "
-                               f"a package of the environment; install it, e.g. add it to requirements.in)")
+        raise PackagePathError(
+            f"{p!r}: {name!r} is not an installed package (pkg:NAME/path names a file inside "
+            f"a package of the environment; install it, e.g. add it to requirements.in)"
+        )
     return Path(folders[0]) / rest
 
 

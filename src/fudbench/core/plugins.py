@@ -38,6 +38,7 @@ Errors raised inside a plug-in's code are re-raised by `blame` as
 `PluginCallError`, naming the config entry and the plug-in's import path and
 file, with the original exception chained.
 """
+
 from __future__ import annotations
 
 import ast
@@ -94,7 +95,8 @@ class _FolderImport:
         found = self._local.get(top)
         if found is None:
             here = os.path.isfile(os.path.join(self.folder, f"{top}.py")) or os.path.isfile(
-                os.path.join(self.folder, top, "__init__.py"))
+                os.path.join(self.folder, top, "__init__.py")
+            )
             other = _environment_module(top) if here else None
             found = here and other is None
             if here and other is not None:
@@ -146,7 +148,9 @@ def _is_incidental(spec) -> bool:
     if spec is None or spec is True:
         return False
     if getattr(spec, "submodule_search_locations", None) is not None and getattr(spec, "origin", None) in (
-            None, "namespace"):
+        None,
+        "namespace",
+    ):
         return True
     origin = getattr(spec, "origin", None)
     if _REPO is None or not origin or not os.path.isabs(origin):
@@ -193,8 +197,11 @@ class _FolderFinder:
         if spec is None or not isinstance(spec.loader, importlib.machinery.SourceFileLoader):
             return spec
         return importlib.util.spec_from_file_location(
-            fullname, spec.origin, loader=_FolderLoader(fullname, spec.origin),
-            submodule_search_locations=spec.submodule_search_locations)
+            fullname,
+            spec.origin,
+            loader=_FolderLoader(fullname, spec.origin),
+            submodule_search_locations=spec.submodule_search_locations,
+        )
 
 
 def _folder_import(folder: Path) -> _FolderImport:
@@ -230,8 +237,10 @@ def _load_file(file: Path, path: str):
         spec.loader.exec_module(module)
     except Exception as exc:
         del sys.modules[name]
-        raise PluginError(f"{path!r}: importing {file} failed ({type(exc).__name__}: {exc})"
-                          + _shadow_hint(exc, file.resolve().parent)) from exc
+        raise PluginError(
+            f"{path!r}: importing {file} failed ({type(exc).__name__}: {exc})"
+            + _shadow_hint(exc, file.resolve().parent)
+        ) from exc
     return module
 
 
@@ -252,7 +261,9 @@ def _shadow_hint(exc: Exception, folder: Path) -> str:
         f"the plug-in's folder has a helper module '{n}' ({helper(n)}), but the environment "
         f"has a module '{n}' ({shadowed[n]}), which wins (a plug-in's helper never shadows a module of the "
         f"environment): rename the helper (e.g. {n}_{folder.name.replace(' ', '_').replace('-', '_')}.py) and "
-        f"the imports of it" for n in names)
+        f"the imports of it"
+        for n in names
+    )
 
 
 def absolute(path: str, base: Optional[Path] = None) -> str:
@@ -271,8 +282,10 @@ def load_object(path: str, base: Optional[Path] = None):
         try:
             module = importlib.import_module(target)
         except ImportError as exc:
-            raise PluginError(f"{path!r}: module {target!r} cannot be imported ({exc}); install it in the "
-                              f"environment or give the file: 'path/to/file.py:{attr}'") from exc
+            raise PluginError(
+                f"{path!r}: module {target!r} cannot be imported ({exc}); install it in the "
+                f"environment or give the file: 'path/to/file.py:{attr}'"
+            ) from exc
         except Exception as exc:  # the module itself raised while being imported
             raise PluginError(f"{path!r}: importing module {target!r} failed ({type(exc).__name__}: {exc})") from exc
     if not hasattr(module, attr):
@@ -356,7 +369,7 @@ def _spec_chain(name: str, extra_paths: Iterable[str] = ()) -> list:
     chain, spec = [], None
     parts = name.split(".")
     for i, part in enumerate(parts):
-        full = ".".join(parts[:i + 1])
+        full = ".".join(parts[: i + 1])
         loaded = sys.modules.get(full)
         found = getattr(loaded, "__spec__", None) if loaded is not None else None
         if i == 0 and extra_paths and _is_incidental(found):
@@ -364,8 +377,11 @@ def _spec_chain(name: str, extra_paths: Iterable[str] = ()) -> list:
         if found is None:
             try:
                 if i == 0:
-                    found = importlib.util.find_spec(full) if full not in sys.modules or _is_incidental(
-                        getattr(loaded, "__spec__", None)) else None
+                    found = (
+                        importlib.util.find_spec(full)
+                        if full not in sys.modules or _is_incidental(getattr(loaded, "__spec__", None))
+                        else None
+                    )
                     # a bare folder of the name (a namespace package) loses to a plug-in's helper, as at
                     # import time (_environment_module)
                     if (found is None or _is_incidental(found)) and extra_paths:
@@ -397,7 +413,7 @@ def _imported_modules(imports: tuple, package: Optional[str], extra_paths) -> li
             base = package.split(".")
             if level - 1 >= len(base):
                 continue
-            base = base[:len(base) - (level - 1)]
+            base = base[: len(base) - (level - 1)]
             module = ".".join(base + ([module] if module else []))
         if not module:
             continue
@@ -537,8 +553,10 @@ def blame(who: str, plugin: str, action: str):
 
         if isinstance(exc, InputError) or _is_out_of_memory(exc):  # the caller's inputs; OOM back-off
             raise
-        raise PluginCallError(f"{who}: {plugin} raised {type(exc).__name__} in {action}: {exc} (the chained "
-                              f"traceback above shows where in the plug-in)") from exc
+        raise PluginCallError(
+            f"{who}: {plugin} raised {type(exc).__name__} in {action}: {exc} (the chained "
+            f"traceback above shows where in the plug-in)"
+        ) from exc
 
 
 def _is_out_of_memory(exc: BaseException) -> bool:

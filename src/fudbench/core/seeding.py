@@ -11,6 +11,7 @@ entries), so those seeds are compared under the same noise and their spread
 is a training-seed effect; a model without a twin is its own group, and its
 keys are what they were before groups existed (docs/architecture.md, "Seeds").
 """
+
 from __future__ import annotations
 
 import contextlib

@@ -9,6 +9,7 @@ fills in what a config entry leaves out.
 
 Torch-free: the Snakefile imports it at parse time.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -17,8 +18,17 @@ from typing import Any, Literal, Union
 
 _JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", dict: "object"}
 # JSON-schema keywords a field may carry in its metadata
-_KEYWORDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minItems", "uniqueItems", "items",
-             "description", "enum")
+_KEYWORDS = (
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minItems",
+    "uniqueItems",
+    "items",
+    "description",
+    "enum",
+)
 
 
 class Settings:

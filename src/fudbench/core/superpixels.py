@@ -10,6 +10,7 @@ FUD's `granularity: slic | patch`, and any new metric that removes regions).
 
 Region orders and keep-masks from these scores are masks.region_order's.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,9 @@ import numpy as np
 SEGMENTATIONS = ("slic", "squares")
 
 
-def segment(images: np.ndarray, method: str = "slic", n_segments: int = 16, compactness: float = 10.0,
-            square_side: int = 8) -> list[np.ndarray]:
+def segment(
+    images: np.ndarray, method: str = "slic", n_segments: int = 16, compactness: float = 10.0, square_side: int = 8
+) -> list[np.ndarray]:
     """(N, C, H, W) images in [0, 1] -> one (H, W) int label map per image,
     labels 0..K-1 consecutive."""
     n, c, h, w = images.shape
@@ -36,8 +38,13 @@ def segment(images: np.ndarray, method: str = "slic", n_segments: int = 16, comp
     out = []
     for img in images:
         hwc = np.ascontiguousarray(np.moveaxis(img.astype(np.float64), 0, -1))
-        seg = slic(hwc if c > 1 else hwc[..., 0], n_segments=n_segments, compactness=compactness, start_label=0,
-                   channel_axis=-1 if c > 1 else None)
+        seg = slic(
+            hwc if c > 1 else hwc[..., 0],
+            n_segments=n_segments,
+            compactness=compactness,
+            start_label=0,
+            channel_axis=-1 if c > 1 else None,
+        )
         out.append(np.unique(seg, return_inverse=True)[1].reshape(h, w))
     return out
 

@@ -30,6 +30,7 @@ RGB and counted; an unreadable file is an error naming it, or with
 reported. The reading, preprocessing and writing (`read_image`, `eval_arrays`,
 `write_eval_set`) are shared with your own image folder (fudbench.data.folder).
 """
+
 from __future__ import annotations
 
 import csv
@@ -70,12 +71,13 @@ class Entry:
 class ImageNetIndex:
     layout: str
     root: Path
-    entries: list          # [Entry], sorted by file name
-    wnids: list            # class index -> WordNet id
-    class_names: list      # class index -> short name
+    entries: list  # [Entry], sorted by file name
+    wnids: list  # class index -> WordNet id
+    class_names: list  # class index -> short name
 
 
 # --- label files ------------------------------------------------------------------
+
 
 def read_synset_mapping(path) -> tuple[list[str], list[str]]:
     """LOC_synset_mapping.txt: 'n01440764 tench, Tinca tinca' per line, in class order."""
@@ -85,8 +87,10 @@ def read_synset_mapping(path) -> tuple[list[str], list[str]]:
             continue
         wnid, _, words = line.strip().partition(" ")
         if not WNID.match(wnid):
-            raise ImageNetLayoutError(f"{path}, line {i}: {wnid!r} is not a WordNet id (n########); expected "
-                                      f"lines like 'n01440764 tench, Tinca tinca'")
+            raise ImageNetLayoutError(
+                f"{path}, line {i}: {wnid!r} is not a WordNet id (n########); expected "
+                f"lines like 'n01440764 tench, Tinca tinca'"
+            )
         wnids.append(wnid)
         names.append(words.split(",")[0].strip() or wnid)
     if wnids != sorted(wnids) or len(set(wnids)) != len(wnids):
@@ -101,8 +105,9 @@ def read_devkit_meta(path) -> dict[int, tuple[str, str]]:
     try:
         synsets = loadmat(str(path), squeeze_me=True)["synsets"]
     except Exception as exc:
-        raise ImageNetLayoutError(f"{path} could not be read as the devkit's meta.mat ({type(exc).__name__}: "
-                                  f"{exc})") from exc
+        raise ImageNetLayoutError(
+            f"{path} could not be read as the devkit's meta.mat ({type(exc).__name__}: {exc})"
+        ) from exc
     out = {}
     for s in np.atleast_1d(synsets):
         if int(s["num_children"]) == 0:  # the 1000 classes are the leaves of the hierarchy
@@ -120,12 +125,15 @@ def _devkit_files(labels: Path, synsets) -> tuple[Path, Path]:
             raise ImageNetLayoutError(f"no ILSVRC2012_validation_ground_truth.txt in {labels} or {labels}/data")
     meta = Path(synsets) if synsets else labels.parent / "meta.mat"
     if not meta.is_file():
-        raise ImageNetLayoutError(f"the devkit labels {labels} need the devkit's meta.mat (ILSVRC2012_ID -> "
-                                  f"WordNet id), not found at {meta}; set data.imagenet.synsets to it")
+        raise ImageNetLayoutError(
+            f"the devkit labels {labels} need the devkit's meta.mat (ILSVRC2012_ID -> "
+            f"WordNet id), not found at {meta}; set data.imagenet.synsets to it"
+        )
     return labels, meta
 
 
 # --- discovery ---------------------------------------------------------------------
+
 
 def _listing(root: Path):
     dirs, images, other = [], [], []
@@ -149,11 +157,14 @@ def _detect(root: Path, labels, dirs, images) -> str:
             f"{root} holds {len(images)} images directly but no labels file is configured; for a flat "
             f"folder set data.imagenet.labels to the devkit's ILSVRC2012_validation_ground_truth.txt (with "
             f"meta.mat beside it) or Kaggle's LOC_val_solution.csv; or sort the images into one folder per "
-            f"WordNet id (see {DOCS})")
+            f"WordNet id (see {DOCS})"
+        )
     if dirs:
         return "folders"
-    raise ImageNetLayoutError(f"{root} is empty: no images and no class folders; set data.imagenet.root to the "
-                              f"ImageNet validation folder (see {DOCS})")
+    raise ImageNetLayoutError(
+        f"{root} is empty: no images and no class folders; set data.imagenet.root to the "
+        f"ImageNet validation folder (see {DOCS})"
+    )
 
 
 def _class_names_for(wnids: list[str]) -> list[str]:
@@ -173,10 +184,12 @@ def _index_folders(root, dirs, images, synsets, n_classes, class_names=True):
     if bad:
         raise ImageNetLayoutError(
             f"{root}: expected one folder per WordNet id (n01440764, ...), found {', '.join(bad[:5])}"
-            f"{' ...' if len(bad) > 5 else ''}; point data.imagenet.root at the validation folder itself")
+            f"{' ...' if len(bad) > 5 else ''}; point data.imagenet.root at the validation folder itself"
+        )
     if images:
-        raise ImageNetLayoutError(f"{root} mixes class folders with {len(images)} loose images "
-                                  f"(e.g. {images[0].name}); use one layout")
+        raise ImageNetLayoutError(
+            f"{root} mixes class folders with {len(images)} loose images (e.g. {images[0].name}); use one layout"
+        )
     if synsets:
         wnids, names = read_synset_mapping(synsets)
     else:
@@ -185,14 +198,19 @@ def _index_folders(root, dirs, images, synsets, n_classes, class_names=True):
             raise ImageNetLayoutError(
                 f"{root} has {len(wnids)} class folders, expected {n_classes}: a folder's class index is its "
                 f"rank among all {n_classes} sorted WordNet ids, so a partial copy needs data.imagenet.synsets "
-                f"(Kaggle's LOC_synset_mapping.txt) to be labelled")
+                f"(Kaggle's LOC_synset_mapping.txt) to be labelled"
+            )
         names = _class_names_for(wnids) if class_names else list(wnids)
     rank = {w: i for i, w in enumerate(wnids)}
     unknown = [d.name for d in dirs if d.name not in rank]
     if unknown:
         raise ImageNetLayoutError(f"{root}: folders {', '.join(unknown[:5])} are not in the class list {synsets}")
-    entries = [Entry(p, d.name, rank[d.name]) for d in dirs for p in sorted(d.iterdir())
-               if p.suffix.lower() in IMAGE_SUFFIXES and not p.name.startswith(".")]
+    entries = [
+        Entry(p, d.name, rank[d.name])
+        for d in dirs
+        for p in sorted(d.iterdir())
+        if p.suffix.lower() in IMAGE_SUFFIXES and not p.name.startswith(".")
+    ]
     return entries, wnids, names
 
 
@@ -213,8 +231,10 @@ def _index_devkit(root, images, labels, synsets):
         wnid = id_to[truth[int(m.group(1)) - 1]][0]
         entries.append(Entry(p, wnid, rank[wnid]))
     if unmatched:
-        raise ImageNetLayoutError(f"{root}: {len(unmatched)} image(s) have no label in {labels} (e.g. "
-                                  f"{', '.join(unmatched[:3])}); devkit labels name files ILSVRC2012_val_<8 digits>")
+        raise ImageNetLayoutError(
+            f"{root}: {len(unmatched)} image(s) have no label in {labels} (e.g. "
+            f"{', '.join(unmatched[:3])}); devkit labels name files ILSVRC2012_val_<8 digits>"
+        )
     return entries, wnids, names
 
 
@@ -222,15 +242,19 @@ def _index_loc(root, images, labels, synsets):
     labels = Path(labels)
     synsets = Path(synsets) if synsets else labels.parent / "LOC_synset_mapping.txt"
     if not synsets.is_file():
-        raise ImageNetLayoutError(f"{labels} needs Kaggle's LOC_synset_mapping.txt for the class order, not "
-                                  f"found at {synsets}; set data.imagenet.synsets to it")
+        raise ImageNetLayoutError(
+            f"{labels} needs Kaggle's LOC_synset_mapping.txt for the class order, not "
+            f"found at {synsets}; set data.imagenet.synsets to it"
+        )
     wnids, names = read_synset_mapping(synsets)
     rank = {w: i for i, w in enumerate(wnids)}
     with open(labels, newline="") as fh:
         reader = csv.DictReader(fh)
         if not {"ImageId", "PredictionString"} <= set(reader.fieldnames or ()):
-            raise ImageNetLayoutError(f"{labels}: expected the columns ImageId,PredictionString of "
-                                      f"LOC_val_solution.csv, found {reader.fieldnames}")
+            raise ImageNetLayoutError(
+                f"{labels}: expected the columns ImageId,PredictionString of "
+                f"LOC_val_solution.csv, found {reader.fieldnames}"
+            )
         truth = {row["ImageId"]: row["PredictionString"].split()[0] for row in reader}
     entries, unmatched = [], []
     for p in images:
@@ -240,25 +264,30 @@ def _index_loc(root, images, labels, synsets):
             continue
         entries.append(Entry(p, wnid, rank[wnid]))
     if unmatched:
-        raise ImageNetLayoutError(f"{root}: {len(unmatched)} image(s) have no label in {labels} (e.g. "
-                                  f"{', '.join(unmatched[:3])})")
+        raise ImageNetLayoutError(
+            f"{root}: {len(unmatched)} image(s) have no label in {labels} (e.g. {', '.join(unmatched[:3])})"
+        )
     return entries, wnids, names
 
 
-def index_imagenet(root, layout: str = "auto", labels=None, synsets=None,
-                   n_classes: int | None = N_CLASSES, class_names: bool = True) -> ImageNetIndex:
+def index_imagenet(
+    root, layout: str = "auto", labels=None, synsets=None, n_classes: int | None = N_CLASSES, class_names: bool = True
+) -> ImageNetIndex:
     """Find the validation images and their classes; errors name the path and the fix.
     n_classes: the number of classes the label files must define (None: any, for tests).
     class_names=False skips looking up torchvision's names (no torch import: the asset check)."""
     if root is None:
-        raise ImageNetLayoutError(f"config key 'data.imagenet.root' is not set: point it at the ImageNet "
-                                  f"validation images (see {DOCS})")
+        raise ImageNetLayoutError(
+            f"config key 'data.imagenet.root' is not set: point it at the ImageNet validation images (see {DOCS})"
+        )
     root = Path(root)
     if layout not in LAYOUTS:
         raise ImageNetLayoutError(f"config key 'data.imagenet.layout': {layout!r}; allowed: {', '.join(LAYOUTS)}")
     if not root.is_dir():
-        raise ImageNetLayoutError(f"ImageNet directory {root} does not exist (config key 'data.imagenet.root'); "
-                                  f"download the ILSVRC2012 validation set and point the key at it (see {DOCS})")
+        raise ImageNetLayoutError(
+            f"ImageNet directory {root} does not exist (config key 'data.imagenet.root'); "
+            f"download the ILSVRC2012 validation set and point the key at it (see {DOCS})"
+        )
     for key, p in (("labels", labels), ("synsets", synsets)):
         if p is not None and not Path(p).exists():
             raise ImageNetLayoutError(f"config key 'data.imagenet.{key}': {p} does not exist")
@@ -268,8 +297,10 @@ def index_imagenet(root, layout: str = "auto", labels=None, synsets=None,
         wanted = "ILSVRC2012_validation_ground_truth.txt" if layout == "devkit" else "LOC_val_solution.csv"
         raise ImageNetLayoutError(f"layout {layout!r} needs data.imagenet.labels ({wanted})")
     if layout in ("devkit", "loc") and dirs and not images:
-        raise ImageNetLayoutError(f"{root} holds folders, not images: layout {layout!r} expects a flat folder of "
-                                  f"images; use layout 'folders' (or auto) for one folder per class")
+        raise ImageNetLayoutError(
+            f"{root} holds folders, not images: layout {layout!r} expects a flat folder of "
+            f"images; use layout 'folders' (or auto) for one folder per class"
+        )
     if layout == "folders":
         entries, wnids, names = _index_folders(root, dirs, images, synsets, n_classes, class_names)
     elif layout == "devkit":
@@ -277,11 +308,11 @@ def index_imagenet(root, layout: str = "auto", labels=None, synsets=None,
     else:
         entries, wnids, names = _index_loc(root, images, labels, synsets)
     if n_classes is not None and len(wnids) != n_classes:
-        raise ImageNetLayoutError(f"the class list of {labels or synsets or root} has {len(wnids)} classes, "
-                                  f"expected {n_classes}")
+        raise ImageNetLayoutError(
+            f"the class list of {labels or synsets or root} has {len(wnids)} classes, expected {n_classes}"
+        )
     if not entries:
-        raise ImageNetLayoutError(f"{root} ({layout} layout) contains no images "
-                                  f"({', '.join(sorted(IMAGE_SUFFIXES))})")
+        raise ImageNetLayoutError(f"{root} ({layout} layout) contains no images ({', '.join(sorted(IMAGE_SUFFIXES))})")
     entries.sort(key=lambda e: (e.path.name, str(e.path)))
     return ImageNetIndex(layout, root, entries, wnids, names)
 
@@ -291,9 +322,15 @@ def index_imagenet(root, layout: str = "auto", labels=None, synsets=None,
 MIN_SIDE = 8  # px: a smaller image holds too few pixels to be classified or explained
 SIXTEEN_BIT = ("I;16", "I;16L", "I;16B", "I;16N")  # unsigned 16-bit grayscale (PNG, TIFF, PGM)
 # modes whose conversion to RGB keeps what the pixels mean, and what is done
-PLAIN = {"L": "grayscale: replicated to 3 channels", "1": "1-bit: black/white to 0/255",
-         "P": "palette: colours looked up", "CMYK": "CMYK: converted by Pillow's formula (no colour profile)",
-         "YCbCr": "YCbCr: converted to RGB", "HSV": "HSV: converted to RGB", "RGBX": "RGBX: padding dropped"}
+PLAIN = {
+    "L": "grayscale: replicated to 3 channels",
+    "1": "1-bit: black/white to 0/255",
+    "P": "palette: colours looked up",
+    "CMYK": "CMYK: converted by Pillow's formula (no colour profile)",
+    "YCbCr": "YCbCr: converted to RGB",
+    "HSV": "HSV: converted to RGB",
+    "RGBX": "RGBX: padding dropped",
+}
 ALPHA = ("RGBA", "LA", "PA", "RGBa")
 DOCS_FOLDER = "docs/your_own.md (What folder data accepts)"
 # EXIF orientation -> the transposition that shows the image upright (PIL.ImageOps.exif_transpose's table)
@@ -308,7 +345,8 @@ class UnsupportedImageError(CorruptImageError):
 class Decoded:
     """A decoded image as RGB, its file's mode and size, and what was done to it:
     notes are (kind, text, warn) with `warn` True where the result is an interpretation."""
-    image: object       # PIL RGB image
+
+    image: object  # PIL RGB image
     mode: str
     stored_size: tuple  # (w, h) of the stored pixels (before an EXIF rotation)
     notes: list
@@ -317,8 +355,13 @@ class Decoded:
 def _raw_mode(im) -> str:
     """The decoder's raw mode of an opened, not yet loaded, image ('' if unknown)."""
     args = im.tile[0].args if getattr(im, "tile", None) else None
-    return args if isinstance(args, str) else args[0] if isinstance(args, tuple) and args and \
-        isinstance(args[0], str) else ""
+    return (
+        args
+        if isinstance(args, str)
+        else args[0]
+        if isinstance(args, tuple) and args and isinstance(args[0], str)
+        else ""
+    )
 
 
 def _to_rgb(im, path, raw: str) -> tuple[object, list]:
@@ -328,8 +371,11 @@ def _to_rgb(im, path, raw: str) -> tuple[object, list]:
 
     mode = im.mode
     if mode == "RGB":
-        return im.copy(), ([("16-bit", "16 bits per channel reduced to 8 (Pillow keeps the high byte)", False)]
-                           if raw.startswith(("RGB;16", "RGBA;16")) else [])
+        return im.copy(), (
+            [("16-bit", "16 bits per channel reduced to 8 (Pillow keeps the high byte)", False)]
+            if raw.startswith(("RGB;16", "RGBA;16"))
+            else []
+        )
     if mode in SIXTEEN_BIT or (mode == "I" and (im.format == "PPM" or (raw.startswith("I;16") and "S" not in raw))):
         # (a PGM of any maxval > 255 is read scaled to 0..65535.) Pillow's own conversion clips at 255
         # (a 16-bit image turns white): keep the high byte, as Pillow does for 16-bit RGB, so
@@ -339,41 +385,60 @@ def _to_rgb(im, path, raw: str) -> tuple[object, list]:
         if 0 < top <= 255:
             raise UnsupportedImageError(
                 f"{path}: a 16-bit grayscale image whose brightest pixel is {top} of 65535 (8-bit values saved "
-                f"as 16-bit?): it would be evaluated black; save it as 8-bit, or scale the values by 257")
+                f"as 16-bit?): it would be evaluated black; save it as 8-bit, or scale the values by 257"
+            )
         notes = [("16-bit", "16-bit grayscale: scaled to 8 bits (value >> 8, 65535 -> 255)", False)]
         if top <= 4095:
-            notes.append(("16-bit dark", f"its brightest pixel is {top} of 65535 (12-bit or fewer sensor values?): "
-                                    f"evaluated nearly black; scale the values to the 16-bit range", True))
+            notes.append(
+                (
+                    "16-bit dark",
+                    f"its brightest pixel is {top} of 65535 (12-bit or fewer sensor values?): "
+                    f"evaluated nearly black; scale the values to the 16-bit range",
+                    True,
+                )
+            )
         return Image.fromarray((a >> 8).astype(np.uint8), "L").convert("RGB"), notes
     if mode == "I":
         raise UnsupportedImageError(
             f"{path}: 32-bit integer pixels (raw mode {raw or 'unknown'}) have no standard white level; save the "
-            f"image as 8- or 16-bit (see {DOCS_FOLDER})")
+            f"image as 8- or 16-bit (see {DOCS_FOLDER})"
+        )
     if mode == "F":
         a = np.asarray(im, dtype=np.float64)
         if not np.isfinite(a).all():
-            raise UnsupportedImageError(f"{path}: floating-point pixels include NaN or inf; save the image as 8- "
-                                        f"or 16-bit (see {DOCS_FOLDER})")
+            raise UnsupportedImageError(
+                f"{path}: floating-point pixels include NaN or inf; save the image as 8- or 16-bit (see {DOCS_FOLDER})"
+            )
         lo, hi = float(a.min()), float(a.max())
         if lo < 0 or hi > 255:
             raise UnsupportedImageError(
                 f"{path}: floating-point pixels range over [{lo:g}, {hi:g}], neither [0, 1] nor [0, 255]; "
-                f"rescale them or save the image as 8- or 16-bit (see {DOCS_FOLDER})")
+                f"rescale them or save the image as 8- or 16-bit (see {DOCS_FOLDER})"
+            )
         scale, what = (255.0, "[0, 1]: scaled by 255") if hi <= 1 else (1.0, "[0, 255]: used as 8-bit values")
-        return Image.fromarray(np.rint(a * scale).astype(np.uint8), "L").convert("RGB"), \
-            [("float", f"floating-point grayscale in {what}", True)]
+        return Image.fromarray(np.rint(a * scale).astype(np.uint8), "L").convert("RGB"), [
+            ("float", f"floating-point grayscale in {what}", True)
+        ]
     if mode in ALPHA or (mode == "P" and "transparency" in im.info):
         alpha = np.asarray(im.convert("RGBA").getchannel("A"))
         clear = float((alpha < 255).mean())
         rgb = (im.convert("RGBA") if mode == "P" else im).convert("RGB")
         if clear == 0:
             return rgb, [("alpha", f"{mode}: opaque alpha channel dropped", False)]
-        return rgb, [("alpha", f"{mode}: alpha channel dropped, {clear:.1%} of the pixels are (partly) transparent "
-                               f"and keep their stored colours, as torchvision's image loader does", True)]
+        return rgb, [
+            (
+                "alpha",
+                f"{mode}: alpha channel dropped, {clear:.1%} of the pixels are (partly) transparent "
+                f"and keep their stored colours, as torchvision's image loader does",
+                True,
+            )
+        ]
     if mode in PLAIN:
         return im.convert("RGB"), [("mode", PLAIN[mode], False)]
-    raise UnsupportedImageError(f"{path}: pixel mode {mode} is not supported (raw mode {raw or 'unknown'}); save "
-                                f"the image as 8-bit RGB or grayscale (see {DOCS_FOLDER})")
+    raise UnsupportedImageError(
+        f"{path}: pixel mode {mode} is not supported (raw mode {raw or 'unknown'}); save "
+        f"the image as 8-bit RGB or grayscale (see {DOCS_FOLDER})"
+    )
 
 
 def _orientation(im, notes: list) -> int:
@@ -402,20 +467,30 @@ def decode_rgb(path, exif: bool = False) -> Decoded:
     except UnsupportedImageError:
         raise
     except Image.UnidentifiedImageError as exc:  # a damaged header, or not a format (or variant) Pillow reads
-        raise CorruptImageError(f"{path}: cannot decode the image ({type(exc).__name__}: {exc}): not an image "
-                                f"Pillow reads (a damaged file, or a format or variant it does not decode, such "
-                                f"as SVG, PDF, HEIC or a floating-point RGB TIFF); save it as PNG or JPEG") from exc
+        raise CorruptImageError(
+            f"{path}: cannot decode the image ({type(exc).__name__}: {exc}): not an image "
+            f"Pillow reads (a damaged file, or a format or variant it does not decode, such "
+            f"as SVG, PDF, HEIC or a floating-point RGB TIFF); save it as PNG or JPEG"
+        ) from exc
     except Exception as exc:  # PIL raises OSError, SyntaxError, ValueError ... for broken files
         raise CorruptImageError(f"{path}: cannot decode the image ({type(exc).__name__}: {exc})") from exc
     if frames > 1:
         notes.append(("frames", f"the first of {frames} frames used", True))
     if orientation in EXIF_TURNS:
         rgb = rgb.transpose(EXIF_TURNS[orientation])
-        notes.append(("exif", f"turned by its EXIF orientation {orientation} (as image viewers show it): "
-                              f"{stored[0]}x{stored[1]} stored, {rgb.width}x{rgb.height} evaluated", True))
+        notes.append(
+            (
+                "exif",
+                f"turned by its EXIF orientation {orientation} (as image viewers show it): "
+                f"{stored[0]}x{stored[1]} stored, {rgb.width}x{rgb.height} evaluated",
+                True,
+            )
+        )
     if min(rgb.size) < MIN_SIDE:
-        raise UnsupportedImageError(f"{path}: {rgb.width}x{rgb.height} pixels, too small to classify (at least "
-                                    f"{MIN_SIDE} px per side); use a larger image")
+        raise UnsupportedImageError(
+            f"{path}: {rgb.width}x{rgb.height} pixels, too small to classify (at least "
+            f"{MIN_SIDE} px per side); use a larger image"
+        )
     return Decoded(rgb, mode, stored, notes)
 
 
@@ -444,8 +519,9 @@ def preprocess(img, resize: int = 256, crop: int = 224) -> np.ndarray:
     import torchvision.transforms.functional as TF
     from torchvision.transforms import InterpolationMode
 
-    img = TF.center_crop(TF.resize(img, [resize], interpolation=InterpolationMode.BILINEAR, antialias=True),
-                         [crop, crop])
+    img = TF.center_crop(
+        TF.resize(img, [resize], interpolation=InterpolationMode.BILINEAR, antialias=True), [crop, crop]
+    )
     return np.asarray(img, dtype=np.uint8).transpose(2, 0, 1).copy()
 
 
@@ -457,23 +533,29 @@ def read_image(path, resize: int, crop: int, modes: Counter, exif: bool = False)
     decoded = decode_rgb(path, exif)
     conversion = note_conversion(path, decoded, modes)
     img = decoded.image
-    return preprocess(img, resize, crop), {"mode": decoded.mode, "width": img.width, "height": img.height,
-                                           "conversion": conversion}
+    return preprocess(img, resize, crop), {
+        "mode": decoded.mode,
+        "width": img.width,
+        "height": img.height,
+        "conversion": conversion,
+    }
 
 
 def mode_stats(modes: Counter) -> dict:
     return {"modes": dict(modes), "converted_to_rgb": sum(v for k, v in modes.items() if k != "RGB")}
 
 
-def sample_eval_set(index: ImageNetIndex, n_eval: int, seed: int, resize: int = 256, crop: int = 224,
-                    on_corrupt: str = "error") -> dict:
+def sample_eval_set(
+    index: ImageNetIndex, n_eval: int, seed: int, resize: int = 256, crop: int = 224, on_corrupt: str = "error"
+) -> dict:
     """Draw and preprocess n_eval images. Returns images (uint8 N,3,crop,crop),
     labels (int64), manifest rows, and stats (file modes converted, files skipped)."""
     if on_corrupt not in ("error", "replace"):
         raise ValueError(f"config key 'data.imagenet.on_corrupt': {on_corrupt!r}; allowed: 'error', 'replace'")
     if n_eval > len(index.entries):
-        raise ImageNetLayoutError(f"config key 'data.n_eval': {n_eval} images requested but {index.root} has "
-                                  f"only {len(index.entries)}")
+        raise ImageNetLayoutError(
+            f"config key 'data.n_eval': {n_eval} images requested but {index.root} has only {len(index.entries)}"
+        )
     order = np.random.default_rng(seed).permutation(len(index.entries))
     images = np.empty((n_eval, 3, crop, crop), dtype=np.uint8)
     rows, modes, skipped = [], Counter(), []
@@ -485,25 +567,52 @@ def sample_eval_set(index: ImageNetIndex, n_eval: int, seed: int, resize: int = 
             image, info = read_image(e.path, resize, crop, modes)
         except CorruptImageError as exc:
             if on_corrupt == "error":
-                raise CorruptImageError(f"{exc}; delete or replace the file, or set data.imagenet.on_corrupt: "
-                                        f"replace to draw the next image instead (it is reported)") from exc
+                raise CorruptImageError(
+                    f"{exc}; delete or replace the file, or set data.imagenet.on_corrupt: "
+                    f"replace to draw the next image instead (it is reported)"
+                ) from exc
             log.warning("skipped (on_corrupt: replace): %s", exc)
             skipped.append(str(e.path))
             continue
         i = len(rows)
         images[i] = image
-        rows.append({"id": i, "file": str(e.path.relative_to(index.root)), "wnid": e.wnid, "label": e.label,
-                     "class_name": index.class_names[e.label], **info})
+        rows.append(
+            {
+                "id": i,
+                "file": str(e.path.relative_to(index.root)),
+                "wnid": e.wnid,
+                "label": e.label,
+                "class_name": index.class_names[e.label],
+                **info,
+            }
+        )
     if len(rows) < n_eval:
-        raise ImageNetLayoutError(f"only {len(rows)} of the {len(index.entries)} images in {index.root} could be "
-                                  f"decoded ({len(skipped)} skipped); data.n_eval is {n_eval}")
-    stats = {"layout": index.layout, "n_images_found": len(index.entries), "seed": seed, **mode_stats(modes),
-             "skipped": skipped}
-    log.info("ImageNet (%s layout): %d images found, %d drawn with seed %d; converted to RGB: %s; skipped: %d",
-             index.layout, len(index.entries), n_eval, seed,
-             {k: v for k, v in modes.items() if k != "RGB"} or "none", len(skipped))
-    return {"images": images, "labels": np.array([r["label"] for r in rows], dtype=np.int64),
-            "manifest": rows, "stats": stats}
+        raise ImageNetLayoutError(
+            f"only {len(rows)} of the {len(index.entries)} images in {index.root} could be "
+            f"decoded ({len(skipped)} skipped); data.n_eval is {n_eval}"
+        )
+    stats = {
+        "layout": index.layout,
+        "n_images_found": len(index.entries),
+        "seed": seed,
+        **mode_stats(modes),
+        "skipped": skipped,
+    }
+    log.info(
+        "ImageNet (%s layout): %d images found, %d drawn with seed %d; converted to RGB: %s; skipped: %d",
+        index.layout,
+        len(index.entries),
+        n_eval,
+        seed,
+        {k: v for k, v in modes.items() if k != "RGB"} or "none",
+        len(skipped),
+    )
+    return {
+        "images": images,
+        "labels": np.array([r["label"] for r in rows], dtype=np.int64),
+        "manifest": rows,
+        "stats": stats,
+    }
 
 
 def eval_arrays(sample: dict) -> dict:
@@ -512,10 +621,18 @@ def eval_arrays(sample: dict) -> dict:
     data.folder.masks gives its own (sample["masks"]) and `has_masks` True."""
     n, _, h, w = sample["images"].shape
     if sample.get("masks") is not None:
-        return {"images": sample["images"], "labels": sample["labels"], "masks": sample["masks"],
-                "has_masks": np.array(True)}
-    return {"images": sample["images"], "labels": sample["labels"],
-            "masks": np.zeros((n, h, w), dtype=np.uint8), "has_masks": np.array(False)}
+        return {
+            "images": sample["images"],
+            "labels": sample["labels"],
+            "masks": sample["masks"],
+            "has_masks": np.array(True),
+        }
+    return {
+        "images": sample["images"],
+        "labels": sample["labels"],
+        "masks": np.zeros((n, h, w), dtype=np.uint8),
+        "has_masks": np.array(False),
+    }
 
 
 # the eval set's first images, the examples figure's (rule plot_dataset_examples) pool
@@ -539,8 +656,6 @@ def write_eval_set(sample: dict, output, summary: dict, n_examples: int = N_EXAM
 
 def build_eval_set(cfg: dict, n_eval: int, n_classes: int | None = N_CLASSES) -> dict:
     """index + sample from the `data.imagenet` config (paths already resolved)."""
-    index = index_imagenet(cfg.get("root"), cfg.get("layout", "auto"), cfg.get("labels"), cfg.get("synsets"),
-                           n_classes)
-    sample = sample_eval_set(index, n_eval, cfg["seed"], cfg["resize"], cfg["crop"],
-                             cfg.get("on_corrupt", "error"))
+    index = index_imagenet(cfg.get("root"), cfg.get("layout", "auto"), cfg.get("labels"), cfg.get("synsets"), n_classes)
+    sample = sample_eval_set(index, n_eval, cfg["seed"], cfg["resize"], cfg["crop"], cfg.get("on_corrupt", "error"))
     return {**sample, "class_names": index.class_names, "wnids": index.wnids}

@@ -3,6 +3,7 @@
 The shard layout is a pure function of (n_eval, shard_size), so the DAG knows
 its jobs at parse time without reading any checkpoint.
 """
+
 from __future__ import annotations
 
 import math

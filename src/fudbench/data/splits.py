@@ -1,4 +1,5 @@
 """Reading a stored split as tensors."""
+
 from __future__ import annotations
 
 import torch

@@ -21,6 +21,7 @@ colour, from the same draws: the intervention check of the cue ground truth
 
 Deterministic: the same (config, seed, split) gives the same bytes.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -47,9 +48,11 @@ class CueSpec:
 
     @classmethod
     def from_config(cls, cfg: dict) -> "CueSpec":
-        return cls(size=int(cfg["size"]),
-                   colours=tuple((str(k), tuple(float(c) for c in v)) for k, v in cfg["colours"].items()),
-                   margin=int(cfg.get("margin", 1)))
+        return cls(
+            size=int(cfg["size"]),
+            colours=tuple((str(k), tuple(float(c) for c in v)) for k, v in cfg["colours"].items()),
+            margin=int(cfg.get("margin", 1)),
+        )
 
 
 @dataclass(frozen=True)
@@ -93,15 +96,19 @@ def cue_problems(synthetic: dict) -> list[str]:
     problems = []
     size, margin = cue["size"], cue.get("margin", 1)
     if 2 * (size + margin) > n:
-        problems.append(f"config key '{key}.size': a cue of {size} px with margin {margin} leaves no room for the "
-                        f"object in a {n} px image; need 2 * (size + margin) <= data.synthetic.image_size")
+        problems.append(
+            f"config key '{key}.size': a cue of {size} px with margin {margin} leaves no room for the "
+            f"object in a {n} px image; need 2 * (size + margin) <= data.synthetic.image_size"
+        )
     colours = list(cue["colours"].items())
     for i, (a, ca) in enumerate(colours):
-        for b, cb in colours[i + 1:]:
+        for b, cb in colours[i + 1 :]:
             if max(abs(x - y) for x, y in zip(ca, cb)) < CUE_MIN_COLOUR_DISTANCE:
-                problems.append(f"config key '{key}.colours': {a} {list(ca)} and {b} {list(cb)} differ by less "
-                                f"than {CUE_MIN_COLOUR_DISTANCE} in every channel; the cue's class must be "
-                                f"decidable from its colour")
+                problems.append(
+                    f"config key '{key}.colours': {a} {list(ca)} and {b} {list(cb)} differ by less "
+                    f"than {CUE_MIN_COLOUR_DISTANCE} in every channel; the cue's class must be "
+                    f"decidable from its colour"
+                )
     return problems
 
 
@@ -188,8 +195,9 @@ def _cue_places(cover: np.ndarray, size: int, margin: int) -> np.ndarray:
     return np.argwhere(free)
 
 
-def render_cue_image(spec: SyntheticSpec, label: int, object_label: int, rng: np.random.Generator,
-                     swap_label: int | None = None) -> dict:
+def render_cue_image(
+    spec: SyntheticSpec, label: int, object_label: int, rng: np.random.Generator, swap_label: int | None = None
+) -> dict:
     """One image of cue class `label` with an object of class `object_label`. Returns
     float32 `image`, bool `mask` (the cue), bool `object_mask` and, with swap_label, the
     counterfactuals from the same draws: `no_cue`, `no_object`, `swapped` (the cue in
@@ -201,20 +209,22 @@ def render_cue_image(spec: SyntheticSpec, label: int, object_label: int, rng: np
         if len(places):
             break
     else:
-        raise ValueError(f"config key 'data.synthetic.cue.size': no place for a {cue.size} px cue (margin "
-                         f"{cue.margin}) beside the object in {_CUE_ATTEMPTS} draws; lower the cue's size or "
-                         f"data.synthetic.object_scale")
+        raise ValueError(
+            f"config key 'data.synthetic.cue.size': no place for a {cue.size} px cue (margin "
+            f"{cue.margin}) beside the object in {_CUE_ATTEMPTS} draws; lower the cue's size or "
+            f"data.synthetic.object_scale"
+        )
     y, x = places[rng.integers(len(places))]
     noise = rng.normal(0, 0.02, size=(3, cue.size, cue.size))  # the same grain as the object's
 
     def paste(img, cls):
         img = img.copy()
-        img[:, y:y + cue.size, x:x + cue.size] = np.clip(np.reshape(cue.colours[cls][1], (3, 1, 1)) + noise, 0, 1)
+        img[:, y : y + cue.size, x : x + cue.size] = np.clip(np.reshape(cue.colours[cls][1], (3, 1, 1)) + noise, 0, 1)
         return img
 
     plain = cover * obj + (1 - cover) * background
     mask = np.zeros((n, n), dtype=bool)
-    mask[y:y + cue.size, x:x + cue.size] = True
+    mask[y : y + cue.size, x : x + cue.size] = True
     out = {"image": paste(plain, label), "mask": mask, "object_mask": cover >= 0.5}
     if swap_label is not None:
         out.update(no_cue=plain, no_object=paste(background, label), swapped=paste(plain, swap_label))
@@ -245,8 +255,9 @@ def generate_cue_split(spec: SyntheticSpec, n: int, seed: int, split: str, count
     out["masks"] = np.empty((n, size, size), dtype=np.uint8)
     out["object_masks"] = np.empty((n, size, size), dtype=np.uint8)
     for i in range(n):
-        r = render_cue_image(spec, int(labels[i]), int(object_labels[i]), rng,
-                             int(swapped_labels[i]) if counterfactuals else None)
+        r = render_cue_image(
+            spec, int(labels[i]), int(object_labels[i]), rng, int(swapped_labels[i]) if counterfactuals else None
+        )
         out["images"][i] = _to_uint8(r["image"])
         out["masks"][i], out["object_masks"][i] = r["mask"], r["object_mask"]
         for name in names[1:]:
@@ -325,8 +336,10 @@ def make_benchmark(cfg: dict, n_eval: int, seed: int, offset: int = 0) -> dict:
     offset + n_eval - 1 (data.eval_offset: a replication on images disjoint from
     another run's, same data set and models' training data)."""
     if offset < 0 or offset + n_eval > cfg["n_test"]:
-        raise ValueError(f"data.eval_offset {offset} + data.n_eval {n_eval} must lie within the "
-                         f"{cfg['n_test']} test images (data.synthetic.n_test)")
+        raise ValueError(
+            f"data.eval_offset {offset} + data.n_eval {n_eval} must lie within the "
+            f"{cfg['n_test']} test images (data.synthetic.n_test)"
+        )
     spec = SyntheticSpec.from_config(cfg)
     splits = {}
     for split in ("train", "val", "test"):
@@ -336,5 +349,5 @@ def make_benchmark(cfg: dict, n_eval: int, seed: int, offset: int = 0) -> dict:
         images, labels, masks = generate_split(spec, cfg[f"n_{split}"], seed, split)
         splits[split] = {"images": images, "labels": labels, "masks": masks}
     test = splits["test"]
-    splits["eval"] = {k: v[offset:offset + n_eval] for k, v in test.items()}
+    splits["eval"] = {k: v[offset : offset + n_eval] for k, v in test.items()}
     return {"splits": splits, "class_names": spec.class_names}

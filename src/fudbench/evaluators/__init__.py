@@ -14,6 +14,7 @@ EVALUATORS, a config block (docs/architecture.md, "How to add a metric").
 Grouped by what they measure: faithfulness/, localisation/ (robustness, randomisation and complexity
 will sit beside them); quantus.py reaches any Quantus metric. Floor 4: imports the floors below.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -80,12 +81,16 @@ def spec(method: str, base: Optional[Path] = None) -> EvaluatorSpec:
     if is_import_path(method):
         found = load_object(method, base if base is not None else PLUGINS.get(method))
         if not isinstance(found, EvaluatorSpec):
-            raise PluginError(f"{method!r} names {found!r}, not an EvaluatorSpec "
-                              f"(fudbench.evaluators.base; docs/architecture.md, 'How to add a metric')")
+            raise PluginError(
+                f"{method!r} names {found!r}, not an EvaluatorSpec "
+                f"(fudbench.evaluators.base; docs/architecture.md, 'How to add a metric')"
+            )
         return found
     if method not in EVALUATORS:
-        raise KeyError(f"unknown evaluator {method!r}; registered: {', '.join(EVALUATORS)} (or an import path "
-                       f"'package.module:SPEC')")
+        raise KeyError(
+            f"unknown evaluator {method!r}; registered: {', '.join(EVALUATORS)} (or an import path "
+            f"'package.module:SPEC')"
+        )
     return load_object(f"{EVALUATORS[method]}:SPEC")
 
 
@@ -146,8 +151,10 @@ def build_evaluator(name: str, settings: Optional[dict], evaluation: dict, asset
         raise ValueError("; ".join(problems))
     method = method_of(name, settings)
     if is_import_path(method):  # a plug-in's build and run: errors inside name the entry and the plug-in
-        who, plugin = f"evaluator {name!r}" + ("" if name == method else f" (config key 'evaluators.{name}')"), \
-            describe(method)
+        who, plugin = (
+            f"evaluator {name!r}" + ("" if name == method else f" (config key 'evaluators.{name}')"),
+            describe(method),
+        )
         with blame(who, plugin, f"building it ({s.build})"):
             evaluator = load_object(s.build)(s.resolve(settings), evaluation, assets or {}, device)
         run = evaluator.run

@@ -13,6 +13,7 @@ Config entries may alias a method, as explainers do:
 curves are named `<curve>@road_telea` (label `<label> [road_telea]`) so that
 they do not collide with the plain entry's.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -35,16 +36,16 @@ MAIN_SAMPLES, APPENDIX_SAMPLES = "main", "appendix"
 
 @dataclass(frozen=True)
 class CurveSpec:
-    name: str                          # the records' `curve` value
-    label: str                         # its name in the tables
+    name: str  # the records' `curve` value
+    label: str  # its name in the tables
     higher_is_better: bool
-    score: Optional[Callable] = None   # records of one image -> its score (None: no per-image score)
-    table: Optional[str] = None        # the score table showing it (table7_scores, srg_scores ...)
-    keeps_samples: bool = False        # writes its intermediate samples (N, steps, C, H, W)
-    samples_label: Optional[str] = None       # row label in the OOD / quality tables of those samples
-    samples_tables: tuple[str, ...] = ()      # MAIN_SAMPLES and/or APPENDIX_SAMPLES
-    step_value: Optional[str] = None   # per-step column a micro (per-step) comparison ranks
-    tau: bool = False                  # Kendall tau of its removal sequence (Table 4)
+    score: Optional[Callable] = None  # records of one image -> its score (None: no per-image score)
+    table: Optional[str] = None  # the score table showing it (table7_scores, srg_scores ...)
+    keeps_samples: bool = False  # writes its intermediate samples (N, steps, C, H, W)
+    samples_label: Optional[str] = None  # row label in the OOD / quality tables of those samples
+    samples_tables: tuple[str, ...] = ()  # MAIN_SAMPLES and/or APPENDIX_SAMPLES
+    step_value: Optional[str] = None  # per-step column a micro (per-step) comparison ranks
+    tau: bool = False  # Kendall tau of its removal sequence (Table 4)
     # its score is an area under the curve over the evaluation ratios (kept rho or removed 1 - rho): it needs
     # at least two distinct ratios (checked up front by fudbench.evaluate; the config asks for two anyway)
     auc_over_ratios: bool = False
@@ -61,19 +62,22 @@ class CurveSpec:
 
     def aliased(self, entry: str) -> "CurveSpec":
         """This curve as written by the config entry `entry` aliasing its method."""
-        return dataclasses.replace(self, name=f"{self.name}{ALIAS_SEPARATOR}{entry}", label=f"{self.label} [{entry}]",
-                                   samples_label=None if self.samples_label is None
-                                   else f"{self.samples_label} [{entry}]")
+        return dataclasses.replace(
+            self,
+            name=f"{self.name}{ALIAS_SEPARATOR}{entry}",
+            label=f"{self.label} [{entry}]",
+            samples_label=None if self.samples_label is None else f"{self.samples_label} [{entry}]",
+        )
 
 
 @dataclass(frozen=True)
 class EvaluatorSpec:
     name: str
     description: str
-    settings: type                                 # dataclass: defaults and constraints
-    curves: Callable[[dict], list]                 # settings -> [CurveSpec] it writes
-    build: str                                     # "module:function"(settings, evaluation, assets, device)
-    assets: Callable[[dict], set] = field(default=lambda settings: set())   # asset keys it reads
+    settings: type  # dataclass: defaults and constraints
+    curves: Callable[[dict], list]  # settings -> [CurveSpec] it writes
+    build: str  # "module:function"(settings, evaluation, assets, device)
+    assets: Callable[[dict], set] = field(default=lambda settings: set())  # asset keys it reads
     # curve spellings the analysis should know although no default setting produces them
     # (e.g. SRG curves of every registered imputer): settings variants to list curves for
     catalogue_variants: Callable[[], list] = field(default=lambda: [{}])
@@ -128,7 +132,7 @@ class Evaluator:
     name: str
     curves: list  # [(protocol, imputer)]
     alias: Optional[str] = None  # config entry name when it aliases a method: curves get @alias
-    reads_masks: bool = False    # its spec declares needs_masks (build_evaluator sets it)
+    reads_masks: bool = False  # its spec declares needs_masks (build_evaluator sets it)
 
     @property
     def needs_masks(self) -> bool:
@@ -149,9 +153,11 @@ class Evaluator:
         check_inputs(who, x, y, attribution, image_ids)
         if self.needs_masks:
             if masks is None:
-                raise ValueError(f"{who} reads the images' ground-truth object masks, and none were given: in the "
-                                 f"workflow give data with masks (data.source: synthetic, or data.folder.masks); "
-                                 f"from Python pass fudbench.evaluate(..., masks=...)")
+                raise ValueError(
+                    f"{who} reads the images' ground-truth object masks, and none were given: in the "
+                    f"workflow give data with masks (data.source: synthetic, or data.folder.masks); "
+                    f"from Python pass fudbench.evaluate(..., masks=...)"
+                )
             masks = check_masks(masks, x, who)
         frames, samples = [], {}
         for protocol, imputer in self.curves:
@@ -165,8 +171,10 @@ class Evaluator:
         if self.alias:
             suffix = f"{ALIAS_SEPARATOR}{self.alias}"
             records["curve"] = records["curve"] + suffix
-            samples = {(f"removed_{k[len('removed_'):]}{suffix}" if k.startswith("removed_") else f"{k}{suffix}"): v
-                       for k, v in samples.items()}
+            samples = {
+                (f"removed_{k[len('removed_') :]}{suffix}" if k.startswith("removed_") else f"{k}{suffix}"): v
+                for k, v in samples.items()
+            }
         return records, samples
 
 

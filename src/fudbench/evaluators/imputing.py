@@ -7,6 +7,7 @@ registered imputer under a new name, e.g. Gevaert's fills
 `noise: {method: gaussian, std: 1.0, model_space: true}`; the name is what
 the curves are called after (gevaert_del__noise).
 """
+
 from __future__ import annotations
 
 from typing import ClassVar, Optional
@@ -52,12 +53,17 @@ def imputer_options_schema() -> dict:
     from fudbench.imputers.settings import IMPUTER_SETTINGS
     from fudbench.core.settings import settings_schema
 
-    method = {"description": "a registered imputer, or an import path to your own Imputer subclass "
-                             "('pkg.mod:MyFill', 'file.py:MyFill')",
-              "anyOf": [{"enum": list(IMPUTERS)}, {"type": "string", "pattern": ":"}]}
-    return {"type": "object", "description": "per-imputer options; a new name with `method:` aliases an imputer",
-            "properties": {name: settings_schema(IMPUTER_SETTINGS[name]) for name in IMPUTERS},
-            "additionalProperties": {"type": "object", "required": ["method"], "properties": {"method": method}}}
+    method = {
+        "description": "a registered imputer, or an import path to your own Imputer subclass "
+        "('pkg.mod:MyFill', 'file.py:MyFill')",
+        "anyOf": [{"enum": list(IMPUTERS)}, {"type": "string", "pattern": ":"}],
+    }
+    return {
+        "type": "object",
+        "description": "per-imputer options; a new name with `method:` aliases an imputer",
+        "properties": {name: settings_schema(IMPUTER_SETTINGS[name]) for name in IMPUTERS},
+        "additionalProperties": {"type": "object", "required": ["method"], "properties": {"method": method}},
+    }
 
 
 def imputer_problems(names, imputer_options: dict, key: str, defaults: Optional[dict] = None) -> list[str]:
@@ -72,8 +78,14 @@ def imputer_problems(names, imputer_options: dict, key: str, defaults: Optional[
 
     options = merged_options(defaults or {}, imputer_options)
     unknown = [n for n in names if n not in IMPUTERS and "method" not in options.get(n, {}) and not is_import_path(n)]
-    problems = [f"config key '{key}': unknown imputer(s) {unknown}; registered: {', '.join(IMPUTERS)} (or define "
-                f"an alias in imputer_options, e.g. {unknown[0]}: {{method: gaussian, std: 0.5}})"] if unknown else []
+    problems = (
+        [
+            f"config key '{key}': unknown imputer(s) {unknown}; registered: {', '.join(IMPUTERS)} (or define "
+            f"an alias in imputer_options, e.g. {unknown[0]}: {{method: gaussian, std: 0.5}})"
+        ]
+        if unknown
+        else []
+    )
     options_key = key.rpartition(".")[0] + ".imputer_options"
     for name, opts in options.items():
         method = opts.get("method")
@@ -111,8 +123,9 @@ def build_imputers(settings: dict, names, assets: Optional[dict], device) -> lis
 
     refs = None
     for name in names:
-        if method_of(settings, name) == "train_set" or (needs_references(settings, name)
-                                                          and (assets or {}).get("reference_images")):
+        if method_of(settings, name) == "train_set" or (
+            needs_references(settings, name) and (assets or {}).get("reference_images")
+        ):
             refs = load_references(assets, name)
             break
     out = []

@@ -11,6 +11,7 @@ per-image score in the metric's direction. Metrics whose score is a curve per
 image are reduced here: PixelFlipping and Selectivity to the normalised area
 under it (lower better), RegionPerturbation to its mean drop, the AOPC.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,39 +33,51 @@ RESERVED = ("return_aggregate", "return_auc_per_sample", "disable_warnings", "di
 class QuantusMetric(NamedTuple):
     higher_is_better: bool
     value_range: tuple
-    reduce: str          # how the metric's per-image output becomes one float: value | auc | mean
-    keywords: tuple      # its own constructor keywords, besides COMMON
-    why: str = ""        # where our direction or reduction differs from Quantus' own metadata
+    reduce: str  # how the metric's per-image output becomes one float: value | auc | mean
+    keywords: tuple  # its own constructor keywords, besides COMMON
+    why: str = ""  # where our direction or reduction differs from Quantus' own metadata
 
 
 UNBOUNDED = (-np.inf, np.inf)
 METRICS = {
-    "FaithfulnessCorrelation": QuantusMetric(True, CORRELATION, "value",
-                                             ("similarity_func", "nr_runs", "subset_size", *PERTURB)),
-    "FaithfulnessEstimate": QuantusMetric(True, CORRELATION, "value",
-                                          ("similarity_func", "features_in_step", *PERTURB)),
-    "MonotonicityCorrelation": QuantusMetric(True, CORRELATION, "value",
-                                             ("similarity_func", "eps", "nr_samples", "features_in_step", *PERTURB)),
+    "FaithfulnessCorrelation": QuantusMetric(
+        True, CORRELATION, "value", ("similarity_func", "nr_runs", "subset_size", *PERTURB)
+    ),
+    "FaithfulnessEstimate": QuantusMetric(
+        True, CORRELATION, "value", ("similarity_func", "features_in_step", *PERTURB)
+    ),
+    "MonotonicityCorrelation": QuantusMetric(
+        True, CORRELATION, "value", ("similarity_func", "eps", "nr_samples", "features_in_step", *PERTURB)
+    ),
     "Monotonicity": QuantusMetric(True, PROBABILITY_AREA, "value", ("features_in_step", *PERTURB)),
-    "PixelFlipping": QuantusMetric(False, UNBOUNDED, "auc", ("features_in_step", *PERTURB),
-                                   "the area is computed here: Quantus' own return_auc_per_sample calls np.trapz, "
-                                   "which NumPy 2 removed"),
-    "RegionPerturbation": QuantusMetric(True, UNBOUNDED, "mean", ("patch_size", "order", "regions_evaluation",
-                                                                  *PERTURB),
-                                        "Quantus 0.6.0 declares it lower-better, but it returns the drops "
-                                        "f(x) - f(x') as regions are removed most relevant first (order morf): "
-                                        "their mean, the AOPC, is higher for a faithful map"),
+    "PixelFlipping": QuantusMetric(
+        False,
+        UNBOUNDED,
+        "auc",
+        ("features_in_step", *PERTURB),
+        "the area is computed here: Quantus' own return_auc_per_sample calls np.trapz, which NumPy 2 removed",
+    ),
+    "RegionPerturbation": QuantusMetric(
+        True,
+        UNBOUNDED,
+        "mean",
+        ("patch_size", "order", "regions_evaluation", *PERTURB),
+        "Quantus 0.6.0 declares it lower-better, but it returns the drops "
+        "f(x) - f(x') as regions are removed most relevant first (order morf): "
+        "their mean, the AOPC, is higher for a faithful map",
+    ),
     "Selectivity": QuantusMetric(False, UNBOUNDED, "auc", ("patch_size", *PERTURB)),
-    "Infidelity": QuantusMetric(False, NON_NEGATIVE, "value",
-                                ("loss_func", "perturb_patch_sizes", "n_perturb_samples", *PERTURB)),
+    "Infidelity": QuantusMetric(
+        False, NON_NEGATIVE, "value", ("loss_func", "perturb_patch_sizes", "n_perturb_samples", *PERTURB)
+    ),
 }
 # Supported metrics that do not prefer the evidence map to its reverse on the project's quadrant task
 # (tests/test_quantus_evaluator.py measures both): what the report card should be read with
 DOES_NOT_ORDER = {
     "Infidelity": "Quantus' infidelity is not normalised: the squared error grows with the map's scale, so a map "
-                  "that is 1 on a quarter of the image scores worse than its complement",
+    "that is 1 on a quarter of the image scores worse than its complement",
     "Monotonicity": "a yes/no per image (is every step's prediction change in order?): both maps are monotonic "
-                    "on this task, a tie",
+    "on this task, a tie",
 }
 # Quantus faithfulness metrics not offered, and why
 NOT_SUPPORTED = {
@@ -77,9 +90,15 @@ NOT_SUPPORTED = {
 
 # Values of the metrics' keywords, checked before any job (Quantus fails inside the job with a numpy error
 # naming no config key): integers with their minimum (and why), booleans, functions, mappings.
-AT_LEAST = {"nr_runs": (2, "the correlation of fewer runs is undefined"), "subset_size": (1, ""),
-            "features_in_step": (1, ""), "nr_samples": (1, ""), "patch_size": (1, ""),
-            "regions_evaluation": (1, ""), "n_perturb_samples": (1, "")}
+AT_LEAST = {
+    "nr_runs": (2, "the correlation of fewer runs is undefined"),
+    "subset_size": (1, ""),
+    "features_in_step": (1, ""),
+    "nr_samples": (1, ""),
+    "patch_size": (1, ""),
+    "regions_evaluation": (1, ""),
+    "n_perturb_samples": (1, ""),
+}
 BOOLEANS = ("abs", "normalise")
 FUNCTIONS = ("similarity_func", "perturb_func", "normalise_func", "aggregate_func", "default_plot_func")
 MAPPINGS = ("perturb_func_kwargs", "normalise_func_kwargs")
@@ -91,12 +110,17 @@ def _is_int(value) -> bool:
 
 # Quantus 0.6.0's defaults of the keywords checked against the image size (tests/test_quantus_evaluator.py checks
 # them against the installed Quantus): a metric left at its default fails on small images too
-SIZE_DEFAULTS = {"FaithfulnessCorrelation": {"subset_size": 224}, "RegionPerturbation": {"patch_size": 8},
-                 "Selectivity": {"patch_size": 8}, "Infidelity": {"perturb_patch_sizes": [4]}}
+SIZE_DEFAULTS = {
+    "FaithfulnessCorrelation": {"subset_size": 224},
+    "RegionPerturbation": {"patch_size": 8},
+    "Selectivity": {"patch_size": 8},
+    "Infidelity": {"perturb_patch_sizes": [4]},
+}
 
 
-def value_problems(kwargs: dict, key: str, side: int | None = None, side_key: str = "",
-                   metric: str | None = None) -> list[str]:
+def value_problems(
+    kwargs: dict, key: str, side: int | None = None, side_key: str = "", metric: str | None = None
+) -> list[str]:
     """Problems with the values of a metric's keywords (`kwargs`, at config key `key`);
     with `side` (the images' height = width, at config key `side_key`), also those that
     depend on the image: subset_size below and features_in_step a divisor of its
@@ -117,16 +141,19 @@ def value_problems(kwargs: dict, key: str, side: int | None = None, side_key: st
         elif name in BOOLEANS and not isinstance(value, bool):
             out.append(f"{where}: {value!r} is not true or false")
         elif name in FUNCTIONS and not callable(value):
-            out.append(f"{where}: {value!r} is not a function; Quantus calls it (give a function from the Python "
-                       f"API, or leave it out for Quantus' default)")
+            out.append(
+                f"{where}: {value!r} is not a function; Quantus calls it (give a function from the Python "
+                f"API, or leave it out for Quantus' default)"
+            )
         elif name in MAPPINGS and not isinstance(value, dict):
             out.append(f"{where}: {value!r} is not a mapping of keyword arguments")
     if side is None or out:
         return out
     for problem in _size_problems({**SIZE_DEFAULTS.get(metric, {}), **kwargs}, key, side, side_key):
         name = problem.split("'")[1].rsplit(".", 1)[-1]
-        out.append(problem if name in kwargs else
-                   problem.replace("': ", "': Quantus' default ", 1) + f"; set {key}.{name}")
+        out.append(
+            problem if name in kwargs else problem.replace("': ", "': Quantus' default ", 1) + f"; set {key}.{name}"
+        )
     return out
 
 
@@ -136,41 +163,55 @@ def _size_problems(kwargs: dict, key: str, side: int, side_key: str) -> list[str
     if "subset_size" in kwargs and kwargs["subset_size"] >= pixels:
         out.append(f"config key '{key}.subset_size': {kwargs['subset_size']} must be smaller than {of}")
     if "features_in_step" in kwargs and pixels % kwargs["features_in_step"]:
-        out.append(f"config key '{key}.features_in_step': {kwargs['features_in_step']} does not divide {of}; "
-                   f"Quantus removes that many pixels per step")
+        out.append(
+            f"config key '{key}.features_in_step': {kwargs['features_in_step']} does not divide {of}; "
+            f"Quantus removes that many pixels per step"
+        )
     for name in ("patch_size", "perturb_patch_sizes"):
         sizes = kwargs.get(name)
         sizes = sizes if isinstance(sizes, (list, tuple)) else [] if sizes is None else [sizes]
         if any(v > side for v in sizes):
-            out.append(f"config key '{key}.{name}': {kwargs[name]!r} is larger than the images' side {side} "
-                       f"({side_key or 'their size'})")
+            out.append(
+                f"config key '{key}.{name}': {kwargs[name]!r} is larger than the images' side {side} "
+                f"({side_key or 'their size'})"
+            )
     return out
 
 
 @dataclass(frozen=True)
 class QuantusSettings(Settings):
-    metric: str = setting("FaithfulnessCorrelation", description=f"Quantus metric class: one of {', '.join(METRICS)} "
-                          f"(checked in `problems`, which says why a metric of NOT_SUPPORTED is not offered)")
+    metric: str = setting(
+        "FaithfulnessCorrelation",
+        description=f"Quantus metric class: one of {', '.join(METRICS)} "
+        f"(checked in `problems`, which says why a metric of NOT_SUPPORTED is not offered)",
+    )
     settings: dict = setting(default_factory=dict, description="keywords of the metric's constructor")
     order: Literal["morf", "lerf"] = setting(
-        "morf", description="RegionPerturbation only: which regions go first (sets its direction)")
+        "morf", description="RegionPerturbation only: which regions go first (sets its direction)"
+    )
     batch_size: int = setting(64, minimum=1, description="perturbed inputs per forward (Quantus' batch_size)")
 
     def problems(self, key: str) -> list[str]:
         if self.metric not in METRICS:
             why = NOT_SUPPORTED.get(self.metric)
-            return [f"config key '{key}.metric': " + (f"quantus.{self.metric} is not offered: {why}" if why else
-                    f"{self.metric!r} is not allowed") + f"; allowed values: {', '.join(map(repr, METRICS))}"]
+            return [
+                f"config key '{key}.metric': "
+                + (f"quantus.{self.metric} is not offered: {why}" if why else f"{self.metric!r} is not allowed")
+                + f"; allowed values: {', '.join(map(repr, METRICS))}"
+            ]
         allowed = METRICS[self.metric].keywords + COMMON
         reserved = sorted(set(self.settings) & set(RESERVED))
         unknown = sorted(set(self.settings) - set(allowed) - set(RESERVED))
         out = []
         if reserved:
-            out.append(f"config key '{key}.settings': {reserved} are set by the adapter (one score per image, "
-                       f"quiet jobs)")
+            out.append(
+                f"config key '{key}.settings': {reserved} are set by the adapter (one score per image, quiet jobs)"
+            )
         if unknown:
-            out.append(f"config key '{key}.settings': unknown keyword(s) {unknown} of quantus.{self.metric}; "
-                       f"allowed: {', '.join(sorted(allowed))}")
+            out.append(
+                f"config key '{key}.settings': unknown keyword(s) {unknown} of quantus.{self.metric}; "
+                f"allowed: {', '.join(sorted(allowed))}"
+            )
         if "order" in self.settings:
             out.append(f"config key '{key}.settings.order': give it as '{key}.order' (it sets the direction)")
         return out + value_problems({k: v for k, v in self.settings.items() if k in allowed}, f"{key}.settings")
@@ -189,9 +230,17 @@ def curves(settings: dict) -> list[CurveSpec]:
     higher = m.higher_is_better
     if settings["metric"] == "RegionPerturbation" and settings["order"] == "lerf":
         higher = False  # least relevant first: small drops are the faithful outcome
-    return [CurveSpec(curve_name(settings["metric"]), f"Quantus {settings['metric']}", higher, mean_of("value"),
-                      table="appendix_scores", value_range=m.value_range,
-                      caption=f"Quantus' {settings['metric']} ({'higher' if higher else 'lower'} better)")]
+    return [
+        CurveSpec(
+            curve_name(settings["metric"]),
+            f"Quantus {settings['metric']}",
+            higher,
+            mean_of("value"),
+            table="appendix_scores",
+            value_range=m.value_range,
+            caption=f"Quantus' {settings['metric']} ({'higher' if higher else 'lower'} better)",
+        )
+    ]
 
 
 def build(settings: dict, evaluation: dict, assets: dict, device):
@@ -201,12 +250,24 @@ def build(settings: dict, evaluation: dict, assets: dict, device):
     kwargs = dict(settings["settings"])
     if settings["metric"] == "RegionPerturbation":
         kwargs["order"] = settings["order"]
-    protocol = QuantusCurve(curve_name(settings["metric"]), settings["metric"], kwargs,
-                            METRICS[settings["metric"]].reduce, reduction=evaluation["reduction"],
-                            batch_size=settings["batch_size"], check=value_problems)
+    protocol = QuantusCurve(
+        curve_name(settings["metric"]),
+        settings["metric"],
+        kwargs,
+        METRICS[settings["metric"]].reduce,
+        reduction=evaluation["reduction"],
+        batch_size=settings["batch_size"],
+        check=value_problems,
+    )
     return Evaluator("quantus", [(protocol, None)])
 
 
-SPEC = EvaluatorSpec("quantus", "a Quantus faithfulness metric by name, one score per image", QuantusSettings, curves,
-                     f"{__name__}:build", catalogue_variants=lambda: [{"metric": m} for m in METRICS],
-                     quick={"metric": "FaithfulnessCorrelation", "settings": {"nr_runs": 10, "subset_size": 16}})
+SPEC = EvaluatorSpec(
+    "quantus",
+    "a Quantus faithfulness metric by name, one score per image",
+    QuantusSettings,
+    curves,
+    f"{__name__}:build",
+    catalogue_variants=lambda: [{"metric": m} for m in METRICS],
+    quick={"metric": "FaithfulnessCorrelation", "settings": {"nr_runs": 10, "subset_size": 16}},
+)

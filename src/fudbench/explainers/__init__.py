@@ -12,6 +12,7 @@ MASK_METHODS need the ground-truth object masks (synthetic benchmark only).
 
 Floor 2: imports fudbench.core, fudbench.data and fudbench.models.
 """
+
 from fudbench.core.registry import resolve
 
 EXPLAINERS = {

@@ -29,6 +29,7 @@ Choices where the paper or the code leaves room:
 - The (image, class) pairs are independent rows, processed `batch_size` rows
   per forward pass.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -41,15 +42,17 @@ from fudbench.explainers.base import Explainer
 class AGI(Explainer):
     name = "agi"
 
-    def __init__(self, k: int = 20, epsilon: float = 0.05, max_iter: int = 20, batch_size: int = 64,
-                 use_softmax: bool = True):
+    def __init__(
+        self, k: int = 20, epsilon: float = 0.05, max_iter: int = 20, batch_size: int = 64, use_softmax: bool = True
+    ):
         if k < 1 or max_iter < 1 or epsilon <= 0 or batch_size < 1:
             raise ValueError("AGI needs k >= 1, max_iter >= 1, epsilon > 0 and batch_size >= 1")
         self.k, self.epsilon, self.max_iter = int(k), float(epsilon), int(max_iter)
         self.batch_size, self.use_softmax = int(batch_size), use_softmax
 
-    def sample_classes(self, target: torch.Tensor, n_classes: int,
-                       seeds: Optional[Sequence[int]] = None) -> torch.Tensor:
+    def sample_classes(
+        self, target: torch.Tensor, n_classes: int, seeds: Optional[Sequence[int]] = None
+    ) -> torch.Tensor:
         """(N, min(k, n_classes - 1)) false classes per image, on the CPU."""
         target = target.detach().cpu().long()
         if n_classes < 2:
@@ -82,8 +85,8 @@ class AGI(Explainer):
             if not active.any():
                 break
             out = self._score(logits)
-            grad_adv, = torch.autograd.grad(out.gather(1, adv.view(-1, 1)).sum(), xg, retain_graph=True)
-            grad_lab, = torch.autograd.grad(out.gather(1, target.view(-1, 1)).sum(), xg)
+            (grad_adv,) = torch.autograd.grad(out.gather(1, adv.view(-1, 1)).sum(), xg, retain_graph=True)
+            (grad_lab,) = torch.autograd.grad(out.gather(1, target.view(-1, 1)).sum(), xg)
             moved = (xt + self.epsilon * grad_adv.sign()).clamp(0.0, 1.0)
             x_next = torch.where(active.view(bcast), moved, xt)
             attribution -= grad_lab * (x_next - xt)

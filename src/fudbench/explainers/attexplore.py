@@ -53,6 +53,7 @@ Choices where the paper or the reference code is ambiguous:
 - All draws (noise, spectral mask, DI) come from a CPU generator seeded by
   seeds[i], per image, and views are processed `batch_size` per forward pass.
 """
+
 from __future__ import annotations
 
 import math
@@ -90,7 +91,7 @@ def idct_2d(coef: torch.Tensor) -> torch.Tensor:
 def gaussian_kernel(size: int, nsig: float = 3.0) -> torch.Tensor:
     """size x size Gaussian over [-nsig, nsig] (TI-FGSM's kernel), summing to 1."""
     t = torch.linspace(-nsig, nsig, size, dtype=torch.float64)
-    k1 = torch.exp(-t ** 2 / 2)
+    k1 = torch.exp(-(t**2) / 2)
     k = torch.outer(k1, k1)
     return k / k.sum()
 
@@ -115,7 +116,7 @@ def input_diversity(x: torch.Tensor, params: torch.Tensor, resize_rate: float) -
     apply, size, off_h, off_w = params.unbind(1)
     theta = torch.zeros(len(x), 2, 3, device=x.device, dtype=x.dtype)
     theta[:, 0, 0] = theta[:, 1, 1] = resize_rate / size
-    theta[:, 0, 2] = (resize_rate - size - 2 * off_w) / size   # x = width axis
+    theta[:, 0, 2] = (resize_rate - size - 2 * off_w) / size  # x = width axis
     theta[:, 1, 2] = (resize_rate - size - 2 * off_h) / size
     grid = F.affine_grid(theta, list(x.shape), align_corners=False)
     moved = F.grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
@@ -125,10 +126,21 @@ def input_diversity(x: torch.Tensor, params: torch.Tensor, resize_rate: float) -
 class AttExplore(Explainer):
     name = "attexplore"
 
-    def __init__(self, epsilon: float = 16 / 255, n_samples: int = 20, num_steps: int = 10,
-                 rho: float = 0.5, sigma: float = 16 / 255, resize_rate: float = 1.15,
-                 diversity_prob: float = 0.5, ti_kernel: int = 7, ti_nsig: float = 3.0,
-                 momentum: float = 1.0, direction: str = "ascent", batch_size: int = 64):
+    def __init__(
+        self,
+        epsilon: float = 16 / 255,
+        n_samples: int = 20,
+        num_steps: int = 10,
+        rho: float = 0.5,
+        sigma: float = 16 / 255,
+        resize_rate: float = 1.15,
+        diversity_prob: float = 0.5,
+        ti_kernel: int = 7,
+        ti_nsig: float = 3.0,
+        momentum: float = 1.0,
+        direction: str = "ascent",
+        batch_size: int = 64,
+    ):
         if direction not in ("ascent", "descent"):
             raise ValueError(f"AttExplore direction must be 'ascent' or 'descent', got {direction!r}")
         if n_samples < 1 or num_steps < 1 or batch_size < 1 or epsilon <= 0:
@@ -165,8 +177,7 @@ class AttExplore(Explainer):
             sl = slice(b, b + self.batch_size)
             z = views[sl].detach().requires_grad_(True)
             with torch.enable_grad():
-                loss = F.cross_entropy(model(input_diversity(z, di[sl], self.resize_rate)), rows_y[sl],
-                                       reduction="sum")
+                loss = F.cross_entropy(model(input_diversity(z, di[sl], self.resize_rate)), rows_y[sl], reduction="sum")
                 grads[sl] = torch.autograd.grad(loss, z)[0]
         return grads.view(n, s, *state.shape[1:]).mean(1)
 

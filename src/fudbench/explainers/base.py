@@ -9,6 +9,7 @@ prepare(references) is called once per job, before explain, with images of
 the evaluated set (N_ref, C, H, W) in [0, 1]; methods that draw baselines from
 the data (Expected Gradients) keep them, the others ignore them.
 """
+
 from __future__ import annotations
 
 import functools
@@ -29,6 +30,7 @@ class Explainer(ABC):
         super().__init_subclass__(**kwargs)
         explain = cls.__dict__.get("explain")
         if explain is not None and not getattr(explain, "__isabstractmethod__", False):
+
             @functools.wraps(explain)
             def checked(self, model, x, target, seeds=None, **kwargs):
                 from fudbench.core.checks import check_attribution, check_inputs
@@ -50,6 +52,6 @@ class Explainer(ABC):
         """Receive reference images of the evaluated set (default: unused)."""
 
     @abstractmethod
-    def explain(self, model: torch.nn.Module, x: torch.Tensor, target: torch.Tensor,
-                seeds: Optional[Sequence[int]] = None) -> torch.Tensor:
-        ...
+    def explain(
+        self, model: torch.nn.Module, x: torch.Tensor, target: torch.Tensor, seeds: Optional[Sequence[int]] = None
+    ) -> torch.Tensor: ...

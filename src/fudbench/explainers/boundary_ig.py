@@ -31,6 +31,7 @@ Choices where the paper or the code leaves room:
   (~400 F+B with the authors' settings). (image, eps) pairs are independent
   rows, processed `batch_size` rows per forward pass.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -42,17 +43,31 @@ from captum.attr import IntegratedGradients as _CaptumIG
 from fudbench.explainers.base import Explainer
 
 AUTHORS_EPSILONS = (36 / 255, 64 / 255, 0.3, 0.5, 0.7, 0.9, 1.1)
-_METHODS = {"trapezoid": "riemann_trapezoid", "left": "riemann_left", "right": "riemann_right",
-            "middle": "riemann_middle", "gausslegendre": "gausslegendre"}
+_METHODS = {
+    "trapezoid": "riemann_trapezoid",
+    "left": "riemann_left",
+    "right": "riemann_right",
+    "middle": "riemann_middle",
+    "gausslegendre": "gausslegendre",
+}
 
 
 class BoundaryIG(Explainer):
     name = "big"
 
-    def __init__(self, epsilons: Sequence[float] = AUTHORS_EPSILONS, num_steps: int = 50,
-                 step_size: Optional[float] = None, step_scale: float = 2.0, norm: str = "linf",
-                 early_stop: bool = True, fallback: str = "strongest", ig_steps: int = 50,
-                 ig_method: str = "trapezoid", batch_size: int = 64):
+    def __init__(
+        self,
+        epsilons: Sequence[float] = AUTHORS_EPSILONS,
+        num_steps: int = 50,
+        step_size: Optional[float] = None,
+        step_scale: float = 2.0,
+        norm: str = "linf",
+        early_stop: bool = True,
+        fallback: str = "strongest",
+        ig_steps: int = 50,
+        ig_method: str = "trapezoid",
+        batch_size: int = 64,
+    ):
         if norm not in ("linf", "l2"):
             raise ValueError(f"BIG norm must be 'linf' or 'l2', got {norm!r}")
         if fallback not in ("strongest", "zero"):
@@ -85,7 +100,7 @@ class BoundaryIG(Explainer):
             if not active.any():
                 break
             loss = F.cross_entropy(logits, target, reduction="sum")
-            grad, = torch.autograd.grad(loss, xg)
+            (grad,) = torch.autograd.grad(loss, xg)
             if self.norm == "linf":
                 moved = xt + step_b * grad.sign()
                 delta = torch.maximum(torch.minimum(moved - x, eps_b), -eps_b)
@@ -105,8 +120,9 @@ class BoundaryIG(Explainer):
         target = target.to(x.device).long()
         n, e = len(x), len(self.epsilons)
         eps = torch.tensor(self.epsilons, dtype=x.dtype, device=x.device)
-        step = eps * (self.step_scale / self.num_steps) if self.step_size is None else torch.full_like(
-            eps, self.step_size)
+        step = (
+            eps * (self.step_scale / self.num_steps) if self.step_size is None else torch.full_like(eps, self.step_size)
+        )
         rows_x, rows_y = x.repeat_interleave(e, dim=0), target.repeat_interleave(e)
         rows_eps, rows_step = eps.repeat(n), step.repeat(n)
         adv = torch.empty_like(rows_x)
@@ -115,8 +131,9 @@ class BoundaryIG(Explainer):
         with torch.enable_grad():
             for s in range(0, n * e, self.batch_size):
                 sl = slice(s, s + self.batch_size)
-                adv[sl], success[sl], logp[sl] = self._attack(model, rows_x[sl], rows_y[sl], rows_eps[sl],
-                                                              rows_step[sl])
+                adv[sl], success[sl], logp[sl] = self._attack(
+                    model, rows_x[sl], rows_y[sl], rows_eps[sl], rows_step[sl]
+                )
         adv = adv.view(n, e, *x.shape[1:])
         success, logp = success.view(n, e), logp.view(n, e)
         dist = (adv - x.unsqueeze(1)).flatten(2).norm(dim=2)
@@ -134,6 +151,11 @@ class BoundaryIG(Explainer):
         target = target.to(x.device).long()
         baselines, _ = self.boundary_points(model, x, target)
         ig = _CaptumIG(model)
-        return ig.attribute(x, baselines=baselines, target=target, n_steps=self.ig_steps,
-                            method=_METHODS[self.ig_method],
-                            internal_batch_size=max(len(x), self.batch_size)).detach()
+        return ig.attribute(
+            x,
+            baselines=baselines,
+            target=target,
+            n_steps=self.ig_steps,
+            method=_METHODS[self.ig_method],
+            internal_batch_size=max(len(x), self.batch_size),
+        ).detach()

@@ -22,6 +22,7 @@ the input (bilinear, cv2); it is repeated over the input's channels, so a
 channel reduction ranks the pixels as the map does (sum, abs_sum and max
 give C x, C x and 1 x the map).
 """
+
 from __future__ import annotations
 
 import math
@@ -74,8 +75,10 @@ def auto_target_layer(model: torch.nn.Module, x: torch.Tensor):
             tokens_after = True
     if last is None or tokens_after:
         what = "no module returns a spatial map" if last is None else "tokens follow the last spatial map"
-        raise ValueError(f"cam: no automatic target layer for {type(net).__name__} ({what}); set target_layer to "
-                         f"a dotted module name, e.g. one of {', '.join(_some_names(model))}")
+        raise ValueError(
+            f"cam: no automatic target layer for {type(net).__name__} ({what}); set target_layer to "
+            f"a dotted module name, e.g. one of {', '.join(_some_names(model))}"
+        )
     return names[last], last
 
 
@@ -91,8 +94,10 @@ def named_layer(model: torch.nn.Module, name: str):
         modules = dict(root.named_modules())
         if name in modules:
             return modules[name]
-    raise ValueError(f"cam: target_layer {name!r} is not a module of {type(net).__name__}; its last modules: "
-                     f"{', '.join(_some_names(net))}")
+    raise ValueError(
+        f"cam: target_layer {name!r} is not a module of {type(net).__name__}; its last modules: "
+        f"{', '.join(_some_names(net))}"
+    )
 
 
 def tokens_to_grid(t: torch.Tensor) -> torch.Tensor:
@@ -110,8 +115,14 @@ def tokens_to_grid(t: torch.Tensor) -> torch.Tensor:
 class CAM(Explainer):
     name = "cam"
 
-    def __init__(self, cam: str = "GradCAM", target_layer: str | None = None, options: dict | None = None,
-                 aug_smooth: bool = False, eigen_smooth: bool = False):
+    def __init__(
+        self,
+        cam: str = "GradCAM",
+        target_layer: str | None = None,
+        options: dict | None = None,
+        aug_smooth: bool = False,
+        eigen_smooth: bool = False,
+    ):
         self.settings_ = CAMSettings(cam, target_layer, dict(options or {}), aug_smooth, eigen_smooth)
         refuse_problems(self.settings_, "explainers.cam")
 
@@ -137,13 +148,17 @@ class CAM(Explainer):
 
         s = self.settings_
         module, reshape = self.layer(model, x)
-        cam = getattr(pytorch_grad_cam, s.cam)(model=model, target_layers=[module], reshape_transform=reshape,
-                                               **s.options)
+        cam = getattr(pytorch_grad_cam, s.cam)(
+            model=model, target_layers=[module], reshape_transform=reshape, **s.options
+        )
         try:
             # a frozen model's activations need an input that requires grad to carry gradients
-            grey = cam(input_tensor=x.detach().clone().requires_grad_(True),
-                       targets=[ClassifierOutputTarget(int(t)) for t in target],
-                       aug_smooth=s.aug_smooth, eigen_smooth=s.eigen_smooth)
+            grey = cam(
+                input_tensor=x.detach().clone().requires_grad_(True),
+                targets=[ClassifierOutputTarget(int(t)) for t in target],
+                aug_smooth=s.aug_smooth,
+                eigen_smooth=s.eigen_smooth,
+            )
         finally:
             cam.activations_and_grads.release()  # not `with cam`: its __exit__ swallows IndexError
         maps = torch.as_tensor(grey, dtype=torch.float32, device=x.device)

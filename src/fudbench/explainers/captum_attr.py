@@ -11,6 +11,7 @@ Methods that draw random numbers (GradientShap, DeepLiftShap's baselines,
 ShapleyValueSampling, KernelShap, Lime, anything in a NoiseTunnel) run one
 image at a time under that image's seed, so a batch gives the per-image maps.
 """
+
 from __future__ import annotations
 
 import torch
@@ -27,10 +28,25 @@ _TUPLES = ("sliding_window_shapes", "strides")  # captum wants tuples; YAML give
 class CaptumAttribution(Explainer):
     name = "captum"
 
-    def __init__(self, attr: str, settings: dict | None = None, init: dict | None = None, baseline: str = "zero",
-                 n_baselines: int = 8, feature_patch: int | None = None, noise_tunnel: dict | None = None):
-        self.settings_ = CaptumSettings(attr, dict(settings or {}), dict(init or {}), baseline, n_baselines,
-                                        feature_patch, None if noise_tunnel is None else dict(noise_tunnel))
+    def __init__(
+        self,
+        attr: str,
+        settings: dict | None = None,
+        init: dict | None = None,
+        baseline: str = "zero",
+        n_baselines: int = 8,
+        feature_patch: int | None = None,
+        noise_tunnel: dict | None = None,
+    ):
+        self.settings_ = CaptumSettings(
+            attr,
+            dict(settings or {}),
+            dict(init or {}),
+            baseline,
+            n_baselines,
+            feature_patch,
+            None if noise_tunnel is None else dict(noise_tunnel),
+        )
         refuse_problems(self.settings_, "explainers.captum")
         self.spec = CAPTUM[attr]
         self.references = None
@@ -62,8 +78,10 @@ class CaptumAttribution(Explainer):
         if s.baseline == "mean":
             return x.mean(dim=(2, 3), keepdim=True).expand_as(x).contiguous()
         if self.references is None:
-            raise ValueError("captum: baseline 'references' needs prepare(references) first (the workflow and "
-                             "fudbench.explain call it)")
+            raise ValueError(
+                "captum: baseline 'references' needs prepare(references) first (the workflow and "
+                "fudbench.explain call it)"
+            )
         g = torch.Generator().manual_seed(seed)
         pick = torch.randint(len(self.references), (s.n_baselines,), generator=g)
         return self.references[pick].to(x.device, x.dtype)
@@ -87,5 +105,5 @@ class CaptumAttribution(Explainer):
         maps = []
         for i, seed in enumerate(seeds):
             with seeded(seed, x.device):
-                maps.append(self._attribute(model, x[i:i + 1], target[i:i + 1], seed))
+                maps.append(self._attribute(model, x[i : i + 1], target[i : i + 1], seed))
         return torch.cat(maps).float()

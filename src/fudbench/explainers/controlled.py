@@ -67,6 +67,7 @@ metrics see the same map. `ties: protocol` keeps the old behaviour (the runs
 before issue 44); the binary `oracle` itself is kept as the named control of
 what ties do.
 """
+
 from __future__ import annotations
 
 import copy
@@ -169,8 +170,9 @@ def break_ties(a: torch.Tensor, seeds) -> torch.Tensor:
             else:  # the top level: distance to its deepest pixel
                 depth = distance_transform_edt(tied) + jitter
                 centre = divmod(int(depth.argmax()), w)
-                yy, xx = torch.meshgrid(torch.arange(h, dtype=torch.float64), torch.arange(w, dtype=torch.float64),
-                                        indexing="ij")
+                yy, xx = torch.meshgrid(
+                    torch.arange(h, dtype=torch.float64), torch.arange(w, dtype=torch.float64), indexing="ij"
+                )
                 dist = torch.sqrt((yy - centre[0]) ** 2 + (xx - centre[1]) ** 2).numpy()
             key = torch.from_numpy(dist + jitter)[torch.from_numpy(tied)]
             gap = float(values[k + 1] - level) if k + 1 < len(values) else span
@@ -226,8 +228,7 @@ def picked_order(hw: int, seeds) -> torch.Tensor:
     changes, so the picked sets are nested across p."""
     if seeds is None:
         raise ValueError("degrade is random: pass one seed per image")
-    return torch.stack([torch.randperm(hw, generator=torch.Generator().manual_seed(int(s) ^ 0x5A1F))
-                        for s in seeds])
+    return torch.stack([torch.randperm(hw, generator=torch.Generator().manual_seed(int(s) ^ 0x5A1F)) for s in seeds])
 
 
 def shuffle_degrade(a: torch.Tensor, fraction: float, seeds) -> torch.Tensor:
@@ -250,8 +251,14 @@ class Degrade(Wrapper):
     name = "degrade"
     MODES = ("shuffle", "replace", "mix")
 
-    def __init__(self, base: str, fraction: float, base_settings: dict | None = None, mode: str = "shuffle",
-                 ties: str = "compact"):
+    def __init__(
+        self,
+        base: str,
+        fraction: float,
+        base_settings: dict | None = None,
+        mode: str = "shuffle",
+        ties: str = "compact",
+    ):
         if mode not in self.MODES:
             raise ValueError(f"degrade mode must be one of {self.MODES}, got {mode!r}")
         super().__init__(base, fraction, base_settings)
@@ -274,6 +281,7 @@ class Degrade(Wrapper):
 
 
 # ------------------------------------------------ scatter controls (issue 38)
+
 
 def _gaussian_blur(a: torch.Tensor, sigma: float) -> torch.Tensor:
     """(N, H, W) blurred with a normalised Gaussian (radius 3 sigma), circular
@@ -335,8 +343,7 @@ def compact_scores(inside: torch.Tensor, seeds) -> torch.Tensor:
 
     out = torch.zeros(inside.shape, dtype=torch.float32)
     h, w = inside.shape[-2:]
-    yy, xx = torch.meshgrid(torch.arange(h, dtype=torch.float32), torch.arange(w, dtype=torch.float32),
-                            indexing="ij")
+    yy, xx = torch.meshgrid(torch.arange(h, dtype=torch.float32), torch.arange(w, dtype=torch.float32), indexing="ij")
     for i, (m, s) in enumerate(zip(inside.cpu(), seeds)):
         if not m.any():
             continue
@@ -368,8 +375,7 @@ class Reorder(Wrapper):
     name = "reorder"
     ORDERS = ("compact", "scattered")
 
-    def __init__(self, base: str, order: str = "compact", base_settings: dict | None = None,
-                 ties: str = "compact"):
+    def __init__(self, base: str, order: str = "compact", base_settings: dict | None = None, ties: str = "compact"):
         if order not in self.ORDERS:
             raise ValueError(f"reorder order must be one of {self.ORDERS}, got {order!r}")
         super().__init__(base, 0.0, base_settings)
@@ -420,8 +426,9 @@ class Translate(Wrapper):
         if seeds is None:
             raise ValueError("translate is random: pass one seed per image")
         a = self.normalised_base(model, x, target, seeds, masks)
-        out = torch.stack([torch.roll(m, shifts=off, dims=(0, 1)) for m, off in zip(a, shift_offsets(self.shift,
-                                                                                                       seeds))])
+        out = torch.stack(
+            [torch.roll(m, shifts=off, dims=(0, 1)) for m, off in zip(a, shift_offsets(self.shift, seeds))]
+        )
         return out.unsqueeze(1).expand_as(x).clone()
 
 
@@ -439,12 +446,18 @@ def inward_offsets(inside: torch.Tensor, shift: float, max_shift: float, seeds) 
         for _ in range(720):
             angle = float(torch.rand((), generator=g) * 2 * math.pi)
             dy, dx = round(max_shift * math.sin(angle)), round(max_shift * math.cos(angle))
-            if 0 <= int(ys.min()) + dy and int(ys.max()) + dy < h and 0 <= int(xs.min()) + dx and int(xs.max()) + dx < w:
+            if (
+                0 <= int(ys.min()) + dy
+                and int(ys.max()) + dy < h
+                and 0 <= int(xs.min()) + dx
+                and int(xs.max()) + dx < w
+            ):
                 out.append((round(shift * math.sin(angle)), round(shift * math.cos(angle))))
                 break
         else:
-            raise ValueError(f"displace: no direction keeps the set ({len(ys)} px) inside the {h}x{w} image "
-                             f"at max_shift {max_shift}")
+            raise ValueError(
+                f"displace: no direction keeps the set ({len(ys)} px) inside the {h}x{w} image at max_shift {max_shift}"
+            )
     return out
 
 
@@ -504,8 +517,9 @@ class BlockShuffle(Wrapper):
 
     name = "block_shuffle"
 
-    def __init__(self, base: str, fraction: float, base_settings: dict | None = None, block: int = 4,
-                 ties: str = "compact"):
+    def __init__(
+        self, base: str, fraction: float, base_settings: dict | None = None, block: int = 4, ties: str = "compact"
+    ):
         super().__init__(base, fraction, base_settings)
         if int(block) < 1:
             raise ValueError(f"block_shuffle block must be >= 1, got {block}")
@@ -520,6 +534,7 @@ class BlockShuffle(Wrapper):
 
 
 # ------------------------------------------------ model-parameter randomisation
+
 
 def parameterised_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
     """The layers randomise_model counts: every module of `model.modules()` (in
@@ -569,13 +584,16 @@ def randomise_layers(model: torch.nn.Module, fraction: float, seed: int = 0) -> 
     re-draws, and more layers before them."""
     layers = parameterised_layers(model)
     if not layers:
-        raise ValueError(f"randomise_model: the model ({type(model).__name__}) has no parameterised layers "
-                         f"(no module holds parameters of its own) to re-initialise")
+        raise ValueError(
+            f"randomise_model: the model ({type(model).__name__}) has no parameterised layers "
+            f"(no module holds parameters of its own) to re-initialise"
+        )
     device = next(model.parameters()).device
     randomised = copy.deepcopy(model).cpu()
-    picked = parameterised_layers(randomised)[len(layers) - n_randomised(fraction, len(layers)):]
-    forked = [device.index if device.index is not None else torch.cuda.current_device()] \
-        if device.type == "cuda" else []
+    picked = parameterised_layers(randomised)[len(layers) - n_randomised(fraction, len(layers)) :]
+    forked = (
+        [device.index if device.index is not None else torch.cuda.current_device()] if device.type == "cuda" else []
+    )
     with torch.random.fork_rng(devices=forked):
         torch.manual_seed(int(seed))
         for layer in reversed(picked):

@@ -20,6 +20,7 @@ itself would make an image's attribution depend on the rest of its batch.
 The authors' code differentiates the sum of all outputs of a softmax model (no
 target); that is not copied.
 """
+
 from __future__ import annotations
 
 import torch
@@ -70,8 +71,9 @@ class ExpectedGradients(Explainer):
         if self.references is None:
             raise RuntimeError("ExpectedGradients.explain needs reference images: call prepare(references) first")
         if self.references.shape[1:] != x.shape[1:]:
-            raise ValueError(f"EG references have image shape {tuple(self.references.shape[1:])}, "
-                             f"inputs {tuple(x.shape[1:])}")
+            raise ValueError(
+                f"EG references have image shape {tuple(self.references.shape[1:])}, inputs {tuple(x.shape[1:])}"
+            )
         n, k = len(x), self.k
         seeds = [0] * n if seeds is None else list(seeds)
         if len(seeds) != n:
@@ -79,8 +81,10 @@ class ExpectedGradients(Explainer):
         excluded = self.copies_of(x.detach())
         alone = [i for i, e in enumerate(excluded) if len(e) == len(self.references)]
         if alone:
-            raise ValueError(f"EG: image(s) at positions {alone} have no reference image other than themselves; "
-                             f"pass more references to prepare()")
+            raise ValueError(
+                f"EG: image(s) at positions {alone} have no reference image other than themselves; "
+                f"pass more references to prepare()"
+            )
         idx, alpha = self.draws(seeds, len(self.references), excluded)
         x = x.detach()
         refs = self.references[idx.flatten().to(self.references.device)].to(x.device, x.dtype)
@@ -92,5 +96,5 @@ class ExpectedGradients(Explainer):
             sl = slice(start, start + self.batch_size)
             p = points[sl].clone().requires_grad_(True)
             with torch.enable_grad():
-                grads[sl], = torch.autograd.grad(model(p).gather(1, tgt[sl]).sum(), p)
+                (grads[sl],) = torch.autograd.grad(model(p).gather(1, tgt[sl]).sum(), p)
         return (delta * grads).view(n, k, *x.shape[1:]).mean(dim=1).detach()

@@ -1,4 +1,5 @@
 """Helpers shared by the adapters of the field's explainer libraries (captum, CAM, LRP)."""
+
 from __future__ import annotations
 
 import torch

@@ -13,57 +13,73 @@ tests/test_field_explainers.py checks every table against the installed
 libraries (inspect.signature, the exported names), so a library upgrade that
 renames a keyword or adds a class fails a test instead of a job.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
 
 
 class CaptumMethod(NamedTuple):
-    kwargs: tuple = ()       # attribute() keywords a config may set (`settings:`)
-    required: tuple = ()     # of those, the ones attribute() cannot do without
-    init: tuple = ()         # constructor keywords beyond the model (`init:`)
+    kwargs: tuple = ()  # attribute() keywords a config may set (`settings:`)
+    required: tuple = ()  # of those, the ones attribute() cannot do without
+    init: tuple = ()  # constructor keywords beyond the model (`init:`)
     baselines: str = "none"  # none | single (one per image) | distribution (any number per image)
-    features: bool = False   # takes a feature_mask (`feature_patch:`)
-    random: bool = False     # draws random numbers: run per image under the image's seed
-    gradient: bool = False   # needs d output / d input (may be wrapped in NoiseTunnel)
+    features: bool = False  # takes a feature_mask (`feature_patch:`)
+    random: bool = False  # draws random numbers: run per image under the image's seed
+    gradient: bool = False  # needs d output / d input (may be wrapped in NoiseTunnel)
 
 
 _PERTURB = ("perturbations_per_eval",)
 CAPTUM = {
     "Saliency": CaptumMethod(kwargs=("abs",), gradient=True),
     "InputXGradient": CaptumMethod(gradient=True),
-    "IntegratedGradients": CaptumMethod(kwargs=("n_steps", "method", "internal_batch_size"),
-                                        init=("multiply_by_inputs",), baselines="single", gradient=True),
+    "IntegratedGradients": CaptumMethod(
+        kwargs=("n_steps", "method", "internal_batch_size"),
+        init=("multiply_by_inputs",),
+        baselines="single",
+        gradient=True,
+    ),
     "DeepLift": CaptumMethod(init=("multiply_by_inputs", "eps"), baselines="single", gradient=True),
     # the baselines are drawn from the references with the image's seed: random
-    "DeepLiftShap": CaptumMethod(init=("multiply_by_inputs",), baselines="distribution", random=True,
-                                 gradient=True),
-    "GradientShap": CaptumMethod(kwargs=("n_samples", "stdevs"), init=("multiply_by_inputs",),
-                                 baselines="distribution", random=True, gradient=True),
+    "DeepLiftShap": CaptumMethod(init=("multiply_by_inputs",), baselines="distribution", random=True, gradient=True),
+    "GradientShap": CaptumMethod(
+        kwargs=("n_samples", "stdevs"),
+        init=("multiply_by_inputs",),
+        baselines="distribution",
+        random=True,
+        gradient=True,
+    ),
     "GuidedBackprop": CaptumMethod(gradient=True),
     "Deconvolution": CaptumMethod(gradient=True),
-    "Occlusion": CaptumMethod(kwargs=("sliding_window_shapes", "strides") + _PERTURB,
-                              required=("sliding_window_shapes",), baselines="single"),
+    "Occlusion": CaptumMethod(
+        kwargs=("sliding_window_shapes", "strides") + _PERTURB, required=("sliding_window_shapes",), baselines="single"
+    ),
     "FeatureAblation": CaptumMethod(kwargs=_PERTURB, baselines="single", features=True),
-    "ShapleyValueSampling": CaptumMethod(kwargs=("n_samples",) + _PERTURB, baselines="single", features=True,
-                                         random=True),
+    "ShapleyValueSampling": CaptumMethod(
+        kwargs=("n_samples",) + _PERTURB, baselines="single", features=True, random=True
+    ),
     "ShapleyValues": CaptumMethod(kwargs=_PERTURB, baselines="single", features=True),
     "KernelShap": CaptumMethod(kwargs=("n_samples",) + _PERTURB, baselines="single", features=True, random=True),
     "Lime": CaptumMethod(kwargs=("n_samples",) + _PERTURB, baselines="single", features=True, random=True),
 }
 # attribute() keywords the adapter sets itself (or that return something other than one map)
 CAPTUM_RESERVED = {
-    "inputs": "the images", "target": "the explained class", "baselines": "use `baseline:`",
-    "feature_mask": "use `feature_patch:`", "additional_forward_args": "the model takes the images only",
-    "return_convergence_delta": "the method returns one map", "show_progress": "progress is logged by the job",
-    "custom_attribution_func": "a function cannot be given in config", "return_input_shape": "always input-shaped",
+    "inputs": "the images",
+    "target": "the explained class",
+    "baselines": "use `baseline:`",
+    "feature_mask": "use `feature_patch:`",
+    "additional_forward_args": "the model takes the images only",
+    "return_convergence_delta": "the method returns one map",
+    "show_progress": "progress is logged by the job",
+    "custom_attribution_func": "a function cannot be given in config",
+    "return_input_shape": "always input-shaped",
 }
 CAPTUM_EXCLUDED = {
     "LRP": "captum's LRP needs a rule for every layer and has none for the classifiers' normalisation, "
-           "attention or GELU; use the `lrp` method (zennit)",
+    "attention or GELU; use the `lrp` method (zennit)",
     "GuidedGradCam": "needs a layer; use the `cam` method (pytorch-grad-cam) for CAMs",
     "FeaturePermutation": "permutes features across the images of a batch: an image's map would depend on the "
-                          "other images (batched != per-image)",
+    "other images (batched != per-image)",
     "LimeBase": "needs interpretable-space transforms written in Python; use Lime",
     "NoiseTunnel": "a wrapper: use `noise_tunnel:` on a gradient method",
     "DataLoaderAttribution": "attributes over a data loader, not one image",
@@ -86,9 +102,19 @@ def captum_excluded(name: str) -> str | None:
 
 # CAM class -> constructor options a config may set (`options:`)
 CAMS = {
-    "GradCAM": (), "GradCAMPlusPlus": (), "XGradCAM": (), "HiResCAM": (), "GradCAMElementWise": (),
-    "LayerCAM": (), "EigenCAM": (), "EigenGradCAM": (), "ScoreCAM": (), "ShapleyCAM": (),
-    "AblationCAM": ("batch_size", "ratio_channels_to_ablate"), "FEM": ("k",), "KPCA_CAM": ("kernel", "gamma"),
+    "GradCAM": (),
+    "GradCAMPlusPlus": (),
+    "XGradCAM": (),
+    "HiResCAM": (),
+    "GradCAMElementWise": (),
+    "LayerCAM": (),
+    "EigenCAM": (),
+    "EigenGradCAM": (),
+    "ScoreCAM": (),
+    "ShapleyCAM": (),
+    "AblationCAM": ("batch_size", "ratio_channels_to_ablate"),
+    "FEM": ("k",),
+    "KPCA_CAM": ("kernel", "gamma"),
     "FullGrad": (),
 }
 CAMS_EXCLUDED = {

@@ -25,6 +25,7 @@ forward pass (memory only). Cost: n_steps forward + n_steps backward passes
 per image. The path is kept in float64 (float32 on MPS) as PAIR does in
 numpy; the model sees x's dtype. No randomness (seeds are ignored).
 """
+
 from __future__ import annotations
 
 import math
@@ -37,8 +38,15 @@ from fudbench.explainers.base import Explainer
 class GuidedIG(Explainer):
     name = "gig"
 
-    def __init__(self, n_steps: int = 15, fraction: float = 0.25, max_dist: float = 0.02,
-                 baseline: str = "zero", output: str = "prob", batch_size: int = 64):
+    def __init__(
+        self,
+        n_steps: int = 15,
+        fraction: float = 0.25,
+        max_dist: float = 0.02,
+        baseline: str = "zero",
+        output: str = "prob",
+        batch_size: int = 64,
+    ):
         if int(n_steps) < 1:
             raise ValueError(f"GIG n_steps must be >= 1, got {n_steps!r}")
         if not 0.0 <= fraction <= 1.0 or not 0.0 <= max_dist <= 1.0:
@@ -65,7 +73,7 @@ class GuidedIG(Explainer):
                 out = model(p)
                 if self.output == "prob":
                     out = torch.softmax(out, dim=1)
-                grads[sl], = torch.autograd.grad(out.gather(1, target[sl]).sum(), p)
+                (grads[sl],) = torch.autograd.grad(out.gather(1, target[sl]).sum(), p)
         return grads
 
     def explain(self, model, x, target, seeds=None):

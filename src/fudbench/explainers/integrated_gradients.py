@@ -2,6 +2,7 @@
 
 Authors' setting: 50 steps, trapezoid rule, zero (black) baseline.
 """
+
 from __future__ import annotations
 
 import torch
@@ -9,15 +10,19 @@ from captum.attr import IntegratedGradients as _CaptumIG
 
 from fudbench.explainers.base import Explainer
 
-_METHODS = {"trapezoid": "riemann_trapezoid", "left": "riemann_left", "right": "riemann_right",
-            "middle": "riemann_middle", "gausslegendre": "gausslegendre"}
+_METHODS = {
+    "trapezoid": "riemann_trapezoid",
+    "left": "riemann_left",
+    "right": "riemann_right",
+    "middle": "riemann_middle",
+    "gausslegendre": "gausslegendre",
+}
 
 
 class IntegratedGradients(Explainer):
     name = "ig"
 
-    def __init__(self, n_steps: int = 50, baseline: str = "zero", method: str = "trapezoid",
-                 batch_size: int = 64):
+    def __init__(self, n_steps: int = 50, baseline: str = "zero", method: str = "trapezoid", batch_size: int = 64):
         if baseline not in ("zero", "mean"):
             raise ValueError(f"IG baseline must be 'zero' or 'mean', got {baseline!r}")
         if method not in _METHODS:
@@ -31,6 +36,11 @@ class IntegratedGradients(Explainer):
 
     def explain(self, model, x, target, seeds=None):
         ig = _CaptumIG(model)
-        return ig.attribute(x, baselines=self.baselines(x), target=target, n_steps=self.n_steps,
-                            method=_METHODS[self.method],
-                            internal_batch_size=max(len(x), self.batch_size)).detach()
+        return ig.attribute(
+            x,
+            baselines=self.baselines(x),
+            target=target,
+            n_steps=self.n_steps,
+            method=_METHODS[self.method],
+            internal_batch_size=max(len(x), self.batch_size),
+        ).detach()

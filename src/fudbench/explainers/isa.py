@@ -49,6 +49,7 @@ Choices where the paper or the reference code is ambiguous:
 - The per-round min-max normalisation is exact (the reference adds 1e-6 to
   the denominator, which is not small next to these scores).
 """
+
 from __future__ import annotations
 
 import math
@@ -63,8 +64,16 @@ from fudbench.explainers.base import Explainer
 class ISA(Explainer):
     name = "isa"
 
-    def __init__(self, step_size: int = 5000, add_steps: int = 8, remove_steps: int = 8,
-                 alpha: float = 0.004, factor: float = 1.3, noise: float = 0.05, lambda_r: float = 0.01):
+    def __init__(
+        self,
+        step_size: int = 5000,
+        add_steps: int = 8,
+        remove_steps: int = 8,
+        alpha: float = 0.004,
+        factor: float = 1.3,
+        noise: float = 0.05,
+        lambda_r: float = 0.01,
+    ):
         if step_size < 1:
             raise ValueError(f"ISA step_size must be >= 1, got {step_size}")
         if add_steps < 0 or remove_steps < 0 or add_steps + remove_steps == 0:
@@ -111,8 +120,8 @@ class ISA(Explainer):
             for sign, steps in ((1.0, self.add_steps), (-1.0, self.remove_steps)):
                 if steps:
                     parts.append(self._search(model, start, y, keep, sign, steps, gens))
-            totals = torch.stack([t for t, _ in parts])                  # (phases, N, C, H, W)
-            change = torch.stack([c for _, c in parts])                  # (phases, N)
+            totals = torch.stack([t for t, _ in parts])  # (phases, N, C, H, W)
+            change = torch.stack([c for _, c in parts])  # (phases, N)
             w = torch.where(change > 0, 1.0 / change.clamp_min(1e-30), torch.zeros_like(change))
             w = torch.where((w > 0).any(0, keepdim=True), w, torch.ones_like(w))
             total = (totals * w.view(*w.shape, 1, 1, 1)).sum(0)

@@ -44,6 +44,7 @@ Choices where the paper or the reference code is ambiguous:
   multiplied by the displacement of the state after it (x_{k+1} - x), as in
   the reference code.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -84,8 +85,7 @@ def sample_classes(target: torch.Tensor, n_classes: int, k: int, seeds: Sequence
 class LocalAttribution(Explainer):
     name = "la"
 
-    def __init__(self, spatial_range: float = 20, max_iter: int = 20, sampling_times: int = 20,
-                 batch_size: int = 64):
+    def __init__(self, spatial_range: float = 20, max_iter: int = 20, sampling_times: int = 20, batch_size: int = 64):
         if spatial_range <= 0:
             raise ValueError(f"LA spatial_range must be > 0, got {spatial_range}")
         if max_iter < 1 or sampling_times < 1 or batch_size < 1:
@@ -104,12 +104,11 @@ class LocalAttribution(Explainer):
                 logits = model(state)
                 p = F.softmax(logits, dim=1)
                 if towards is None:
-                    g_y, = torch.autograd.grad(p.gather(1, y.view(-1, 1)).sum(), state)
+                    (g_y,) = torch.autograd.grad(p.gather(1, y.view(-1, 1)).sum(), state)
                     step = -eps * g_y.sign()
                 else:
-                    g_c, = torch.autograd.grad(p.gather(1, towards.view(-1, 1)).sum(), state,
-                                               retain_graph=True)
-                    g_y, = torch.autograd.grad(p.gather(1, y.view(-1, 1)).sum(), state)
+                    (g_c,) = torch.autograd.grad(p.gather(1, towards.view(-1, 1)).sum(), state, retain_graph=True)
+                    (g_y,) = torch.autograd.grad(p.gather(1, y.view(-1, 1)).sum(), state)
                     step = eps * g_c.sign()
             state = (x + step).clamp(0, 1)
             result -= g_y * (state - x)
@@ -132,8 +131,9 @@ class LocalAttribution(Explainer):
         classes, weights = sample_classes(y.cpu(), n_classes, self.sampling_times - 1, seeds)
         n, m = classes.shape
         if m:
-            rows = self._rows(model, x.repeat_interleave(m, dim=0), y.repeat_interleave(m),
-                              classes.reshape(-1).to(x.device))[1]
+            rows = self._rows(
+                model, x.repeat_interleave(m, dim=0), y.repeat_interleave(m), classes.reshape(-1).to(x.device)
+            )[1]
             w = weights.to(x.device, x.dtype).view(n, m, *([1] * (x.dim() - 1)))
             attribution = attribution + (rows.view(n, m, *x.shape[1:]) * w).sum(1)
         return attribution.detach()

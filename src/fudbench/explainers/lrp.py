@@ -25,6 +25,7 @@ modules, so no rule sees them: the gradient passes through, which spreads the
 pooled relevance evenly over the positions (a flat rule) instead of in
 proportion to the activations.
 """
+
 from __future__ import annotations
 
 import torch
@@ -86,9 +87,12 @@ class LRP(Explainer):
         net, mean, std = normalisation(model)
         found = attention_module(net)
         if found:
-            raise ValueError(f"lrp: {type(net).__name__} has a {found[1]} ({found[0]!r}); zennit has no LRP rules for "
-                             f"attention or LayerNorm (ViTs), so LRP is refused for it; use cam or captum instead")
+            raise ValueError(
+                f"lrp: {type(net).__name__} has a {found[1]} ({found[0]!r}); zennit has no LRP rules for "
+                f"attention or LayerNorm (ViTs), so LRP is refused for it; use cam or captum instead"
+            )
         z = x.detach() if mean is None else ((x - mean) / std).detach()
+
         def logit(out):  # the output relevance: the target logit
             return (out * torch.nn.functional.one_hot(target, out.shape[1]).to(out.dtype)).detach()
 

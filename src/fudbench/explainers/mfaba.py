@@ -28,6 +28,7 @@ Choices where the paper or the code leaves room:
   eps ball and the [0, 1] clamp apply to both variants.
 No randomness: `seeds` is ignored.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -40,8 +41,15 @@ from fudbench.explainers.base import Explainer
 class MFABA(Explainer):
     name = "mfaba"
 
-    def __init__(self, epsilon: float = 0.3, num_steps: int = 50, step_size: float = 0.001,
-                 use_sign: bool = True, use_softmax: bool = True, early_stop: bool = True):
+    def __init__(
+        self,
+        epsilon: float = 0.3,
+        num_steps: int = 50,
+        step_size: float = 0.001,
+        use_sign: bool = True,
+        use_softmax: bool = True,
+        early_stop: bool = True,
+    ):
         if num_steps < 1 or step_size <= 0 or epsilon <= 0:
             raise ValueError("MFABA needs num_steps >= 1, step_size > 0 and epsilon > 0")
         self.epsilon, self.num_steps, self.step_size = float(epsilon), int(num_steps), float(step_size)
@@ -74,7 +82,7 @@ class MFABA(Explainer):
                     active = active & (logits.argmax(dim=1) == target)
                     if not active.any():
                         break
-                grad, = torch.autograd.grad(self._score(logits, target).sum(), xg)
+                (grad,) = torch.autograd.grad(self._score(logits, target).sum(), xg)
                 moved = xt - self.step_size * self._direction(grad)
                 moved = (x + (moved - x).clamp(-self.epsilon, self.epsilon)).clamp(0.0, 1.0)
                 x_next = torch.where(active.view(bcast), moved, xt)

@@ -15,6 +15,7 @@ PluginExplainer, the same in the workflow and in fudbench.explain:
   is detached when the plug-in returns it, with one warning saying how to avoid
   it (it would keep the autograd graph alive and cannot become a numpy array).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -41,16 +42,20 @@ def interface_problems(name: str, obj, settings: dict) -> list[str]:
     key = f"config key 'explainers.{name}'"
     if inspect.isclass(obj):
         if not issubclass(obj, Explainer):
-            return [f"{key}: {obj.__module__}.{obj.__qualname__} is not an Explainer: subclass "
-                    f"fudbench.explainers.base.Explainer and define explain(model, x, target, seeds=None)"]
+            return [
+                f"{key}: {obj.__module__}.{obj.__qualname__} is not an Explainer: subclass "
+                f"fudbench.explainers.base.Explainer and define explain(model, x, target, seeds=None)"
+            ]
         target = obj
     elif callable(obj):
         target = obj
         try:
             inspect.signature(obj).bind(None, None, None, seeds=None, **settings)
         except TypeError as exc:
-            return [f"{key}: {getattr(obj, '__qualname__', obj)} cannot be called as fn(model, x, target, "
-                    f"seeds=None, **settings) with settings {sorted(settings)}: {exc}"]
+            return [
+                f"{key}: {getattr(obj, '__qualname__', obj)} cannot be called as fn(model, x, target, "
+                f"seeds=None, **settings) with settings {sorted(settings)}: {exc}"
+            ]
         return []
     else:
         return [f"{key}: {obj!r} is neither an Explainer class nor a function"]
@@ -85,8 +90,9 @@ class PluginExplainer(Explainer):
             self.uses_masks = bool(getattr(self.inner, "uses_masks", False))
         else:
             self.inner = FunctionExplainer(obj, settings)
-            self._call = lambda model, x, target, seeds=None, **kwargs: obj(model, x, target, seeds=seeds,
-                                                                            **settings, **kwargs)
+            self._call = lambda model, x, target, seeds=None, **kwargs: obj(
+                model, x, target, seeds=seeds, **settings, **kwargs
+            )
 
     def check_where(self) -> str:
         return f"{self.who}, {self.plugin}: explain"
@@ -106,10 +112,13 @@ class PluginExplainer(Explainer):
             attribution = self._call(model, x, target, seeds=seeds, **kwargs)
         if isinstance(attribution, torch.Tensor) and attribution.requires_grad:
             if not self._warned:
-                log.warning("%s, %s: the returned map requires grad (it is still attached to the autograd graph, "
-                            "e.g. `return g * x` with x.requires_grad_()); detached it. Return a detached map "
-                            "(`(g * x).detach()`, or g * x.detach()) to silence this and free the graph sooner",
-                            self.who, self.plugin)
+                log.warning(
+                    "%s, %s: the returned map requires grad (it is still attached to the autograd graph, "
+                    "e.g. `return g * x` with x.requires_grad_()); detached it. Return a detached map "
+                    "(`(g * x).detach()`, or g * x.detach()) to silence this and free the graph sooner",
+                    self.who,
+                    self.plugin,
+                )
                 self._warned = True
             attribution = attribution.detach()
         return attribution

@@ -1,4 +1,5 @@
 """SM: Saliency map (Simonyan et al. 2013), |d logit_y / d x| via captum."""
+
 from __future__ import annotations
 
 from captum.attr import Saliency as _CaptumSaliency

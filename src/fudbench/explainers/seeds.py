@@ -1,5 +1,6 @@
 """The seed key of an explain job: which noise an explainer entry draws (per-image seeds add the image's id
 through fudbench.core.seeding.derive_seed)."""
+
 from __future__ import annotations
 
 import json

@@ -11,13 +11,23 @@ IG's integration rule is a constructor argument named `method`, which in
 config would read as the entry's method alias: config entries keep the
 default rule (trapezoid).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal, Optional
 
-from fudbench.explainers.field_names import (CAMS, CAMS_EXCLUDED, CAPTUM, CAPTUM_RESERVED, COMPOSITES,
-                                              NOISE_TUNNEL_KEYS, NT_TYPES, captum_excluded, unknown_keys)
+from fudbench.explainers.field_names import (
+    CAMS,
+    CAMS_EXCLUDED,
+    CAPTUM,
+    CAPTUM_RESERVED,
+    COMPOSITES,
+    NOISE_TUNNEL_KEYS,
+    NT_TYPES,
+    captum_excluded,
+    unknown_keys,
+)
 from fudbench.core.settings import Settings, setting
 
 RIEMANN = Literal["trapezoid", "left", "right", "middle", "gausslegendre"]
@@ -26,11 +36,14 @@ BATCH = dict(minimum=1, description="images (or perturbed copies) per forward pa
 
 def ties_setting():
     """The `ties` option of the map wrappers (degrade, reorder, translate, block_shuffle), one declaration."""
-    return setting("compact", description="compact: the base map's tied pixels get a strict order before the change "
-                                          "(a tied pixel nearer the higher-valued pixels first; in the top level, "
-                                          "nearer its deepest pixel first; explainers.controlled.break_ties), so no "
-                                          "evaluation breaks ties at random; protocol: ties left to each evaluation's "
-                                          "seeded tie-break (runs before issue 44)")
+    return setting(
+        "compact",
+        description="compact: the base map's tied pixels get a strict order before the change "
+        "(a tied pixel nearer the higher-valued pixels first; in the top level, "
+        "nearer its deepest pixel first; explainers.controlled.break_ties), so no "
+        "evaluation breaks ties at random; protocol: ties left to each evaluation's "
+        "seeded tie-break (runs before issue 44)",
+    )
 
 
 @dataclass(frozen=True)
@@ -65,11 +78,11 @@ class AttExploreSettings(Settings):
 
 @dataclass(frozen=True)
 class BIGSettings(Settings):
-    epsilons: list[float] = setting(default_factory=lambda: [36 / 255, 64 / 255, 0.3, 0.5, 0.7, 0.9, 1.1],
-                                    minItems=1, items={"exclusiveMinimum": 0})
+    epsilons: list[float] = setting(
+        default_factory=lambda: [36 / 255, 64 / 255, 0.3, 0.5, 0.7, 0.9, 1.1], minItems=1, items={"exclusiveMinimum": 0}
+    )
     num_steps: int = setting(50, minimum=1)
-    step_size: Optional[float] = setting(None, exclusiveMinimum=0,
-                                         description="null: step_scale * epsilon / num_steps")
+    step_size: Optional[float] = setting(None, exclusiveMinimum=0, description="null: step_scale * epsilon / num_steps")
     step_scale: float = setting(2.0, exclusiveMinimum=0)
     norm: Literal["linf", "l2"] = setting("linf")
     early_stop: bool = setting(True)
@@ -167,10 +180,13 @@ class RandomiseModelSettings(Settings):
     randomisation); base_settings are validated as the base's own settings."""
 
     base: str = setting(description="a registered explainer method (not randomise_model itself)")
-    fraction: float = setting(minimum=0, maximum=1,
-                              description="fraction of the model's parameterised layers re-initialised, counted "
-                                          "from the output end (rounded half up): 0 = the trained model, "
-                                          "1 = every layer")
+    fraction: float = setting(
+        minimum=0,
+        maximum=1,
+        description="fraction of the model's parameterised layers re-initialised, counted "
+        "from the output end (rounded half up): 0 = the trained model, "
+        "1 = every layer",
+    )
     base_settings: dict = setting(default_factory=dict, description="the base explainer's own settings")
     seed: int = setting(0, description="seed of the re-initialised parameters (the same for every image)")
 
@@ -209,9 +225,13 @@ class DisplaceSettings(Settings):
 
     base: str = setting(description="a registered explainer method whose top set moves (e.g. oracle: the cue)")
     shift: float = setting(minimum=0, description="pixels the set moves (the family's level: less is better)")
-    max_shift: float = setting(8.0, minimum=0, description="the family's largest shift: the seeded direction keeps "
-                                                           "the set inside the image at it (the same for every "
-                                                           "member)")
+    max_shift: float = setting(
+        8.0,
+        minimum=0,
+        description="the family's largest shift: the seeded direction keeps "
+        "the set inside the image at it (the same for every "
+        "member)",
+    )
     base_settings: dict = setting(default_factory=dict, description="the base explainer's own settings")
 
 
@@ -234,43 +254,60 @@ class CaptumSettings(Settings):
     settings: dict = setting(default_factory=dict, description="keyword arguments of its attribute()")
     init: dict = setting(default_factory=dict, description="keyword arguments of its constructor")
     baseline: Literal["zero", "mean", "references"] = setting(
-        "zero", description="zero image, the image's channel means, or n_baselines images drawn (per image, "
-                            "seeded) from the references (DeepLiftShap, GradientShap)")
+        "zero",
+        description="zero image, the image's channel means, or n_baselines images drawn (per image, "
+        "seeded) from the references (DeepLiftShap, GradientShap)",
+    )
     n_baselines: int = setting(8, minimum=1, description="references drawn per image (baseline: references)")
-    feature_patch: Optional[int] = setting(None, minimum=1, description="features are square patches of this "
-                                           "side shared across channels; null: every input element")
+    feature_patch: Optional[int] = setting(
+        None,
+        minimum=1,
+        description="features are square patches of this side shared across channels; null: every input element",
+    )
     noise_tunnel: Optional[dict] = setting(None, description="wrap in captum's NoiseTunnel with these keywords")
 
     def problems(self, key: str) -> list[str]:
         if self.attr not in CAPTUM:
             why = captum_excluded(self.attr)
-            return [f"config key '{key}.attr': {self.attr!r} is not run" + (f" ({why})" if why else "")
-                    + f"; supported: {', '.join(sorted(CAPTUM))}"]
+            return [
+                f"config key '{key}.attr': {self.attr!r} is not run"
+                + (f" ({why})" if why else "")
+                + f"; supported: {', '.join(sorted(CAPTUM))}"
+            ]
         spec, problems = CAPTUM[self.attr], []
-        problems += unknown_keys(f"{key}.settings", self.settings, spec.kwargs,
-                                 f"{self.attr}.attribute() setting", CAPTUM_RESERVED)
-        problems += [f"config key '{key}.settings.{k}': {self.attr} needs it" for k in spec.required
-                     if k not in self.settings]
+        problems += unknown_keys(
+            f"{key}.settings", self.settings, spec.kwargs, f"{self.attr}.attribute() setting", CAPTUM_RESERVED
+        )
+        problems += [
+            f"config key '{key}.settings.{k}': {self.attr} needs it" for k in spec.required if k not in self.settings
+        ]
         problems += unknown_keys(f"{key}.init", self.init, spec.init, f"{self.attr} constructor setting")
         if spec.baselines == "none" and self.baseline != "zero":
             problems.append(f"config key '{key}.baseline': {self.attr} takes no baseline")
         if self.baseline == "references" and spec.baselines != "distribution":
-            problems.append(f"config key '{key}.baseline': references are a baseline distribution, for "
-                            f"{', '.join(n for n, s in CAPTUM.items() if s.baselines == 'distribution')} only")
+            problems.append(
+                f"config key '{key}.baseline': references are a baseline distribution, for "
+                f"{', '.join(n for n, s in CAPTUM.items() if s.baselines == 'distribution')} only"
+            )
         if self.attr == "DeepLiftShap" and self.baseline != "references":
-            problems.append(f"config key '{key}.baseline': DeepLiftShap averages over a baseline distribution: "
-                            f"set baseline: references")
+            problems.append(
+                f"config key '{key}.baseline': DeepLiftShap averages over a baseline distribution: "
+                f"set baseline: references"
+            )
         if self.feature_patch is not None and not spec.features:
             problems.append(f"config key '{key}.feature_patch': {self.attr} takes no feature mask")
         if self.noise_tunnel is not None:
             if not spec.gradient:
-                problems.append(f"config key '{key}.noise_tunnel': only gradient methods are wrapped "
-                                f"({', '.join(n for n, s in CAPTUM.items() if s.gradient)})")
-            problems += unknown_keys(f"{key}.noise_tunnel", self.noise_tunnel, NOISE_TUNNEL_KEYS,
-                                     "NoiseTunnel setting")
+                problems.append(
+                    f"config key '{key}.noise_tunnel': only gradient methods are wrapped "
+                    f"({', '.join(n for n, s in CAPTUM.items() if s.gradient)})"
+                )
+            problems += unknown_keys(f"{key}.noise_tunnel", self.noise_tunnel, NOISE_TUNNEL_KEYS, "NoiseTunnel setting")
             if self.noise_tunnel.get("nt_type", "smoothgrad") not in NT_TYPES:
-                problems.append(f"config key '{key}.noise_tunnel.nt_type': {self.noise_tunnel['nt_type']!r}; "
-                                f"allowed: {', '.join(NT_TYPES)}")
+                problems.append(
+                    f"config key '{key}.noise_tunnel.nt_type': {self.noise_tunnel['nt_type']!r}; "
+                    f"allowed: {', '.join(NT_TYPES)}"
+                )
         return problems
 
 
@@ -279,18 +316,23 @@ class CAMSettings(Settings):
     """A pytorch-grad-cam CAM by name (fudbench.explainers.field_names.CAMS)."""
 
     cam: str = setting("GradCAM", description="the pytorch_grad_cam class: " + ", ".join(sorted(CAMS)))
-    target_layer: Optional[str] = setting(None, description="dotted module name (of the model or, for the "
-                                          "workflow's classifiers, of their network `net`); null: automatic")
+    target_layer: Optional[str] = setting(
+        None,
+        description="dotted module name (of the model or, for the "
+        "workflow's classifiers, of their network `net`); null: automatic",
+    )
     options: dict = setting(default_factory=dict, description="constructor keywords of the CAM class")
-    aug_smooth: bool = setting(False, description="average over flips and brightness changes (test-time "
-                               "augmentation)")
+    aug_smooth: bool = setting(False, description="average over flips and brightness changes (test-time augmentation)")
     eigen_smooth: bool = setting(False, description="first principal component of the weighted activations")
 
     def problems(self, key: str) -> list[str]:
         if self.cam not in CAMS:
             why = CAMS_EXCLUDED.get(self.cam)
-            return [f"config key '{key}.cam': {self.cam!r} is not run" + (f" ({why})" if why else "")
-                    + f"; supported: {', '.join(sorted(CAMS))}"]
+            return [
+                f"config key '{key}.cam': {self.cam!r} is not run"
+                + (f" ({why})" if why else "")
+                + f"; supported: {', '.join(sorted(CAMS))}"
+            ]
         return unknown_keys(f"{key}.options", self.options, CAMS[self.cam], f"{self.cam} option")
 
 
@@ -300,23 +342,41 @@ class LRPSettings(Settings):
 
     composite: str = setting("EpsilonPlusFlat", description="the zennit composite: " + ", ".join(sorted(COMPOSITES)))
     canonizer: Literal["auto", "none", "resnet", "merge_batchnorm"] = setting(
-        "auto", description="auto: ResNetCanonizer for torchvision ResNets, SequentialMergeBatchNorm for other "
-                            "networks with batch norm, none otherwise")
+        "auto",
+        description="auto: ResNetCanonizer for torchvision ResNets, SequentialMergeBatchNorm for other "
+        "networks with batch norm, none otherwise",
+    )
     options: dict = setting(default_factory=dict, description="keywords of the composite (epsilon, gamma, ...)")
 
     def problems(self, key: str) -> list[str]:
         if self.composite not in COMPOSITES:
             return [f"config key '{key}.composite': {self.composite!r}; supported: {', '.join(sorted(COMPOSITES))}"]
-        return unknown_keys(f"{key}.options", self.options, COMPOSITES[self.composite],
-                            f"{self.composite} option")
+        return unknown_keys(f"{key}.options", self.options, COMPOSITES[self.composite], f"{self.composite} option")
 
 
 SETTINGS = {
-    "agi": AGISettings, "attexplore": AttExploreSettings, "big": BIGSettings, "eg": EGSettings,
-    "fig": NoSettings, "gig": GIGSettings, "ig": IGSettings, "isa": ISASettings, "la": LASettings,
-    "mfaba": MFABASettings, "sm": SaliencySettings, "random": NoSettings, "oracle": NoSettings,
-    "background": NoSettings, "degrade": DegradeSettings, "randomise_model": RandomiseModelSettings,
-    "random_smooth": RandomSmoothSettings, "reorder": ReorderSettings, "translate": TranslateSettings,
-    "block_shuffle": BlockShuffleSettings, "displace": DisplaceSettings,
-    "captum": CaptumSettings, "cam": CAMSettings, "lrp": LRPSettings,
+    "agi": AGISettings,
+    "attexplore": AttExploreSettings,
+    "big": BIGSettings,
+    "eg": EGSettings,
+    "fig": NoSettings,
+    "gig": GIGSettings,
+    "ig": IGSettings,
+    "isa": ISASettings,
+    "la": LASettings,
+    "mfaba": MFABASettings,
+    "sm": SaliencySettings,
+    "random": NoSettings,
+    "oracle": NoSettings,
+    "background": NoSettings,
+    "degrade": DegradeSettings,
+    "randomise_model": RandomiseModelSettings,
+    "random_smooth": RandomSmoothSettings,
+    "reorder": ReorderSettings,
+    "translate": TranslateSettings,
+    "block_shuffle": BlockShuffleSettings,
+    "displace": DisplaceSettings,
+    "captum": CaptumSettings,
+    "cam": CAMSettings,
+    "lrp": LRPSettings,
 }

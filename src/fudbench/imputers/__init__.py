@@ -12,14 +12,23 @@ of this package without loading torch.
 
 Floor 2: imports fudbench.core, fudbench.data and fudbench.models.
 """
+
 import importlib
 
 _EXPORTS = {
-    "ImputeContext": "base", "Imputer": "base",
-    "BlurImputer": "simple", "ZeroImputer": "simple",
-    "BoxBlurImputer": "baselines", "GaussianNoiseImputer": "baselines", "HistogramImputer": "baselines",
-    "MaxDistanceImputer": "baselines", "MeanImputer": "baselines", "SampleAverageImputer": "baselines",
-    "TeleaImputer": "baselines", "TrainSetImputer": "baselines", "UniformNoiseImputer": "baselines",
+    "ImputeContext": "base",
+    "Imputer": "base",
+    "BlurImputer": "simple",
+    "ZeroImputer": "simple",
+    "BoxBlurImputer": "baselines",
+    "GaussianNoiseImputer": "baselines",
+    "HistogramImputer": "baselines",
+    "MaxDistanceImputer": "baselines",
+    "MeanImputer": "baselines",
+    "SampleAverageImputer": "baselines",
+    "TeleaImputer": "baselines",
+    "TrainSetImputer": "baselines",
+    "UniformNoiseImputer": "baselines",
     "NoisyLinearImputer": "noisy_linear",
 }
 __all__ = sorted(_EXPORTS)

@@ -1,4 +1,5 @@
 """The imputer interface."""
+
 from __future__ import annotations
 
 import inspect

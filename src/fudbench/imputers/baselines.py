@@ -11,6 +11,7 @@ context.seeds[i], so a batched call equals per-sample calls on any device.
 Each declares `stochastic` (Imputer's ability: whether repeated fills can
 differ), which protocols that average several imputations (SRG) read.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -45,8 +46,10 @@ def model_normalisation(classifier) -> tuple[torch.Tensor, torch.Tensor]:
     normalisation: the 'zero' and 'unit' of the model's own input space."""
     norm = getattr(classifier, "normalize", None)
     if norm is None or not hasattr(norm, "mean") or not hasattr(norm, "std"):
-        raise ValueError("this fill is defined in the classifier's normalised input space, but the model "
-                         f"({type(classifier).__name__}) has no .normalize.mean/.std; pass explicit values instead")
+        raise ValueError(
+            "this fill is defined in the classifier's normalised input space, but the model "
+            f"({type(classifier).__name__}) has no .normalize.mean/.std; pass explicit values instead"
+        )
     return norm.mean, norm.std
 
 
@@ -160,13 +163,17 @@ class TrainSetImputer(Imputer):
 
     def pick(self, seeds: Sequence[int]) -> list[int]:
         """Index of the reference image each sample draws from."""
-        return [int(torch.randint(len(self.references), (1,), generator=torch.Generator().manual_seed(int(s))))
-                for s in seeds]
+        return [
+            int(torch.randint(len(self.references), (1,), generator=torch.Generator().manual_seed(int(s))))
+            for s in seeds
+        ]
 
     def fill(self, x, keep_mask, context: ImputeContext | None = None):
         if tuple(self.references.shape[1:]) != tuple(x.shape[1:]):
-            raise ValueError(f"train-set references are {tuple(self.references.shape[1:])}, "
-                             f"images are {tuple(x.shape[1:])}: use reference images of the evaluated size")
+            raise ValueError(
+                f"train-set references are {tuple(self.references.shape[1:])}, "
+                f"images are {tuple(x.shape[1:])}: use reference images of the evaluated size"
+            )
         idx = self.pick(_seeds(context, len(x), "TrainSetImputer"))
         filler = torch.stack([self._image(k) for k in idx]).to(x.device, x.dtype)
         return compose(x, keep_mask, filler)
@@ -183,15 +190,16 @@ class HistogramImputer(Imputer):
     def fill(self, x, keep_mask, context: ImputeContext | None = None):
         seeds = _seeds(context, len(x), "HistogramImputer")
         n, c, h, w = x.shape
-        picks = torch.tensor([int(torch.randint(h * w, (1,), generator=torch.Generator().manual_seed(s)))
-                              for s in seeds], device=x.device)
+        picks = torch.tensor(
+            [int(torch.randint(h * w, (1,), generator=torch.Generator().manual_seed(s))) for s in seeds],
+            device=x.device,
+        )
         colours = x.flatten(2)[torch.arange(n, device=x.device), :, picks]  # (N, C)
         return compose(x, keep_mask, colours.view(n, c, 1, 1).expand_as(x))
 
 
 def _to_uint8_hwc(img: torch.Tensor) -> np.ndarray:
-    return np.ascontiguousarray((img.detach().float().cpu().clamp(0, 1) * 255).round().byte()
-                                .permute(1, 2, 0).numpy())
+    return np.ascontiguousarray((img.detach().float().cpu().clamp(0, 1) * 255).round().byte().permute(1, 2, 0).numpy())
 
 
 class TeleaImputer(Imputer):
@@ -218,8 +226,9 @@ class TeleaImputer(Imputer):
             elif removed[i].all():
                 out[i] = NOTHING_KEPT_FILL
             else:
-                painted = cv2.inpaint(_to_uint8_hwc(x[i]), removed[i].astype(np.uint8) * 255, self.radius,
-                                      cv2.INPAINT_TELEA)
+                painted = cv2.inpaint(
+                    _to_uint8_hwc(x[i]), removed[i].astype(np.uint8) * 255, self.radius, cv2.INPAINT_TELEA
+                )
                 out[i] = torch.from_numpy(painted.reshape(*painted.shape[:2], -1)).permute(2, 0, 1).to(x) / 255
         return compose(x, keep_mask, out)
 
@@ -265,6 +274,17 @@ class MaxDistanceImputer(Imputer):
         return compose(x, keep_mask, (x < 0.5).to(x.dtype))
 
 
-__all__ = ["MeanImputer", "SampleAverageImputer", "UniformNoiseImputer", "GaussianNoiseImputer", "TrainSetImputer",
-           "HistogramImputer", "TeleaImputer", "BoxBlurImputer", "MaxDistanceImputer",
-           "model_normalisation", "per_sample_noise", "NOTHING_KEPT_FILL"]
+__all__ = [
+    "MeanImputer",
+    "SampleAverageImputer",
+    "UniformNoiseImputer",
+    "GaussianNoiseImputer",
+    "TrainSetImputer",
+    "HistogramImputer",
+    "TeleaImputer",
+    "BoxBlurImputer",
+    "MaxDistanceImputer",
+    "model_normalisation",
+    "per_sample_noise",
+    "NOTHING_KEPT_FILL",
+]

@@ -9,6 +9,7 @@ explicit mean), they are loaded from assets["reference_images"], an npz with an
 "images" uint8 array (M, C, H, W). assets["score_model"]: the score-model
 checkpoint for diffusion_plain.
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -38,8 +39,10 @@ def imputer_options(name: str, options: Optional[dict]) -> dict:
 def load_references(assets: Optional[dict], who: str) -> torch.Tensor:
     path = (assets or {}).get("reference_images")
     if not path:
-        raise ValueError(f"imputer {who!r} needs reference images: set assets['reference_images'] to an npz "
-                         "with an 'images' uint8 array (M, C, H, W), e.g. the training split")
+        raise ValueError(
+            f"imputer {who!r} needs reference images: set assets['reference_images'] to an npz "
+            "with an 'images' uint8 array (M, C, H, W), e.g. the training split"
+        )
     from fudbench.core.io import load_npz
 
     data = load_npz(path)
@@ -51,8 +54,14 @@ def load_references(assets: Optional[dict], who: str) -> torch.Tensor:
     return images
 
 
-def build_imputer(name: str, options: Optional[dict] = None, references=None, assets: Optional[dict] = None,
-                  device="cpu", entry: Optional[str] = None):
+def build_imputer(
+    name: str,
+    options: Optional[dict] = None,
+    references=None,
+    assets: Optional[dict] = None,
+    device="cpu",
+    entry: Optional[str] = None,
+):
     """A registered imputer, or a plug-in by import path: an Imputer subclass built
     with the options as keyword arguments (fudbench.core.plugins). `entry`: the name the
     config gives it (an alias in imputer_options), for error messages."""
@@ -62,8 +71,10 @@ def build_imputer(name: str, options: Optional[dict] = None, references=None, as
         from fudbench.core.plugins import blame, describe
 
         if not (isinstance(builder, type) and issubclass(builder, Imputer)):
-            raise TypeError(f"imputer {name!r} is not an Imputer subclass (fudbench.imputers.base.Imputer: "
-                            f"fill(x, keep_mask, context) -> x with the removed pixels filled)")
+            raise TypeError(
+                f"imputer {name!r} is not an Imputer subclass (fudbench.imputers.base.Imputer: "
+                f"fill(x, keep_mask, context) -> x with the removed pixels filled)"
+            )
         who, plugin = f"imputer {entry or name!r}", describe(name)
         with blame(who, plugin, f"building {builder.__qualname__}(**{options or {}})"):
             imputer = builder(**(options or {}))

@@ -15,6 +15,7 @@ Gaussian noise of std `noise` (ROAD: 0.01) is added to the filled pixels only,
 from a per-sample generator (context.seeds). ROAD applies it in the
 classifier's normalised space; here it is in [0, 1] space.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -24,8 +25,16 @@ from fudbench.imputers.base import ImputeContext, Imputer, compose
 from fudbench.imputers.baselines import NOTHING_KEPT_FILL, _seeds, per_sample_noise
 
 EDGE, DIAGONAL = 1 / 6, 1 / 12
-NEIGHBOURS = [(-1, 0, EDGE), (1, 0, EDGE), (0, -1, EDGE), (0, 1, EDGE),
-              (-1, -1, DIAGONAL), (-1, 1, DIAGONAL), (1, -1, DIAGONAL), (1, 1, DIAGONAL)]
+NEIGHBOURS = [
+    (-1, 0, EDGE),
+    (1, 0, EDGE),
+    (0, -1, EDGE),
+    (0, 1, EDGE),
+    (-1, -1, DIAGONAL),
+    (-1, 1, DIAGONAL),
+    (1, -1, DIAGONAL),
+    (1, 1, DIAGONAL),
+]
 
 
 def linear_fill(image: np.ndarray, keep: np.ndarray) -> np.ndarray:
@@ -57,11 +66,14 @@ def linear_fill(image: np.ndarray, keep: np.ndarray) -> np.ndarray:
         pv, qy, qx = p[valid], qy[valid], qx[valid]
         diag[pv] += weight
         q_removed = removed[qy, qx]
-        rows.append(pv[q_removed]); cols.append(index[qy[q_removed], qx[q_removed]])
+        rows.append(pv[q_removed])
+        cols.append(index[qy[q_removed], qx[q_removed]])
         vals.append(np.full(int(q_removed.sum()), -weight))
         known = ~q_removed
         np.add.at(b, pv[known], weight * image[:, qy[known], qx[known]].T)
-    rows.append(np.arange(n_u)); cols.append(np.arange(n_u)); vals.append(diag)
+    rows.append(np.arange(n_u))
+    cols.append(np.arange(n_u))
+    vals.append(diag)
     a = coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n_u, n_u)).tocsc()
     u = np.asarray(spsolve(a, b)).reshape(n_u, c)
     out[:, ys, xs] = u.T

@@ -33,8 +33,9 @@ IMPUTERS = {
 # Imputers (short names) that put the same values in for the same removed pixels, drawing no
 # noise: a score under them sees only the map's ranking (CurveSpec.ranking_only), so a map and its
 # rescaled copy tie. One list for every evaluator (fudbench.evaluators.imputing.deterministic_fill).
-DETERMINISTIC = frozenset({"zero", "blur", "mean", "classifier_mean", "sample_average", "telea", "box_blur",
-                           "max_distance"})
+DETERMINISTIC = frozenset(
+    {"zero", "blur", "mean", "classifier_mean", "sample_average", "telea", "box_blur", "max_distance"}
+)
 # descriptive name -> the short name it equals (same builder, options and seeds)
 ALIASES = {"dataset_mean": "mean", "image_mean": "sample_average"}
 

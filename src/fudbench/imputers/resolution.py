@@ -12,6 +12,7 @@ a 256x256 model. Choice (../shared/spec/paper.md, Resolution):
 When the images already have the model's size the wrapper calls the inner
 imputer unchanged, so it can wrap every diffusion imputer.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -40,12 +41,15 @@ def _resized_callback(callback, size: int):
     if callback is None:
         return None
     if takes_x0_hat(callback):
+
         def resized(step, t, x_t, x0_hat=None):
             kwargs = {} if x0_hat is None else {"x0_hat": resize_images(x0_hat, size)}
             callback(step, t, resize_images(x_t, size), **kwargs)
     else:
+
         def resized(step, t, x_t):
             callback(step, t, resize_images(x_t, size))
+
     return resized
 
 
@@ -112,8 +116,9 @@ class ResizedDiffusionImputer(Imputer):
         classifier = None if context.classifier is None else ResizedClassifier(context.classifier, size)
         return dataclasses.replace(context, classifier=classifier)
 
-    def sample(self, x: torch.Tensor, keep_mask: torch.Tensor, context: ImputeContext, trace: bool = False,
-               callback=None):
+    def sample(
+        self, x: torch.Tensor, keep_mask: torch.Tensor, context: ImputeContext, trace: bool = False, callback=None
+    ):
         """As the inner sampler's sample(), at the images' size: callbacks see x_t (and
         x0_hat) resized to it; traced distances ||x_t - x|| are measured at the model's
         resolution and rescaled by size / model_size (same RMS per pixel, expressed for
@@ -123,8 +128,13 @@ class ResizedDiffusionImputer(Imputer):
             return self.inner.sample(x, keep_mask, context, trace=trace, callback=callback)
         size = x.shape[-1]
         up = resize_images(x, self.model_size).clamp(0, 1)
-        out, distances = self.inner.sample(up, resize_mask(keep_mask, self.model_size), self._context(context, size),
-                                           trace=trace, callback=_resized_callback(callback, size))
+        out, distances = self.inner.sample(
+            up,
+            resize_mask(keep_mask, self.model_size),
+            self._context(context, size),
+            trace=trace,
+            callback=_resized_callback(callback, size),
+        )
         out = resize_images(out, size)
         out = compose(x, keep_mask, out) if self.inner.copies_kept_pixels else out.clamp(0, 1)
         return out, (None if distances is None else distances * (size / self.model_size))

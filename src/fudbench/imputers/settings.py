@@ -7,6 +7,7 @@ fudbench.imputers.factory takes its defaults from here, and the config's
 an option is declared in this file only. diffusion_plain's options are the
 plain sampler's parts' settings (fudbench.imputers.diffusion.settings).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,9 +30,12 @@ class BlurOptions(Settings):
 
 @dataclass(frozen=True)
 class MeanOptions(Settings):
-    mean: Optional[list[float]] = setting(None, items={"minimum": 0, "maximum": 1},
-                                          description="channel means in [0, 1]; null = mean of the reference "
-                                                      "images, else the classifier's normalisation mean")
+    mean: Optional[list[float]] = setting(
+        None,
+        items={"minimum": 0, "maximum": 1},
+        description="channel means in [0, 1]; null = mean of the reference "
+        "images, else the classifier's normalisation mean",
+    )
 
 
 @dataclass(frozen=True)
@@ -69,8 +73,20 @@ class DiffusionPlainOptions(PlainStepSettings, KnownSettings):
 
 
 IMPUTER_SETTINGS = {
-    "zero": NoOptions, "blur": BlurOptions, "mean": MeanOptions, "dataset_mean": MeanOptions,
-    "classifier_mean": NoOptions, "sample_average": NoOptions, "image_mean": NoOptions, "uniform": UniformOptions, "gaussian": GaussianOptions, "train_set": NoOptions,
-    "histogram": NoOptions, "telea": TeleaOptions, "noisy_linear": NoisyLinearOptions, "box_blur": BoxBlurOptions,
-    "max_distance": NoOptions, "diffusion_plain": DiffusionPlainOptions,
+    "zero": NoOptions,
+    "blur": BlurOptions,
+    "mean": MeanOptions,
+    "dataset_mean": MeanOptions,
+    "classifier_mean": NoOptions,
+    "sample_average": NoOptions,
+    "image_mean": NoOptions,
+    "uniform": UniformOptions,
+    "gaussian": GaussianOptions,
+    "train_set": NoOptions,
+    "histogram": NoOptions,
+    "telea": TeleaOptions,
+    "noisy_linear": NoisyLinearOptions,
+    "box_blur": BoxBlurOptions,
+    "max_distance": NoOptions,
+    "diffusion_plain": DiffusionPlainOptions,
 }

@@ -1,4 +1,5 @@
 """Imputers without learned parts: zero (black) and blurred substrate."""
+
 from __future__ import annotations
 
 import torch

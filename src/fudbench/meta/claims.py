@@ -89,6 +89,7 @@ on the statistic oriented by its mean's sign; inf when the mean is 0);
 what a larger run would cost to decide an undecided cell
 (bench/meta_budget.py turns images into hours).
 """
+
 from __future__ import annotations
 
 import math
@@ -98,22 +99,59 @@ import numpy as np
 import pandas as pd
 
 from fudbench.meta.inference import decide, holm, mean_interval, simultaneous_level
-from fudbench.meta.families import (_resample_weights, anchor_explainers, degraded_explainers,
-                                    family_bases, family_members, family_order, scatter_pairs)
+from fudbench.meta.families import (
+    _resample_weights,
+    anchor_explainers,
+    degraded_explainers,
+    family_bases,
+    family_members,
+    family_order,
+    scatter_pairs,
+)
 from fudbench.meta.order_stats import pair_images_needed, power_factor
 
-COLUMNS = ["claim", "kind", "model", "family", "statistic", "metric", "versus", "estimate", "ci_low", "ci_high",
-           "p", "p_holm", "holm_family", "holm_m", "sim_level", "sim_low", "sim_high", "bound_low", "bound_high",
-           "bounds_from", "contrast", "gate", "n_images", "verdict", "images_to_decide", "images_to_decide_low",
-           "images_to_decide_high"]
+COLUMNS = [
+    "claim",
+    "kind",
+    "model",
+    "family",
+    "statistic",
+    "metric",
+    "versus",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "p",
+    "p_holm",
+    "holm_family",
+    "holm_m",
+    "sim_level",
+    "sim_low",
+    "sim_high",
+    "bound_low",
+    "bound_high",
+    "bounds_from",
+    "contrast",
+    "gate",
+    "n_images",
+    "verdict",
+    "images_to_decide",
+    "images_to_decide_low",
+    "images_to_decide_high",
+]
 FUD_CURVES = ("fud", "fud_bottom", "fud_symmetric")  # fudbench.evaluators.faithfulness.fud's TOP, BOTTOM, SYMMETRIC
 PAPER_FUD = "fud"
-EQUIVALENCE_SHARE = 0.1   # scatter-neutral: the reaction within +-10% of the metric's information contrast
+EQUIVALENCE_SHARE = 0.1  # scatter-neutral: the reaction within +-10% of the metric's information contrast
 UNINFORMATIVE_WIDTH = 1.8  # of a [-1, 1] statistic's 2: an interval this wide says nothing (report card)
 GATED_OUT = "gated out (family gate failed)"
 KINDS = ("beats", "recovers_macro", "recovers", "anchors_below", "scatter_neutral")
-HOLM_FAMILY = {"beats": "models x families", "recovers_macro": "models x families (Bonferroni)",
-               "recovers": "models x families", "anchors_below": "models", "scatter_neutral": "models x scatter pairs"}
+HOLM_FAMILY = {
+    "beats": "models x families",
+    "recovers_macro": "models x families (Bonferroni)",
+    "recovers": "models x families",
+    "anchors_below": "models",
+    "scatter_neutral": "models x scatter pairs",
+}
 
 
 @dataclass(frozen=True)
@@ -139,8 +177,11 @@ def headline_claims(curves, labels: dict | None = None) -> list[Claim]:
     name = lambda c: labels.get(c, c)  # noqa: E731
     out = []
     if PAPER_FUD in curves:
-        out += [Claim(f"{name(c)} beats paper FUD", "beats", c, PAPER_FUD)
-                for c in curves if is_fud_curve(c) and c != PAPER_FUD]
+        out += [
+            Claim(f"{name(c)} beats paper FUD", "beats", c, PAPER_FUD)
+            for c in curves
+            if is_fud_curve(c) and c != PAPER_FUD
+        ]
     out += [Claim(f"{name(c)} recovers the family (macro)", "recovers_macro", c) for c in curves if is_fud_curve(c)]
     out += [Claim(f"{name(c)} recovers the family", "recovers", c) for c in curves]
     out += [Claim(f"{name(c)} ranks the anchors below the rest", "anchors_below", c) for c in curves]
@@ -160,6 +201,7 @@ def verdict(low: float, high: float, n: int, words: tuple[str, str] = ("holds", 
 
 
 # ------------------------------------------------------------------ per-image statistics
+
 
 def _wide(per_image: pd.DataFrame, model: str, curve: str) -> pd.DataFrame:
     """images x explainers of one model's and curve's scores (the long per-image
@@ -226,8 +268,12 @@ def difference_bounds(scores: np.ndarray, value_range=None) -> tuple[float, floa
     s = s[np.isfinite(s)]
     if value_range is not None:
         lo, hi = value_range
-        if math.isfinite(lo) and math.isfinite(hi) and hi > lo and (
-                not len(s) or (s.min() >= lo - 1e-9 and s.max() <= hi + 1e-9)):
+        if (
+            math.isfinite(lo)
+            and math.isfinite(hi)
+            and hi > lo
+            and (not len(s) or (s.min() >= lo - 1e-9 and s.max() <= hi + 1e-9))
+        ):
             return -(hi - lo), hi - lo, "metric range"
     r = float(s.max() - s.min()) if len(s) else 0.0
     return -r, r, "observed range"
@@ -250,10 +296,10 @@ def images_to_decide_interval(values, n_boot: int, ci: float, seed: int) -> tupl
         return math.nan, math.nan
     w = _resample_weights(n, n_boot, seed)  # (B, n) draw counts / n
     mean = w @ v
-    var = np.maximum(w @ v ** 2 - mean ** 2, 0.0) * n / (n - 1)
+    var = np.maximum(w @ v**2 - mean**2, 0.0) * n / (n - 1)
     tied = np.abs(mean) <= 1e-12 * (1 + np.abs(v).max())
     with np.errstate(divide="ignore", invalid="ignore"):
-        count = np.where(tied, np.inf, np.maximum(2, np.ceil(power_factor() * var / mean ** 2)))
+        count = np.where(tied, np.inf, np.maximum(2, np.ceil(power_factor() * var / mean**2)))
     count = np.sort(count)
     a = (1 - ci) / 2
     lo = count[max(0, int(math.floor(a * n_boot)))]
@@ -263,6 +309,7 @@ def images_to_decide_interval(values, n_boot: int, ci: float, seed: int) -> tupl
 
 # ------------------------------------------------------------------ gate and contrast
 
+
 def read_gate(gate) -> dict | None:
     """{(model, family): row} of the family gate (a family_gate.csv path or frame; None = no gate)."""
     if gate is None:
@@ -270,8 +317,10 @@ def read_gate(gate) -> dict | None:
     frame = pd.read_csv(gate) if not isinstance(gate, pd.DataFrame) else gate
     missing = {"model", "family", "passes"} - set(frame.columns)
     if missing:
-        raise ValueError(f"family gate table: missing column(s) {sorted(missing)} (expected the family_gate rule's "
-                         "model, family, best_member, truth, estimate, ci_low, ci_high, p, passes, n_images)")
+        raise ValueError(
+            f"family gate table: missing column(s) {sorted(missing)} (expected the family_gate rule's "
+            "model, family, best_member, truth, estimate, ci_low, ci_high, p, passes, n_images)"
+        )
     return {(r["model"], r["family"]): r for _, r in frame.iterrows()}
 
 
@@ -324,6 +373,7 @@ def information_contrast(per_image, model, curve, sign, explainers: dict, base: 
 
 # ------------------------------------------------------------------ deciding
 
+
 def _cells(claim, frames, model, explainers, sign, ranges) -> list[dict]:
     """The claim's cells on one model: dicts with family, statistic, values
     (per-image Series) or the macro statistic's scores, bounds. frames(model,
@@ -343,20 +393,30 @@ def _cells(claim, frames, model, explainers, sign, ranges) -> list[dict]:
                     continue
                 s = m.to_numpy()
                 point = float(recovery_rows(s.mean(0)[None], fractions, order)[0])
-                out.append({"family": family, "statistic": "macro recovery", "scores": (s, fractions, order),
-                            "estimate": point if np.isfinite(point) else 0.0, "n": len(s), "bounds": (-1.0, 1.0),
-                            "bounds_from": "statistic"})
+                out.append(
+                    {
+                        "family": family,
+                        "statistic": "macro recovery",
+                        "scores": (s, fractions, order),
+                        "estimate": point if np.isfinite(point) else 0.0,
+                        "n": len(s),
+                        "bounds": (-1.0, 1.0),
+                        "bounds_from": "statistic",
+                    }
+                )
                 continue
             value = per_image_recovery(per_image, model, claim.curve, sign[claim.curve], members, fractions, order)
             stat, bounds = "recovery", (-1.0, 1.0)
             if claim.kind == "beats":
-                other = per_image_recovery(frames(model, claim.versus), model, claim.versus, sign[claim.versus],
-                                           members, fractions, order)
+                other = per_image_recovery(
+                    frames(model, claim.versus), model, claim.versus, sign[claim.versus], members, fractions, order
+                )
                 value = (value - other).dropna()
                 stat, bounds = "recovery difference", (-2.0, 2.0)
             if len(value):
-                out.append({"family": family, "statistic": stat, "values": value, "bounds": bounds,
-                            "bounds_from": "statistic"})
+                out.append(
+                    {"family": family, "statistic": stat, "values": value, "bounds": bounds, "bounds_from": "statistic"}
+                )
         return out
     lo, hi, source = difference_bounds(per_image.to_numpy(float).ravel(), ranges.get(claim.curve))
     if claim.kind == "anchors_below":
@@ -366,18 +426,33 @@ def _cells(claim, frames, model, explainers, sign, ranges) -> list[dict]:
         if anchors and others:
             value = per_image_anchor_margin(per_image, model, claim.curve, sign[claim.curve], anchors, others)
             if len(value):
-                out.append({"family": "anchors", "statistic": "anchor margin", "values": value,
-                            "bounds": (lo, hi), "bounds_from": source})
+                out.append(
+                    {
+                        "family": "anchors",
+                        "statistic": "anchor margin",
+                        "values": value,
+                        "bounds": (lo, hi),
+                        "bounds_from": source,
+                    }
+                )
         return out
     if claim.kind == "scatter_neutral":
         for pair, members in scatter_pairs(explainers).items():
             value = scatter_reaction(per_image, model, claim.curve, sign[claim.curve], members)
             if len(value):
                 base = (explainers.get(members[0]) or {}).get("base", pair)
-                out.append({"family": f"scatter:{pair}", "statistic": "scatter reaction (compact - scattered)",
-                            "values": value, "bounds": (lo, hi), "bounds_from": source,
-                            "contrast": information_contrast(per_image, model, claim.curve, sign[claim.curve],
-                                                             explainers, base)})
+                out.append(
+                    {
+                        "family": f"scatter:{pair}",
+                        "statistic": "scatter reaction (compact - scattered)",
+                        "values": value,
+                        "bounds": (lo, hi),
+                        "bounds_from": source,
+                        "contrast": information_contrast(
+                            per_image, model, claim.curve, sign[claim.curve], explainers, base
+                        ),
+                    }
+                )
         return out
     raise ValueError(f"unknown claim kind {claim.kind!r}; one of {KINDS}")
 
@@ -391,9 +466,17 @@ def _scatter_verdict(est, p_adj, sim_low, sim_high, contrast, alpha, n) -> str:
     return f"undecided at n = {n}"
 
 
-def decide_claims(per_image: pd.DataFrame, explainers: dict, curve_scores: dict, claims: list[Claim] | None = None,
-                  n_boot: int = 1000, ci: float = 0.95, seed: int = 0, gate=None,
-                  value_ranges: dict | None = None) -> pd.DataFrame:
+def decide_claims(
+    per_image: pd.DataFrame,
+    explainers: dict,
+    curve_scores: dict,
+    claims: list[Claim] | None = None,
+    n_boot: int = 1000,
+    ci: float = 0.95,
+    seed: int = 0,
+    gate=None,
+    value_ranges: dict | None = None,
+) -> pd.DataFrame:
     """One row per (claim, model, family | anchors | scatter pair) with COLUMNS.
     per_image: model, explainer, curve, image, score; explainers: the config's
     section; curve_scores: {curve: (label, higher is better, score)} of the
@@ -413,8 +496,10 @@ def decide_claims(per_image: pd.DataFrame, explainers: dict, curve_scores: dict,
     label = {c: curve_scores[c][0] for c in present}
     alpha = 1 - ci
     # pivot each (model, curve) once: every cell of every claim reads these
-    split = {key: d.pivot_table(index="image", columns="explainer", values="score", aggfunc="mean")
-             for key, d in per_image.groupby(["model", "curve"], sort=False, observed=True)}
+    split = {
+        key: d.pivot_table(index="image", columns="explainer", values="score", aggfunc="mean")
+        for key, d in per_image.groupby(["model", "curve"], sort=False, observed=True)
+    }
     frames = lambda model, curve: split.get((model, curve), pd.DataFrame())  # noqa: E731
     models = sorted(per_image["model"].unique())
     rows = []
@@ -435,7 +520,8 @@ def decide_claims(per_image: pd.DataFrame, explainers: dict, curve_scores: dict,
                 c["estimate"], c["ci_low"], c["ci_high"], c["p"] = _interval(v, c["bounds"], ci)
                 c["to_decide"] = pair_images_needed(np.sign(v.mean()) * v)[0]
                 c["to_decide_ci"] = images_to_decide_interval(
-                    v, n_boot, ci, derive_seed(seed, "claims", claim.text, c["model"], c["family"]))
+                    v, n_boot, ci, derive_seed(seed, "claims", claim.text, c["model"], c["family"])
+                )
             else:  # macro: the compatible-orders interval, no p
                 s, fractions, order = c["scores"]
                 c["ci_low"], c["ci_high"] = compatible_interval(s, fractions, order, ci)
@@ -463,14 +549,35 @@ def decide_claims(per_image: pd.DataFrame, explainers: dict, curve_scores: dict,
                 word = _scatter_verdict(c["estimate"], p_adj, c["sim_low"], c["sim_high"], c["contrast"], alpha, n)
             else:
                 word = decide(c["estimate"], p_adj, alpha, n=n)
-            rows.append({"claim": claim.text, "kind": claim.kind, "model": c["model"], "family": c["family"],
-                         "statistic": c["statistic"], "metric": label[claim.curve],
-                         "versus": label.get(claim.versus, ""), "estimate": c["estimate"],
-                         "ci_low": c["ci_low"], "ci_high": c["ci_high"], "p": c["p"], "p_holm": p_adj,
-                         "holm_family": f"{claim.text}: {HOLM_FAMILY[claim.kind]}", "holm_m": m,
-                         "sim_level": level, "sim_low": c["sim_low"], "sim_high": c["sim_high"],
-                         "bound_low": c["bounds"][0], "bound_high": c["bounds"][1], "bounds_from": c["bounds_from"],
-                         "contrast": c.get("contrast", math.nan), "gate": c["gate"], "n_images": n,
-                         "verdict": word, "images_to_decide": c["to_decide"],
-                         "images_to_decide_low": c["to_decide_ci"][0], "images_to_decide_high": c["to_decide_ci"][1]})
+            rows.append(
+                {
+                    "claim": claim.text,
+                    "kind": claim.kind,
+                    "model": c["model"],
+                    "family": c["family"],
+                    "statistic": c["statistic"],
+                    "metric": label[claim.curve],
+                    "versus": label.get(claim.versus, ""),
+                    "estimate": c["estimate"],
+                    "ci_low": c["ci_low"],
+                    "ci_high": c["ci_high"],
+                    "p": c["p"],
+                    "p_holm": p_adj,
+                    "holm_family": f"{claim.text}: {HOLM_FAMILY[claim.kind]}",
+                    "holm_m": m,
+                    "sim_level": level,
+                    "sim_low": c["sim_low"],
+                    "sim_high": c["sim_high"],
+                    "bound_low": c["bounds"][0],
+                    "bound_high": c["bounds"][1],
+                    "bounds_from": c["bounds_from"],
+                    "contrast": c.get("contrast", math.nan),
+                    "gate": c["gate"],
+                    "n_images": n,
+                    "verdict": word,
+                    "images_to_decide": c["to_decide"],
+                    "images_to_decide_low": c["to_decide_ci"][0],
+                    "images_to_decide_high": c["to_decide_ci"][1],
+                }
+            )
     return pd.DataFrame(rows, columns=COLUMNS)

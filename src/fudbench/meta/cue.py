@@ -40,6 +40,7 @@ steps turn that into a verdict on each metric:
 
 Torch-free: the scripts pass in predictions and attribution arrays.
 """
+
 from __future__ import annotations
 
 import math
@@ -54,11 +55,38 @@ from fudbench.meta.ranks import average_ranks, spearman_rows
 TRUTHS = ("precision", "auroc", "mass")
 CONTROL_METHODS = ("oracle", "background", "random", "degrade", "randomise_model")
 CONDITIONS = ("clean", "cue_removed", "object_removed", "cue_swapped")
-INTERVENTION_COLUMNS = ["model", "condition", "n", "accuracy", "ci_low", "ci_high", "chance", "unchanged",
-                        "expected", "check"]
-VERDICT_COLUMNS = ["model", "curve", "metric", "explainers", "truth", "with_isa", "n_explainers", "n_images",
-                   "spearman", "ci_low", "ci_high", "p", "verdict", "macro_spearman", "macro_ci_low",
-                   "macro_ci_high", "macro_verdict", "intervention"]
+INTERVENTION_COLUMNS = [
+    "model",
+    "condition",
+    "n",
+    "accuracy",
+    "ci_low",
+    "ci_high",
+    "chance",
+    "unchanged",
+    "expected",
+    "check",
+]
+VERDICT_COLUMNS = [
+    "model",
+    "curve",
+    "metric",
+    "explainers",
+    "truth",
+    "with_isa",
+    "n_explainers",
+    "n_images",
+    "spearman",
+    "ci_low",
+    "ci_high",
+    "p",
+    "verdict",
+    "macro_spearman",
+    "macro_ci_low",
+    "macro_ci_high",
+    "macro_verdict",
+    "intervention",
+]
 PER_IMAGE_COLUMNS = ["model", "curve", "metric", "explainers", "truth", "with_isa", "image", "spearman"]
 
 
@@ -80,6 +108,7 @@ class CueCheck:
 
 # ------------------------------------------------------------------ intervention
 
+
 def wilson_interval(k: int, n: int, ci: float = 0.95) -> tuple[float, float]:
     """Wilson score interval of a binomial proportion k / n (nan, nan for n = 0)."""
     if n == 0:
@@ -93,8 +122,15 @@ def wilson_interval(k: int, n: int, ci: float = 0.95) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def intervention_rows(model: str, predictions: dict, labels, swapped_labels, n_classes: int,
-                      check: CueCheck = CueCheck(), ci: float = 0.95) -> list[dict]:
+def intervention_rows(
+    model: str,
+    predictions: dict,
+    labels,
+    swapped_labels,
+    n_classes: int,
+    check: CueCheck = CueCheck(),
+    ci: float = 0.95,
+) -> list[dict]:
     """One row per condition (CONDITIONS) of one classifier. predictions: {condition:
     predicted classes}; labels: the clean labels; swapped_labels: the classes the
     recoloured cues say. Accuracy is against the label the image's cue says (the
@@ -121,14 +157,26 @@ def intervention_rows(model: str, predictions: dict, labels, swapped_labels, n_c
         else:  # clean, and the recoloured cue: the model must follow the colour
             expected = f"accuracy >= {check.min_accuracy}"
             ok, why = acc >= check.min_accuracy, f"accuracy {acc:.3f} < {check.min_accuracy}"
-        rows.append({"model": model, "condition": condition, "n": n, "accuracy": acc, "ci_low": lo, "ci_high": hi,
-                     "chance": chance, "unchanged": unchanged, "expected": expected,
-                     "check": "ok" if ok else f"FAILED: {why}"})
+        rows.append(
+            {
+                "model": model,
+                "condition": condition,
+                "n": n,
+                "accuracy": acc,
+                "ci_low": lo,
+                "ci_high": hi,
+                "chance": chance,
+                "unchanged": unchanged,
+                "expected": expected,
+                "check": "ok" if ok else f"FAILED: {why}",
+            }
+        )
     return rows
 
 
-def intervention_check(model: str, predict, data: dict, n_classes: int, check: CueCheck = CueCheck(),
-                       ci: float = 0.95) -> list[dict]:
+def intervention_check(
+    model: str, predict, data: dict, n_classes: int, check: CueCheck = CueCheck(), ci: float = 0.95
+) -> list[dict]:
     """intervention_rows of one classifier; predict: uint8 images (N, 3, H, W) -> predicted
     classes; data: generate_cue_split(..., counterfactuals=True)'s arrays."""
     keys = {"clean": "images", "cue_removed": "no_cue", "object_removed": "no_object", "cue_swapped": "swapped"}
@@ -139,13 +187,30 @@ def intervention_check(model: str, predict, data: dict, n_classes: int, check: C
 # ------------------------------------------------------------------ dose-response
 
 DOSES = (0.0, 0.25, 0.5, 0.75, 1.0)  # shares of the cue's pixels removed
-DOSE_COLUMNS = ["model", "order", "dose", "n_removed", "n", "accuracy", "accuracy_ci_low", "accuracy_ci_high",
-                "target_prob", "target_prob_ci_low", "target_prob_ci_high", "step", "step_ci_low", "step_ci_high",
-                "step_p", "step_verdict", "monotone"]
+DOSE_COLUMNS = [
+    "model",
+    "order",
+    "dose",
+    "n_removed",
+    "n",
+    "accuracy",
+    "accuracy_ci_low",
+    "accuracy_ci_high",
+    "target_prob",
+    "target_prob_ci_low",
+    "target_prob_ci_high",
+    "step",
+    "step_ci_low",
+    "step_ci_high",
+    "step_p",
+    "step_verdict",
+    "monotone",
+]
 
 
-def dose_response_rows(model: str, order: str, probs: np.ndarray, labels, doses=DOSES, k: int | None = None,
-                       ci: float = 0.95) -> list[dict]:
+def dose_response_rows(
+    model: str, order: str, probs: np.ndarray, labels, doses=DOSES, k: int | None = None, ci: float = 0.95
+) -> list[dict]:
     """Rows (DOSE_COLUMNS) of one classifier and removal order. probs: (D, N, C)
     softmax outputs at each dose (nested removals of the same images); labels:
     the clean labels. Accuracy and the label's probability are means of per-image
@@ -165,27 +230,48 @@ def dose_response_rows(model: str, order: str, probs: np.ndarray, labels, doses=
     for j, dose in enumerate(doses):
         acc = mean_interval(correct[j], (0.0, 1.0), ci)
         prob = mean_interval(target[j], (0.0, 1.0), ci)
-        step = (mean_interval(target[j] - target[j - 1], (-1.0, 1.0), ci) if j
-                else (math.nan, math.nan, math.nan, math.nan))
-        word = ("" if not j else "falls" if step[2] < 0 else "rises" if step[1] > 0 else "flat")
-        rows.append({"model": model, "order": order, "dose": float(dose),
-                     "n_removed": math.nan if k is None else int(math.floor(dose * k + 0.5)), "n": len(labels),
-                     "accuracy": acc[0], "accuracy_ci_low": acc[1], "accuracy_ci_high": acc[2],
-                     "target_prob": prob[0], "target_prob_ci_low": prob[1], "target_prob_ci_high": prob[2],
-                     "step": step[0], "step_ci_low": step[1], "step_ci_high": step[2], "step_p": step[3],
-                     "step_verdict": word})
+        step = (
+            mean_interval(target[j] - target[j - 1], (-1.0, 1.0), ci) if j else (math.nan, math.nan, math.nan, math.nan)
+        )
+        word = "" if not j else "falls" if step[2] < 0 else "rises" if step[1] > 0 else "flat"
+        rows.append(
+            {
+                "model": model,
+                "order": order,
+                "dose": float(dose),
+                "n_removed": math.nan if k is None else int(math.floor(dose * k + 0.5)),
+                "n": len(labels),
+                "accuracy": acc[0],
+                "accuracy_ci_low": acc[1],
+                "accuracy_ci_high": acc[2],
+                "target_prob": prob[0],
+                "target_prob_ci_low": prob[1],
+                "target_prob_ci_high": prob[2],
+                "step": step[0],
+                "step_ci_low": step[1],
+                "step_ci_high": step[2],
+                "step_p": step[3],
+                "step_verdict": word,
+            }
+        )
     steps = {f"{rows[j - 1]['dose']:g}->{rows[j]['dose']:g}": rows[j]["step_verdict"] for j in range(1, len(rows))}
     rises = [s for s, w in steps.items() if w == "rises"]
     flat = [s for s, w in steps.items() if w == "flat"]
-    monotone = (f"not monotone (rises: {', '.join(rises)})" if rises
-                else f"non-increasing (flat: {', '.join(flat)})" if flat else "falls at every step")
+    monotone = (
+        f"not monotone (rises: {', '.join(rises)})"
+        if rises
+        else f"non-increasing (flat: {', '.join(flat)})"
+        if flat
+        else "falls at every step"
+    )
     for r in rows:
         r["monotone"] = monotone
     return rows
 
 
-def dose_response(model: str, predict_proba, images, no_cue, ranks_by_order: dict, labels, doses=DOSES,
-                  ci: float = 0.95) -> list[dict]:
+def dose_response(
+    model: str, predict_proba, images, no_cue, ranks_by_order: dict, labels, doses=DOSES, ci: float = 0.95
+) -> list[dict]:
     """dose_response_rows of one classifier for every removal order. predict_proba:
     uint8 images (N, 3, H, W) -> (N, C) probabilities; ranks_by_order: {order:
     data.synthetic.cue_removal_ranks(...)}; the dose images are cue_dose_images."""
@@ -207,6 +293,7 @@ def failed_checks(table: pd.DataFrame) -> dict[str, list[str]]:
 
 # ------------------------------------------------------------------ coverage
 
+
 def reduce_map(attribution: np.ndarray, reduction: str = "abs_sum") -> np.ndarray:
     """(N, C, H, W) or (N, H, W) -> (N, H, W) per-pixel scores, as fudbench.core.masks.reduce_attribution
     (the metrics' reduction; a test checks the two agree)."""
@@ -220,7 +307,7 @@ def reduce_map(attribution: np.ndarray, reduction: str = "abs_sum") -> np.ndarra
     if reduction == "max_abs":
         return np.abs(a).max(1)
     if reduction == "l2":
-        return np.sqrt((a ** 2).sum(1))
+        return np.sqrt((a**2).sum(1))
     raise ValueError(f"config key 'evaluation.reduction': unknown reduction {reduction!r}")
 
 
@@ -261,8 +348,9 @@ def cue_coverage(scores: np.ndarray, cue: np.ndarray) -> dict[str, np.ndarray]:
     return {"precision": precision, "auroc": auroc, "mass": mass}
 
 
-def coverage_frame(model: str, explainer: str, ids, attribution: np.ndarray, cue: np.ndarray,
-                   reduction: str = "abs_sum") -> pd.DataFrame:
+def coverage_frame(
+    model: str, explainer: str, ids, attribution: np.ndarray, cue: np.ndarray, reduction: str = "abs_sum"
+) -> pd.DataFrame:
     """Rows (model, explainer, image, precision, auroc, mass) of one attributions file."""
     cov = cue_coverage(reduce_map(attribution, reduction), cue)
     return pd.DataFrame({"model": model, "explainer": explainer, "image": np.asarray(ids, dtype=np.int64), **cov})
@@ -284,6 +372,7 @@ def coverage_summary(coverage: pd.DataFrame, n_boot: int = 1000, ci: float = 0.9
 
 
 # ------------------------------------------------------------------ verdicts
+
 
 def control_explainers(explainers: dict) -> list[str]:
     """Config entries that are controls: the anchors, the cue mask and the families of known order."""
@@ -319,9 +408,18 @@ def _macro_interval(s: np.ndarray, t: np.ndarray, n_boot: int, ci: float, seed: 
     return float(np.quantile(rho, (1 - ci) / 2)), float(np.quantile(rho, 1 - (1 - ci) / 2))
 
 
-def cue_verdict_frames(per_image: pd.DataFrame, coverage: pd.DataFrame, explainers: dict, curve_scores: dict,
-                       truths=TRUTHS, with_isa=(True, False), n_boot: int = 1000, ci: float = 0.95, seed: int = 0,
-                       failed: dict | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def cue_verdict_frames(
+    per_image: pd.DataFrame,
+    coverage: pd.DataFrame,
+    explainers: dict,
+    curve_scores: dict,
+    truths=TRUTHS,
+    with_isa=(True, False),
+    n_boot: int = 1000,
+    ci: float = 0.95,
+    seed: int = 0,
+    failed: dict | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(verdicts, per-image Spearman). verdicts: one row per (model, metric,
     explainer set, truth, with_isa) with VERDICT_COLUMNS; per-image: the rows
     (model, curve, metric, explainers, truth, with_isa, image, spearman) the
@@ -369,30 +467,65 @@ def cue_verdict_frames(per_image: pd.DataFrame, coverage: pd.DataFrame, explaine
                         est, lo, hi, p = mean_interval(rho.to_numpy(), (-1.0, 1.0), ci)
                         macro = per_image_spearman(sm.mean(0)[None], tm.mean(0)[None])[0]
                         # the same resamples of images for every metric (no curve in the seed): paired
-                        mlo, mhi = _macro_interval(sm, tm, n_boot, ci, derive_seed(
-                            seed, "cue_macro", model, set_name, truth, str(keep_isa)))
+                        mlo, mhi = _macro_interval(
+                            sm, tm, n_boot, ci, derive_seed(seed, "cue_macro", model, set_name, truth, str(keep_isa))
+                        )
                         bad = failed.get(model)
-                        rows.append({"model": model, "curve": curve, "metric": label, "explainers": set_name,
-                                     "truth": truth, "with_isa": bool(keep_isa), "n_explainers": len(chosen),
-                                     "n_images": len(rho), "spearman": est, "ci_low": lo, "ci_high": hi, "p": p,
-                                     "verdict": verdict(lo, hi, len(rho), ("recovers", "reverses")),
-                                     "macro_spearman": float(macro), "macro_ci_low": mlo, "macro_ci_high": mhi,
-                                     "macro_verdict": verdict(mlo, mhi, len(images), ("recovers", "reverses")),
-                                     "intervention": "ok" if not bad else "FAILED: " + ", ".join(bad)})
-                        rho_frames.append(pd.DataFrame({
-                            "model": model, "curve": curve, "metric": label, "explainers": set_name, "truth": truth,
-                            "with_isa": bool(keep_isa), "image": rho.index.to_numpy(), "spearman": rho.to_numpy()}))
-    rho_all = (pd.concat(rho_frames, ignore_index=True) if rho_frames
-               else pd.DataFrame(columns=PER_IMAGE_COLUMNS))
+                        rows.append(
+                            {
+                                "model": model,
+                                "curve": curve,
+                                "metric": label,
+                                "explainers": set_name,
+                                "truth": truth,
+                                "with_isa": bool(keep_isa),
+                                "n_explainers": len(chosen),
+                                "n_images": len(rho),
+                                "spearman": est,
+                                "ci_low": lo,
+                                "ci_high": hi,
+                                "p": p,
+                                "verdict": verdict(lo, hi, len(rho), ("recovers", "reverses")),
+                                "macro_spearman": float(macro),
+                                "macro_ci_low": mlo,
+                                "macro_ci_high": mhi,
+                                "macro_verdict": verdict(mlo, mhi, len(images), ("recovers", "reverses")),
+                                "intervention": "ok" if not bad else "FAILED: " + ", ".join(bad),
+                            }
+                        )
+                        rho_frames.append(
+                            pd.DataFrame(
+                                {
+                                    "model": model,
+                                    "curve": curve,
+                                    "metric": label,
+                                    "explainers": set_name,
+                                    "truth": truth,
+                                    "with_isa": bool(keep_isa),
+                                    "image": rho.index.to_numpy(),
+                                    "spearman": rho.to_numpy(),
+                                }
+                            )
+                        )
+    rho_all = pd.concat(rho_frames, ignore_index=True) if rho_frames else pd.DataFrame(columns=PER_IMAGE_COLUMNS)
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS), rho_all[PER_IMAGE_COLUMNS]
 
 
-def cue_verdicts(per_image: pd.DataFrame, coverage: pd.DataFrame, explainers: dict, curve_scores: dict,
-                 truth: str = "precision", n_boot: int = 1000, ci: float = 0.95, seed: int = 0,
-                 failed: dict | None = None) -> pd.DataFrame:
+def cue_verdicts(
+    per_image: pd.DataFrame,
+    coverage: pd.DataFrame,
+    explainers: dict,
+    curve_scores: dict,
+    truth: str = "precision",
+    n_boot: int = 1000,
+    ci: float = 0.95,
+    seed: int = 0,
+    failed: dict | None = None,
+) -> pd.DataFrame:
     """cue_verdict_frames' verdicts under one truth, ISA included."""
-    return cue_verdict_frames(per_image, coverage, explainers, curve_scores, (truth,), (True,), n_boot, ci, seed,
-                              failed)[0]
+    return cue_verdict_frames(
+        per_image, coverage, explainers, curve_scores, (truth,), (True,), n_boot, ci, seed, failed
+    )[0]
 
 
 # ------------------------------------------------------------------ endpoint
@@ -400,16 +533,37 @@ def cue_verdicts(per_image: pd.DataFrame, coverage: pd.DataFrame, explainers: di
 # The pre-registered comparisons (issue 38): FUD's symmetric score and its keep-bottom curve against
 # the paper's keep-top FUD, each as agreement with the cue order (per-image Spearman) of the paper's
 # explainers (no_controls); the precision truth with ISA is the primary cell.
-ENDPOINT_COMPARISONS = {"symmetric_minus_paper": ("fud_symmetric", "fud"),
-                        "bottom_minus_paper": ("fud_bottom", "fud")}
-ENDPOINT_COLUMNS = ["model", "comparison", "truth", "with_isa", "explainers", "primary", "estimate", "ci_low",
-                    "ci_high", "p", "n_images", "macro_challenger", "macro_challenger_low", "macro_challenger_high",
-                    "macro_paper", "macro_paper_low", "macro_paper_high", "macro_difference"]
+ENDPOINT_COMPARISONS = {"symmetric_minus_paper": ("fud_symmetric", "fud"), "bottom_minus_paper": ("fud_bottom", "fud")}
+ENDPOINT_COLUMNS = [
+    "model",
+    "comparison",
+    "truth",
+    "with_isa",
+    "explainers",
+    "primary",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "p",
+    "n_images",
+    "macro_challenger",
+    "macro_challenger_low",
+    "macro_challenger_high",
+    "macro_paper",
+    "macro_paper_low",
+    "macro_paper_high",
+    "macro_difference",
+]
 
 
-def endpoint_rows(rho: pd.DataFrame, comparisons: dict = ENDPOINT_COMPARISONS, explainers: str = "no_controls",
-                  primary: tuple[str, bool] = ("precision", True), ci: float = 0.95,
-                  verdicts: pd.DataFrame | None = None) -> pd.DataFrame:
+def endpoint_rows(
+    rho: pd.DataFrame,
+    comparisons: dict = ENDPOINT_COMPARISONS,
+    explainers: str = "no_controls",
+    primary: tuple[str, bool] = ("precision", True),
+    ci: float = 0.95,
+    verdicts: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """The cue endpoint: per model, comparison (name: (curve, reference curve)),
     truth and with_isa, the mean over images of the paired difference of the two
     curves' per-image Spearman with the truth (cue_verdict_frames' per-image
@@ -426,8 +580,7 @@ def endpoint_rows(rho: pd.DataFrame, comparisons: dict = ENDPOINT_COMPARISONS, e
     macro = {}
     if verdicts is not None:
         for r in verdicts[verdicts["explainers"] == explainers].itertuples():
-            macro[(r.model, r.curve, r.truth, bool(r.with_isa))] = (r.macro_spearman, r.macro_ci_low,
-                                                                    r.macro_ci_high)
+            macro[(r.model, r.curve, r.truth, bool(r.with_isa))] = (r.macro_spearman, r.macro_ci_low, r.macro_ci_high)
     nan3 = (math.nan, math.nan, math.nan)
     d = rho[rho["explainers"] == explainers]
     rows = []
@@ -440,14 +593,32 @@ def endpoint_rows(rho: pd.DataFrame, comparisons: dict = ENDPOINT_COMPARISONS, e
             est, lo, hi, p = mean_interval(diff, (-2.0, 2.0), ci)
             mc = macro.get((model, curve, truth, bool(with_isa)), nan3)
             mp = macro.get((model, reference, truth, bool(with_isa)), nan3)
-            rows.append({"model": model, "comparison": name, "truth": truth, "with_isa": bool(with_isa),
-                         "explainers": explainers, "primary": (truth, bool(with_isa)) == tuple(primary),
-                         "estimate": est, "ci_low": lo, "ci_high": hi, "p": p, "n_images": len(diff),
-                         "macro_challenger": mc[0], "macro_challenger_low": mc[1], "macro_challenger_high": mc[2],
-                         "macro_paper": mp[0], "macro_paper_low": mp[1], "macro_paper_high": mp[2],
-                         "macro_difference": mc[0] - mp[0]})
+            rows.append(
+                {
+                    "model": model,
+                    "comparison": name,
+                    "truth": truth,
+                    "with_isa": bool(with_isa),
+                    "explainers": explainers,
+                    "primary": (truth, bool(with_isa)) == tuple(primary),
+                    "estimate": est,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "p": p,
+                    "n_images": len(diff),
+                    "macro_challenger": mc[0],
+                    "macro_challenger_low": mc[1],
+                    "macro_challenger_high": mc[2],
+                    "macro_paper": mp[0],
+                    "macro_paper_low": mp[1],
+                    "macro_paper_high": mp[2],
+                    "macro_difference": mc[0] - mp[0],
+                }
+            )
     out = pd.DataFrame(rows, columns=ENDPOINT_COLUMNS)
     order = {t: i for i, t in enumerate(TRUTHS)}
-    return out.sort_values(["model", "comparison", "truth", "with_isa"],
-                           key=lambda c: c.map(order) if c.name == "truth" else
-                           (~c if c.name == "with_isa" else c), kind="stable").reset_index(drop=True)
+    return out.sort_values(
+        ["model", "comparison", "truth", "with_isa"],
+        key=lambda c: c.map(order) if c.name == "truth" else (~c if c.name == "with_isa" else c),
+        kind="stable",
+    ).reset_index(drop=True)

@@ -35,6 +35,7 @@ also requires the family's order on the truth; the cue's cells form their
 own Holm family (they rank different explainers, which differ in scatter:
 not scatter-matched), labelled "cue primary" / "cue secondary".
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -45,17 +46,43 @@ from fudbench.meta.inference import holm, mean_interval
 COMPARISONS = (("primary", "fud_symmetric", "fud"), ("secondary", "fud_bottom", "fud"))
 SCATTER_MATCHED_SUFFIXES = ("_shifted", "_blocks", "_displaced")
 ALPHA = 0.05
-COLUMNS = ["endpoint", "challenger", "paper", "model", "family", "source", "estimate", "ci_low", "ci_high", "p",
-           "p_holm", "n_cells", "verdict", "macro_challenger", "macro_challenger_low", "macro_challenger_high",
-           "macro_paper", "macro_paper_low", "macro_paper_high", "macro_difference", "n_images"]
+COLUMNS = [
+    "endpoint",
+    "challenger",
+    "paper",
+    "model",
+    "family",
+    "source",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "p",
+    "p_holm",
+    "n_cells",
+    "verdict",
+    "macro_challenger",
+    "macro_challenger_low",
+    "macro_challenger_high",
+    "macro_paper",
+    "macro_paper_low",
+    "macro_paper_high",
+    "macro_difference",
+    "n_images",
+]
 
 
 def scatter_matched(family: str) -> bool:
     return family.endswith(SCATTER_MATCHED_SUFFIXES)
 
 
-def endpoint_cells(per_image: pd.DataFrame, explainers: dict, curve_scores: dict,
-                   gate: pd.DataFrame | None, ci: float = 0.95, comparisons=COMPARISONS) -> pd.DataFrame:
+def endpoint_cells(
+    per_image: pd.DataFrame,
+    explainers: dict,
+    curve_scores: dict,
+    gate: pd.DataFrame | None,
+    ci: float = 0.95,
+    comparisons=COMPARISONS,
+) -> pd.DataFrame:
     """Unadjusted cells of the comparisons ((endpoint, challenger, comparator)
     triples; default: round three's two) (COLUMNS less p_holm, n_cells,
     verdict) on the run's scatter-matched families that pass the gate.
@@ -78,8 +105,10 @@ def endpoint_cells(per_image: pd.DataFrame, explainers: dict, curve_scores: dict
                     continue
                 levels = [degraded[e][1] for e in members]
                 order = family_order(family)
-                r = {c: per_image_recovery(per_image, model, c, signs[c], members, levels, order)
-                     for c in (challenger, paper)}
+                r = {
+                    c: per_image_recovery(per_image, model, c, signs[c], members, levels, order)
+                    for c in (challenger, paper)
+                }
                 diff = (r[challenger] - r[paper]).dropna()
                 if diff.empty:
                     continue
@@ -87,16 +116,30 @@ def endpoint_cells(per_image: pd.DataFrame, explainers: dict, curve_scores: dict
                 macro, macro_ci = {}, {}
                 for c in (challenger, paper):
                     wide = _scores(per_image, model, c, members, signs[c]).to_numpy()
-                    macro[c] = float(recovery_rows(wide.mean(0)[None], levels, order)[0]) if len(wide) \
-                        else np.nan
+                    macro[c] = float(recovery_rows(wide.mean(0)[None], levels, order)[0]) if len(wide) else np.nan
                     macro_ci[c] = compatible_interval(wide, levels, order, ci) if len(wide) > 1 else (np.nan, np.nan)
-                rows.append({"endpoint": endpoint, "challenger": challenger, "paper": paper, "model": model,
-                             "family": family, "source": "families", "estimate": est, "ci_low": lo, "ci_high": hi,
-                             "p": p, "macro_challenger": macro[challenger],
-                             "macro_challenger_low": macro_ci[challenger][0],
-                             "macro_challenger_high": macro_ci[challenger][1], "macro_paper": macro[paper],
-                             "macro_paper_low": macro_ci[paper][0], "macro_paper_high": macro_ci[paper][1],
-                             "macro_difference": macro[challenger] - macro[paper], "n_images": len(diff)})
+                rows.append(
+                    {
+                        "endpoint": endpoint,
+                        "challenger": challenger,
+                        "paper": paper,
+                        "model": model,
+                        "family": family,
+                        "source": "families",
+                        "estimate": est,
+                        "ci_low": lo,
+                        "ci_high": hi,
+                        "p": p,
+                        "macro_challenger": macro[challenger],
+                        "macro_challenger_low": macro_ci[challenger][0],
+                        "macro_challenger_high": macro_ci[challenger][1],
+                        "macro_paper": macro[paper],
+                        "macro_paper_low": macro_ci[paper][0],
+                        "macro_paper_high": macro_ci[paper][1],
+                        "macro_difference": macro[challenger] - macro[paper],
+                        "n_images": len(diff),
+                    }
+                )
     return pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("p_holm", "n_cells", "verdict")])
 
 
@@ -110,13 +153,15 @@ def joint_holm(cells: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
         out.loc[idx, "p_holm"] = holm(out.loc[idx, "p"].to_numpy(dtype=float))
         out.loc[idx, "n_cells"] = int(np.isfinite(out.loc[idx, "p"].to_numpy(dtype=float)).sum())
     out["verdict"] = [
-        ("challenger better" if e > 0 else "paper better") if np.isfinite(q) and q < alpha and e != 0
-        else "undecided" for e, q in zip(out["estimate"], out["p_holm"])]
+        ("challenger better" if e > 0 else "paper better") if np.isfinite(q) and q < alpha and e != 0 else "undecided"
+        for e, q in zip(out["estimate"], out["p_holm"])
+    ]
     return out.reindex(columns=COLUMNS)
 
 
-def endpoint_table(per_image, explainers, curve_scores, gate, cue_cells: pd.DataFrame | None = None,
-                   ci: float = 0.95) -> pd.DataFrame:
+def endpoint_table(
+    per_image, explainers, curve_scores, gate, cue_cells: pd.DataFrame | None = None, ci: float = 0.95
+) -> pd.DataFrame:
     """The endpoint's cells with Holm's adjustment (joint_holm), the cue's cells
     (same columns, source "cue") included where given."""
     cells = endpoint_cells(per_image, explainers, curve_scores, gate, ci)

@@ -37,6 +37,7 @@ metrics order the explainers identically); refused (NaN, with a note) with
 fewer than MIN_AGREEMENT_EXPLAINERS (3) explainers: with two, tau is +-1
 whatever the metrics.
 """
+
 from __future__ import annotations
 
 import logging
@@ -48,6 +49,7 @@ from fudbench.analysis.bootstrap import percentile_interval
 from fudbench.meta.ranks import average_ranks, kendall_rows, spearman, spearman_rows  # noqa: F401
 
 log = logging.getLogger(__name__)
+
 
 def default_curve_scores() -> dict:
     """{curve: (label, higher is better, score)} of every known curve (the evaluator specs)."""
@@ -72,8 +74,9 @@ def select_curves(curve_scores: dict, curves) -> dict:
             unknown.append(wanted)
         out.update(hits)
     if unknown:
-        raise ValueError(f"unknown metric(s) {sorted(unknown)}: use curve names or table names of "
-                         f"{sorted(curve_scores)}")
+        raise ValueError(
+            f"unknown metric(s) {sorted(unknown)}: use curve names or table names of {sorted(curve_scores)}"
+        )
     return out
 
 
@@ -128,8 +131,10 @@ def degraded_explainers(explainers: dict) -> dict[str, tuple[str, float]]:
         template, _, level_key = KNOWN_ORDER_METHODS[method]
         for key in ("base", level_key):
             if key not in settings:
-                raise ValueError(f"config key 'explainers.{name}.{key}': required for method: {method} "
-                                 f"(e.g. {{method: {method}, base: ig, {level_key}: 2}})")
+                raise ValueError(
+                    f"config key 'explainers.{name}.{key}': required for method: {method} "
+                    f"(e.g. {{method: {method}, base: ig, {level_key}: 2}})"
+                )
         out[name] = (template.format(base=settings["base"]), float(settings[level_key]))
     return out
 
@@ -200,8 +205,11 @@ ANTISYMMETRIC_CURVES = ("fud_symmetric", "srg__")
 def score_kind(curve: str) -> str:
     """antisymmetric or one-sided (see ANTISYMMETRIC_CURVES); aliased curves by their base."""
     base = curve.partition("@")[0]
-    return "antisymmetric" if any(base == c or (c.endswith("__") and base.startswith(c))
-                                  for c in ANTISYMMETRIC_CURVES) else "one-sided"
+    return (
+        "antisymmetric"
+        if any(base == c or (c.endswith("__") and base.startswith(c)) for c in ANTISYMMETRIC_CURVES)
+        else "one-sided"
+    )
 
 
 def anchor_expected_ranks(present, n: int) -> dict[str, float]:
@@ -225,6 +233,7 @@ def anchor_expected_ranks(present, n: int) -> dict[str, float]:
 
 
 # rank statistics (average_ranks, spearman_rows, spearman, kendall_rows): analysis.ranks
+
 
 def _finite_mean_rows(a: np.ndarray) -> np.ndarray:
     """Mean of each row's finite entries; NaN for a row without any."""
@@ -260,10 +269,19 @@ def _image_matrix(frame: pd.DataFrame, value: str, explainers: list[str], index)
 
 # ------------------------------------------------------------ ground-truth ranking
 
-def ground_truth_correlations(per_image: pd.DataFrame, degraded: dict, records: pd.DataFrame | None = None,
-                              n_boot: int = 1000, ci: float = 0.95, seed: int = 0,
-                              curve_scores: dict | None = None, step_values: dict | None = None,
-                              curves=None, orders: dict | None = None) -> pd.DataFrame:
+
+def ground_truth_correlations(
+    per_image: pd.DataFrame,
+    degraded: dict,
+    records: pd.DataFrame | None = None,
+    n_boot: int = 1000,
+    ci: float = 0.95,
+    seed: int = 0,
+    curve_scores: dict | None = None,
+    step_values: dict | None = None,
+    curves=None,
+    orders: dict | None = None,
+) -> pd.DataFrame:
     """How well each metric's ranking of each family recovers its known order.
 
     per_image: columns model, explainer, curve, image, score (per_image_scores).
@@ -284,8 +302,10 @@ def ground_truth_correlations(per_image: pd.DataFrame, degraded: dict, records: 
     from fudbench.core.seeding import derive_seed
 
     if not degraded:
-        raise ValueError("no degraded explainers: add config entries with `method: degrade` (e.g. "
-                         "ig_d00..ig_d50: {method: degrade, base: ig, fraction: 0.0 .. 0.5})")
+        raise ValueError(
+            "no degraded explainers: add config entries with `method: degrade` (e.g. "
+            "ig_d00..ig_d50: {method: degrade, base: ig, fraction: 0.0 .. 0.5})"
+        )
     curve_scores = select_curves(curve_scores or default_curve_scores(), curves)
     step_values = step_values or default_step_values()
     families: dict[str, list[str]] = {}
@@ -305,27 +325,72 @@ def ground_truth_correlations(per_image: pd.DataFrame, degraded: dict, records: 
             for curve, (metric, higher, _) in curve_scores.items():
                 sign = 1.0 if higher else -1.0
                 key = (model, family, metric)
-                base = {"model": model, "family": family, "metric": metric, "curve": curve, "order": order,
-                        "higher_is_better": higher, "n_explainers": len(members)}
+                base = {
+                    "model": model,
+                    "family": family,
+                    "metric": metric,
+                    "curve": curve,
+                    "order": order,
+                    "higher_is_better": higher,
+                    "n_explainers": len(members),
+                }
                 d = scored.get((model, curve))
                 d = None if d is None else d[d["explainer"].isin(members)]
                 if d is None or d.empty:
                     continue
                 m = _image_matrix(d, "score", members, "image")
                 if m.empty:
-                    log.warning("%s/%s/%s: some explainers of the family have no scores; skipped",
-                                model, family, metric)
+                    log.warning(
+                        "%s/%s/%s: some explainers of the family have no scores; skipped", model, family, metric
+                    )
                     continue
                 s = sign * m.to_numpy()
                 lo, hi = compatible_interval(s, fractions, order, ci)
-                rows.append({**base, "kind": "macro", "spearman": spearman(s.mean(0), -fractions),
-                             "recovery": float(stat(s.mean(0)[None])[0]), "ci_low": lo, "ci_high": hi,
-                             "n_images": len(s), "n_steps": np.nan})
-                rows.append({**base, "kind": "micro", **_micro(stepped.get((model, curve)), members, fractions, stat,
-                                                               sign, step_values.get(curve), n_boot, ci,
-                                                               derive_seed(seed, "meta", *key))})
-    cols = ["model", "family", "metric", "kind", "spearman", "recovery", "ci_low", "ci_high", "order", "n_images",
-            "n_explainers", "n_steps", "higher_is_better", "curve"]
+                rows.append(
+                    {
+                        **base,
+                        "kind": "macro",
+                        "spearman": spearman(s.mean(0), -fractions),
+                        "recovery": float(stat(s.mean(0)[None])[0]),
+                        "ci_low": lo,
+                        "ci_high": hi,
+                        "n_images": len(s),
+                        "n_steps": np.nan,
+                    }
+                )
+                rows.append(
+                    {
+                        **base,
+                        "kind": "micro",
+                        **_micro(
+                            stepped.get((model, curve)),
+                            members,
+                            fractions,
+                            stat,
+                            sign,
+                            step_values.get(curve),
+                            n_boot,
+                            ci,
+                            derive_seed(seed, "meta", *key),
+                        ),
+                    }
+                )
+    cols = [
+        "model",
+        "family",
+        "metric",
+        "kind",
+        "spearman",
+        "recovery",
+        "ci_low",
+        "ci_high",
+        "order",
+        "n_images",
+        "n_explainers",
+        "n_steps",
+        "higher_is_better",
+        "curve",
+    ]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -336,8 +401,14 @@ def _ci_cols(boot: np.ndarray, ci: float) -> dict:
 
 def _micro(records, members, fractions, stat, sign, column, n_boot, ci, seed) -> dict:
     """records: one model's rows of one curve (or None); stat: rows -> the family's statistic."""
-    nan = {"spearman": np.nan, "recovery": np.nan, "ci_low": np.nan, "ci_high": np.nan, "n_images": np.nan,
-           "n_steps": np.nan}
+    nan = {
+        "spearman": np.nan,
+        "recovery": np.nan,
+        "ci_low": np.nan,
+        "ci_high": np.nan,
+        "n_images": np.nan,
+        "n_steps": np.nan,
+    }
     if records is None or column is None or column not in records.columns:
         return nan
     d = records[records["explainer"].isin(members)]
@@ -351,9 +422,12 @@ def _micro(records, members, fractions, stat, sign, column, n_boot, ci, seed) ->
     # (steps, images, explainers), oriented
     cube = sign * np.stack([m.xs(j, level="step").loc[images].to_numpy() for j in steps])
     per_step = stat(cube.mean(1))
-    out = {"spearman": float(_finite_mean_rows(spearman_rows(cube.mean(1), -fractions)[None])[0]),
-           "recovery": float(_finite_mean_rows(per_step[None])[0]),
-           "n_images": len(images), "n_steps": int(np.isfinite(per_step).sum())}
+    out = {
+        "spearman": float(_finite_mean_rows(spearman_rows(cube.mean(1), -fractions)[None])[0]),
+        "recovery": float(_finite_mean_rows(per_step[None])[0]),
+        "n_images": len(images),
+        "n_steps": int(np.isfinite(per_step).sum()),
+    }
     if n_boot:
         w = _resample_weights(len(images), n_boot, seed)
         boot = stat(_boot_means(w, cube.transpose(1, 0, 2)))  # (B, steps)
@@ -366,8 +440,10 @@ def _micro(records, members, fractions, stat, sign, column, n_boot, ci, seed) ->
 # ------------------------------------------------------------ agreement between metrics
 
 MIN_AGREEMENT_EXPLAINERS = 3
-TOO_FEW_EXPLAINERS = (f"fewer than {MIN_AGREEMENT_EXPLAINERS} explainers: Kendall's tau between two rankings of "
-                      f"two is +-1 whatever the metrics; not computed")
+TOO_FEW_EXPLAINERS = (
+    f"fewer than {MIN_AGREEMENT_EXPLAINERS} explainers: Kendall's tau between two rankings of "
+    f"two is +-1 whatever the metrics; not computed"
+)
 
 
 def agreement_metrics(evaluators: dict, metrics=None) -> list[str]:
@@ -381,8 +457,15 @@ def agreement_metrics(evaluators: dict, metrics=None) -> list[str]:
     return [c for c, v in configured_curve_scores(evaluators).items() if c in known and v[2] is not None]
 
 
-def metric_agreement(per_image: pd.DataFrame, explainers: list[str], n_boot: int = 1000, ci: float = 0.95,
-                     seed: int = 0, curve_scores: dict | None = None, curves=None):
+def metric_agreement(
+    per_image: pd.DataFrame,
+    explainers: list[str],
+    n_boot: int = 1000,
+    ci: float = 0.95,
+    seed: int = 0,
+    curve_scores: dict | None = None,
+    curves=None,
+):
     """Kendall tau-b between the explainer rankings of every pair of metrics, per model.
 
     Returns ({model: square DataFrame metric x metric of tau (symmetric, 1 on
@@ -419,18 +502,35 @@ def metric_agreement(per_image: pd.DataFrame, explainers: list[str], n_boot: int
         means = cube.mean(0)
         k = len(names)
         tau = np.full((k, k), np.nan)
-        boot_means = (_boot_means(_resample_weights(len(images), n_boot, derive_seed(seed, "agreement", model)),
-                                  cube) if n_boot and not refused else None)  # (B, explainers, metrics)
+        boot_means = (
+            _boot_means(_resample_weights(len(images), n_boot, derive_seed(seed, "agreement", model)), cube)
+            if n_boot and not refused
+            else None
+        )  # (B, explainers, metrics)
         for a in range(k):
             for b in range(a, k):
                 t = np.nan if refused and a != b else float(kendall_rows(means[:, a], means[:, b]))
                 tau[a, b] = tau[b, a] = t
-                lo, hi = (percentile_interval(kendall_rows(boot_means[..., a], boot_means[..., b]), ci)
-                          if boot_means is not None else (np.nan, np.nan))
+                lo, hi = (
+                    percentile_interval(kendall_rows(boot_means[..., a], boot_means[..., b]), ci)
+                    if boot_means is not None
+                    else (np.nan, np.nan)
+                )
                 for x, y in {(a, b), (b, a)}:
-                    rows.append({"model": model, "metric_a": names[x], "metric_b": names[y], "tau": t,
-                                 "ci_low": lo, "ci_high": hi, "n_images": len(images),
-                                 "n_explainers": len(explainers), "note": TOO_FEW_EXPLAINERS if refused else ""})
+                    rows.append(
+                        {
+                            "model": model,
+                            "metric_a": names[x],
+                            "metric_b": names[y],
+                            "tau": t,
+                            "ci_low": lo,
+                            "ci_high": hi,
+                            "n_images": len(images),
+                            "n_explainers": len(explainers),
+                            "note": TOO_FEW_EXPLAINERS if refused else "",
+                        }
+                    )
         matrices[model] = pd.DataFrame(tau, index=names, columns=names)
-    return matrices, pd.DataFrame(rows, columns=["model", "metric_a", "metric_b", "tau", "ci_low", "ci_high",
-                                                 "n_images", "n_explainers", "note"])
+    return matrices, pd.DataFrame(
+        rows, columns=["model", "metric_a", "metric_b", "tau", "ci_low", "ci_high", "n_images", "n_explainers", "note"]
+    )

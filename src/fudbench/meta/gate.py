@@ -31,6 +31,7 @@ interval above 0), the family's members differ in scatter as well as in
 evidence, and a metric's win there may be a preference for compact kept sets:
 round four's 2x2 block-shuffled cue maps were ordered perfectly by it.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,12 +39,29 @@ import pandas as pd
 
 from fudbench.meta.inference import mean_interval
 
-COLUMNS = ["model", "family", "best_member", "truth", "best_mean", "random_mean", "estimate", "ci_low", "ci_high",
-           "p", "order_estimate", "order_low", "order_high", "order_p", "passes", "n_images"]
+COLUMNS = [
+    "model",
+    "family",
+    "best_member",
+    "truth",
+    "best_mean",
+    "random_mean",
+    "estimate",
+    "ci_low",
+    "ci_high",
+    "p",
+    "order_estimate",
+    "order_low",
+    "order_high",
+    "order_p",
+    "passes",
+    "n_images",
+]
 
 
-def family_gate(truth: pd.DataFrame, degraded: dict, random_entry: str, truth_name: str = "mass_inside",
-                ci: float = 0.95) -> pd.DataFrame:
+def family_gate(
+    truth: pd.DataFrame, degraded: dict, random_entry: str, truth_name: str = "mass_inside", ci: float = 0.95
+) -> pd.DataFrame:
     """truth: columns model, explainer, image, value (the independent truth per
     map and image); degraded: {explainer: (family, level)}
     (meta.degraded_explainers). One row per (model, family) with COLUMNS."""
@@ -59,13 +77,30 @@ def family_gate(truth: pd.DataFrame, degraded: dict, random_entry: str, truth_na
             pair = m[[best, random_entry]].dropna()
             diff = (pair[best] - pair[random_entry]).to_numpy()
             est, lo, hi, p = mean_interval(diff, (-1.0, 1.0), ci)
-            order = dict(zip(("order_estimate", "order_low", "order_high", "order_p"),
-                             order_interval(m, members, degraded, family, ci)))
+            order = dict(
+                zip(
+                    ("order_estimate", "order_low", "order_high", "order_p"),
+                    order_interval(m, members, degraded, family, ci),
+                )
+            )
             ordered = bool(np.isfinite(order["order_low"]) and order["order_low"] > 0)
-            rows.append({"model": model, "family": family, "best_member": best, "truth": truth_name,
-                         "best_mean": float(pair[best].mean()), "random_mean": float(pair[random_entry].mean()),
-                         "estimate": est, "ci_low": lo, "ci_high": hi, "p": p, **order,
-                         "passes": bool(np.isfinite(lo) and lo > 0 and ordered), "n_images": len(diff)})
+            rows.append(
+                {
+                    "model": model,
+                    "family": family,
+                    "best_member": best,
+                    "truth": truth_name,
+                    "best_mean": float(pair[best].mean()),
+                    "random_mean": float(pair[random_entry].mean()),
+                    "estimate": est,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "p": p,
+                    **order,
+                    "passes": bool(np.isfinite(lo) and lo > 0 and ordered),
+                    "n_images": len(diff),
+                }
+            )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -123,8 +158,16 @@ def scatter_check(boundary: pd.DataFrame, degraded: dict, ci: float = 0.95) -> p
             if sum(e in m.columns for e in members) < 2:
                 continue
             est, lo, hi, _ = order_interval(m, members, degraded, family, ci)
-            rows.append({"model": model, "family": family, "scatter_order_estimate": est, "scatter_order_low": lo,
-                         "scatter_order_high": hi, "scatter_ordered": bool(np.isfinite(lo) and lo > 0)})
+            rows.append(
+                {
+                    "model": model,
+                    "family": family,
+                    "scatter_order_estimate": est,
+                    "scatter_order_low": lo,
+                    "scatter_order_high": hi,
+                    "scatter_ordered": bool(np.isfinite(lo) and lo > 0),
+                }
+            )
     return pd.DataFrame(rows, columns=["model", "family", *SCATTER_COLUMNS])
 
 

@@ -29,6 +29,7 @@ on the adjusted p-values; `simultaneous_level` gives the Bonferroni level of
 intervals shown beside them (Holm can reject where such an interval still
 touches 0; the verdict follows Holm).
 """
+
 from __future__ import annotations
 
 import math
@@ -38,8 +39,9 @@ import numpy as np
 PSEUDO_WEIGHT = 0.25
 
 
-def mean_interval(values, bounds: tuple[float, float] = (-1.0, 1.0), ci: float = 0.95,
-                  pseudo_weight: float = PSEUDO_WEIGHT) -> tuple[float, float, float, float]:
+def mean_interval(
+    values, bounds: tuple[float, float] = (-1.0, 1.0), ci: float = 0.95, pseudo_weight: float = PSEUDO_WEIGHT
+) -> tuple[float, float, float, float]:
     """(mean, low, high, p) of the finite values: the t-interval at `ci` whose
     variance includes two pseudo-observations at `bounds` (weight
     `pseudo_weight` each), clipped to `bounds`; p is the two-sided p-value of
@@ -89,8 +91,13 @@ def simultaneous_level(ci: float, m: int) -> float:
     return 1 - (1 - ci) / max(1, int(m))
 
 
-def decide(estimate: float, p_adjusted: float, alpha: float = 0.05,
-           words: tuple[str, str] = ("holds", "fails"), n: int | None = None) -> str:
+def decide(
+    estimate: float,
+    p_adjusted: float,
+    alpha: float = 0.05,
+    words: tuple[str, str] = ("holds", "fails"),
+    n: int | None = None,
+) -> str:
     """words[0] / words[1] where the adjusted p is below alpha and the estimate
     above / below 0; otherwise 'undecided' (at n, where given)."""
     if np.isfinite(p_adjusted) and p_adjusted < alpha and np.isfinite(estimate) and estimate != 0:

@@ -32,6 +32,7 @@ oriented so that higher = better in the metric's view).
   number of images makes the metric recover it), one with no mean
   difference "tied".
 """
+
 from __future__ import annotations
 
 import itertools
@@ -67,8 +68,12 @@ def adjacent_pairs(fractions, order: str) -> list[tuple[int, int]]:
         return known_pairs(fractions, order)
     f = np.asarray(fractions, dtype=float)
     levels = sorted(set(f.tolist()))
-    return [(i, j) for lo, hi in zip(levels[:-1], levels[1:])
-            for i in np.flatnonzero(f == lo) for j in np.flatnonzero(f == hi)]
+    return [
+        (i, j)
+        for lo, hi in zip(levels[:-1], levels[1:])
+        for i in np.flatnonzero(f == lo)
+        for j in np.flatnonzero(f == hi)
+    ]
 
 
 def pairs_concordance_rows(values: np.ndarray, pairs) -> np.ndarray:
@@ -164,8 +169,9 @@ def pair_images_needed(diff, power: float = POWER, alpha: float = ALPHA) -> tupl
 STATUS_ORDER = ("undefined", "reversed", "tied", "ok")  # the family's status: its worst pair's
 
 
-def images_needed(scores: np.ndarray, fractions=None, order: str = "total", power: float = POWER,
-                  alpha: float = ALPHA) -> tuple[float, str]:
+def images_needed(
+    scores: np.ndarray, fractions=None, order: str = "total", power: float = POWER, alpha: float = ALPHA
+) -> tuple[float, str]:
     """(images, status) for a family (rows images, columns members, oriented):
     the largest pair_images_needed over its adjacent_pairs and the worst
     status (undefined, reversed, tied, ok, in that order). Without fractions

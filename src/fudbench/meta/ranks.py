@@ -1,5 +1,6 @@
 """Rank statistics along the last axis, with ties within rounding (the
 meta-evaluation and the order statistics share them)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,7 +33,7 @@ def spearman_rows(values: np.ndarray, truth) -> np.ndarray:
     rt = average_ranks(np.asarray(truth, dtype=float))
     rv = rv - rv.mean(-1, keepdims=True)
     rt = rt - rt.mean(-1, keepdims=True)
-    denom = np.sqrt((rv ** 2).sum(-1) * (rt ** 2).sum(-1))
+    denom = np.sqrt((rv**2).sum(-1) * (rt**2).sum(-1))
     with np.errstate(invalid="ignore", divide="ignore"):
         rho = (rv * rt).sum(-1) / denom
     return np.where(finite & (denom > 1e-12), np.clip(rho, -1.0, 1.0), np.nan)
@@ -44,7 +45,8 @@ def spearman(a, b) -> float:
 
 def kendall_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Kendall's tau-b between matching rows of x and y (..., E); NaN where either is constant."""
-    x = np.asarray(x, dtype=float); y = np.asarray(y, dtype=float)
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
     i, j = np.triu_indices(x.shape[-1], k=1)
     dx, dy = x[..., j] - x[..., i], y[..., j] - y[..., i]
     sx = np.where(np.abs(dx) <= tie_tolerance(x), 0.0, np.sign(dx))

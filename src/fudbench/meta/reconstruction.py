@@ -13,6 +13,7 @@ distance. Reads the run's aggregated records (`analysis/records.parquet`).
     ./fud python -m fudbench.meta.reconstruction results/synthetic \
         --curves fud insertion --explainers ig ig_d20 ig_d60 random --kept 0.1 0.3 0.5
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,13 @@ import numpy as np
 import pandas as pd
 
 
-def reconstruction_by_explainer(records: pd.DataFrame, curves: Sequence[str], kept: Sequence[float],
-                                explainers: Sequence[str] | None = None, tolerance: float = 0.02) -> pd.DataFrame:
+def reconstruction_by_explainer(
+    records: pd.DataFrame,
+    curves: Sequence[str],
+    kept: Sequence[float],
+    explainers: Sequence[str] | None = None,
+    tolerance: float = 0.02,
+) -> pd.DataFrame:
     """Mean l2 and confidence per (curve, model, explainer, kept fraction), over
     images. Each record counts for the requested kept fraction nearest to its
     own, if within `tolerance` (curves step on different grids, e.g. insertion
@@ -37,11 +43,15 @@ def reconstruction_by_explainer(records: pd.DataFrame, curves: Sequence[str], ke
     nearest = targets[np.abs(r["kept"].to_numpy(float)[:, None] - targets[None, :]).argmin(1)]
     r = r.assign(kept=nearest)[np.abs(r["kept"].to_numpy(float) - nearest) <= tolerance]
     if r.empty:
-        raise ValueError(f"no records of curves {list(curves)} at kept fractions {list(kept)}"
-                         + ("" if explainers is None else f" for explainers {list(explainers)}"))
-    out = (r.groupby(["curve", "model", "explainer", "kept"], sort=False)
-           .agg(l2=("l2", "mean"), confidence=("confidence", "mean"), n_images=("image", "nunique"))
-           .reset_index())
+        raise ValueError(
+            f"no records of curves {list(curves)} at kept fractions {list(kept)}"
+            + ("" if explainers is None else f" for explainers {list(explainers)}")
+        )
+    out = (
+        r.groupby(["curve", "model", "explainer", "kept"], sort=False)
+        .agg(l2=("l2", "mean"), confidence=("confidence", "mean"), n_images=("image", "nunique"))
+        .reset_index()
+    )
     return out
 
 
@@ -58,9 +68,14 @@ def main(argv=None) -> pd.DataFrame:
         raise SystemExit(f"{path} not found: run the workflow first (rule aggregate_records)")
     table = reconstruction_by_explainer(
         pd.read_parquet(path, columns=["model", "explainer", "curve", "image", "kept", "l2", "confidence"]),
-        args.curves, args.kept, args.explainers, args.tolerance)
-    wide = table.pivot_table(index=["curve", "model", "explainer"], columns="kept", values=["l2", "confidence"],
-                             sort=False)
+        args.curves,
+        args.kept,
+        args.explainers,
+        args.tolerance,
+    )
+    wide = table.pivot_table(
+        index=["curve", "model", "explainer"], columns="kept", values=["l2", "confidence"], sort=False
+    )
     print(wide.round(3).to_string(), flush=True)
     return table
 

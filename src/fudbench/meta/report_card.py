@@ -44,6 +44,7 @@ one) and may disagree on the same cell; report.meta's caption says so.
 
 Pure numpy / pandas / scipy: the table job runs in the analysis env.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -51,8 +52,16 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from fudbench.meta.families import (_image_matrix, anchor_expected_ranks, average_ranks, family_members, family_order,
-                                    ground_truth_correlations, metric_agreement, score_kind)
+from fudbench.meta.families import (
+    _image_matrix,
+    anchor_expected_ranks,
+    average_ranks,
+    family_members,
+    family_order,
+    ground_truth_correlations,
+    metric_agreement,
+    score_kind,
+)
 from fudbench.meta.order_stats import ALPHA, POWER, images_needed  # noqa: F401 (images_needed: re-exported)
 from fudbench.core.seeding import seed_groups  # noqa: F401 (re-exported: the card's seed_group column)
 
@@ -68,8 +77,9 @@ def entry_of_curves(evaluators: dict) -> dict[str, str]:
     return {c.name: name for name, settings in evaluators.items() for c in entry_curves(name, settings)}
 
 
-def family_power(per_image: pd.DataFrame, degraded: dict, curve_scores: dict, power: float = POWER,
-                 alpha: float = ALPHA) -> pd.DataFrame:
+def family_power(
+    per_image: pd.DataFrame, degraded: dict, curve_scores: dict, power: float = POWER, alpha: float = ALPHA
+) -> pd.DataFrame:
     """(model, family, curve) -> images_needed and its status (order_stats.images_needed)
     of the family's oriented per-image scores, over the pairs of known order."""
     rows = []
@@ -80,10 +90,12 @@ def family_power(per_image: pd.DataFrame, degraded: dict, curve_scores: dict, po
         for family, members in family_members(degraded).items():
             m = _image_matrix(d[d["explainer"].isin(members)], "score", members, "image")
             if not m.empty:
-                n, status = images_needed(sign * m.to_numpy(), [degraded[e][1] for e in members],
-                                          family_order(family), power, alpha)
-                rows.append({"model": model, "family": family, "curve": curve, "images_needed": n,
-                             "needed_status": status})
+                n, status = images_needed(
+                    sign * m.to_numpy(), [degraded[e][1] for e in members], family_order(family), power, alpha
+                )
+                rows.append(
+                    {"model": model, "family": family, "curve": curve, "images_needed": n, "needed_status": status}
+                )
     return pd.DataFrame(rows, columns=["model", "family", "curve", "images_needed", "needed_status"])
 
 
@@ -91,8 +103,11 @@ def anchor_note(ranks: dict, expected: dict, kind: str) -> str:
     """What is off about the anchors' ranks, '' when each is where expected
     (within half a place: ties get average ranks)."""
     off = {m: ranks[m] - expected[m] for m in ranks if m in expected}
-    notes = [f"{m} {abs(d):g} place(s) {'above' if d < 0 else 'below'} its expected rank {expected[m]:g}"
-             for m, d in off.items() if abs(d) > 0.5]
+    notes = [
+        f"{m} {abs(d):g} place(s) {'above' if d < 0 else 'below'} its expected rank {expected[m]:g}"
+        for m, d in off.items()
+        if abs(d) > 0.5
+    ]
     if {"random", "background"} <= set(ranks) and ranks["background"] < ranks["random"]:
         notes.append("background above random")
     if abs(off.get("background", 0.0)) > 0.5 and kind == "one-sided":
@@ -113,11 +128,17 @@ def anchor_ranks(per_image: pd.DataFrame, anchors: dict, curve_scores: dict) -> 
             continue
         sign = 1.0 if curve_scores[curve][1] else -1.0
         ranks = average_ranks(-sign * m.to_numpy().mean(0))  # 1 = best
-        got = {method: float(ranks[list(m.columns).index(name)]) for name, method in anchors.items()
-               if name in m.columns}
+        got = {
+            method: float(ranks[list(m.columns).index(name)]) for name, method in anchors.items() if name in m.columns
+        }
         expected = anchor_expected_ranks(got, m.shape[1])
-        row = {"model": model, "curve": curve, "n_explainers": m.shape[1], "score_kind": score_kind(curve),
-               "anchor_note": anchor_note(got, expected, score_kind(curve))}
+        row = {
+            "model": model,
+            "curve": curve,
+            "n_explainers": m.shape[1],
+            "score_kind": score_kind(curve),
+            "anchor_note": anchor_note(got, expected, score_kind(curve)),
+        }
         for method, rank in got.items():
             row[f"{method}_rank"], row[f"{method}_expected_rank"] = rank, expected[method]
         rows.append(row)
@@ -129,8 +150,9 @@ def mean_agreement(per_image: pd.DataFrame, curve_scores: dict) -> pd.DataFrame:
     each other curve's, over all explainers, on the images every curve scored
     (the off-diagonal mean of analysis.meta.metric_agreement's matrix; NaN,
     with its note, below MIN_AGREEMENT_EXPLAINERS explainers)."""
-    matrices, long = metric_agreement(per_image, sorted(per_image["explainer"].unique()), n_boot=0,
-                                      curve_scores=curve_scores)
+    matrices, long = metric_agreement(
+        per_image, sorted(per_image["explainer"].unique()), n_boot=0, curve_scores=curve_scores
+    )
     notes = long.groupby("model")["note"].first().to_dict() if len(long) else {}
     curve_of = {label: curve for curve, (label, *_rest) in curve_scores.items()}
     rows = []
@@ -140,8 +162,15 @@ def mean_agreement(per_image: pd.DataFrame, curve_scores: dict) -> pd.DataFrame:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows (R-OMS ties every explainer)
             means = np.nanmean(off, axis=1)
-        rows += [{"model": model, "curve": curve_of[label], "agreement_tau": float(m),
-                  "agreement_note": notes.get(model, "")} for label, m in zip(tau.index, means)]
+        rows += [
+            {
+                "model": model,
+                "curve": curve_of[label],
+                "agreement_tau": float(m),
+                "agreement_note": notes.get(model, ""),
+            }
+            for label, m in zip(tau.index, means)
+        ]
     return pd.DataFrame(rows, columns=["model", "curve", "agreement_tau", "agreement_note"])
 
 
@@ -153,8 +182,9 @@ def entry_cost(seconds: pd.DataFrame, entries: dict) -> dict[tuple[str, str], fl
     return per_image.groupby(["model", "entry"]).mean().to_dict()
 
 
-def _family_columns(card: pd.DataFrame, family: str, corr: pd.DataFrame, power: pd.DataFrame,
-                    target_half_width: float) -> None:
+def _family_columns(
+    card: pd.DataFrame, family: str, corr: pd.DataFrame, power: pd.DataFrame, target_half_width: float
+) -> None:
     """The family's columns of the card (in place): f_statistic, f_recovery,
     f_ci_low, f_ci_high, f_ci, f_powered, f_uninformative, f_images_needed,
     f_needed_status, f_seed_spread."""
@@ -171,7 +201,8 @@ def _family_columns(card: pd.DataFrame, family: str, corr: pd.DataFrame, power: 
     card[f"{f}_images_needed"] = power["images_needed"].reindex(key).to_numpy()
     card[f"{f}_needed_status"] = power["needed_status"].reindex(key).fillna("").to_numpy()
     card[f"{f}_seed_spread"] = card.groupby(["seed_group", "curve"])[f"{f}_recovery"].transform(
-        lambda v: v.max() - v.min() if v.notna().sum() > 1 else np.nan)
+        lambda v: v.max() - v.min() if v.notna().sum() > 1 else np.nan
+    )
 
 
 def _gate_columns(card: pd.DataFrame, family: str, gate: dict | None) -> None:
@@ -182,12 +213,14 @@ def _gate_columns(card: pd.DataFrame, family: str, gate: dict | None) -> None:
     card[f"{family}_gate"] = [gate_status(gate, m, family) for m in card["model"]]
     for column in ("estimate", "ci_low", "ci_high"):
         card[f"{family}_gate_{column}"] = [
-            float(gate[(m, family)][column]) if gate and (m, family) in gate and column in gate[(m, family)]
-            else np.nan for m in card["model"]]
+            float(gate[(m, family)][column]) if gate and (m, family) in gate and column in gate[(m, family)] else np.nan
+            for m in card["model"]
+        ]
 
 
-def scatter_columns(per_image: pd.DataFrame, explainers: dict, curve_scores: dict, ci: float = 0.95,
-                    value_ranges: dict | None = None) -> pd.DataFrame:
+def scatter_columns(
+    per_image: pd.DataFrame, explainers: dict, curve_scores: dict, ci: float = 0.95, value_ranges: dict | None = None
+) -> pd.DataFrame:
     """(model, curve) -> per scatter pair p: scatter_p_reaction, scatter_p_ci_low,
     scatter_p_ci_high, scatter_p_n (module docstring)."""
     from fudbench.meta.claims import _interval, curve_value_ranges, difference_bounds, scatter_reaction
@@ -205,17 +238,35 @@ def scatter_columns(per_image: pd.DataFrame, explainers: dict, curve_scores: dic
         for pair, members in pairs.items():
             v = scatter_reaction(d, model, curve, sign, members).to_numpy(dtype=float)
             est, lo, hi, _ = _interval(v, bounds, ci) if len(v) else (np.nan,) * 4
-            row.update({f"scatter_{pair}_reaction": est, f"scatter_{pair}_ci_low": lo,
-                        f"scatter_{pair}_ci_high": hi, f"scatter_{pair}_n": len(v)})
+            row.update(
+                {
+                    f"scatter_{pair}_reaction": est,
+                    f"scatter_{pair}_ci_low": lo,
+                    f"scatter_{pair}_ci_high": hi,
+                    f"scatter_{pair}_n": len(v),
+                }
+            )
         rows.append(row)
-    return pd.DataFrame(rows, columns=["model", "curve"] + [f"scatter_{p}_{c}" for p in pairs
-                                                           for c in ("reaction", "ci_low", "ci_high", "n")])
+    return pd.DataFrame(
+        rows,
+        columns=["model", "curve"]
+        + [f"scatter_{p}_{c}" for p in pairs for c in ("reaction", "ci_low", "ci_high", "n")],
+    )
 
 
-def report_card(per_image: pd.DataFrame, seconds: pd.DataFrame | None, explainers: dict, evaluators: dict,
-                classifiers: dict, n_boot: int = 1000, ci: float = 0.95, seed: int = 0,
-                target_half_width: float = TARGET_HALF_WIDTH, gate=None,
-                value_ranges: dict | None = None) -> pd.DataFrame:
+def report_card(
+    per_image: pd.DataFrame,
+    seconds: pd.DataFrame | None,
+    explainers: dict,
+    evaluators: dict,
+    classifiers: dict,
+    n_boot: int = 1000,
+    ci: float = 0.95,
+    seed: int = 0,
+    target_half_width: float = TARGET_HALF_WIDTH,
+    gate=None,
+    value_ranges: dict | None = None,
+) -> pd.DataFrame:
     """One row per (model, metric). per_image: model, explainer, curve, image,
     score (aggregate_records). seconds: model, explainer, curve, image, seconds
     (the records; None = no cost column). explainers / evaluators /
@@ -250,12 +301,24 @@ def report_card(per_image: pd.DataFrame, seconds: pd.DataFrame | None, explainer
     groups = seed_groups(classifiers)
     models = [m for m in classifiers if m in set(per_image["model"])]
 
-    card = pd.DataFrame([{"model": m, "seed_group": groups[m], "metric": curve_scores[c][0], "curve": c,
-                          "entry": entries[c], "higher_is_better": curve_scores[c][1]}
-                         for m in models for c in curves])
+    card = pd.DataFrame(
+        [
+            {
+                "model": m,
+                "seed_group": groups[m],
+                "metric": curve_scores[c][0],
+                "curve": c,
+                "entry": entries[c],
+                "higher_is_better": curve_scores[c][1],
+            }
+            for m in models
+            for c in curves
+        ]
+    )
     if degraded:
-        corr = ground_truth_correlations(per_image, degraded, None, n_boot=0, ci=ci, seed=seed,
-                                         curve_scores=curve_scores)
+        corr = ground_truth_correlations(
+            per_image, degraded, None, n_boot=0, ci=ci, seed=seed, curve_scores=curve_scores
+        )
         corr = corr[corr["kind"] == "macro"].set_index(["model", "family", "curve"])
         power = family_power(per_image, degraded, curve_scores).set_index(["model", "family", "curve"])
         gates = read_gate(gate)
@@ -265,8 +328,9 @@ def report_card(per_image: pd.DataFrame, seconds: pd.DataFrame | None, explainer
     ranks = anchor_ranks(per_image, anchors, curve_scores)
     agree = mean_agreement(per_image, curve_scores)
     card = card.merge(ranks, on=["model", "curve"], how="left").merge(agree, on=["model", "curve"], how="left")
-    card = card.merge(scatter_columns(per_image, explainers, curve_scores, ci, value_ranges), on=["model", "curve"],
-                      how="left")
+    card = card.merge(
+        scatter_columns(per_image, explainers, curve_scores, ci, value_ranges), on=["model", "curve"], how="left"
+    )
     for method in ("random", "background"):
         for column in (f"{method}_rank", f"{method}_expected_rank"):
             if column not in card:
@@ -290,5 +354,8 @@ def card_families(card: pd.DataFrame) -> list[str]:
 
 def card_scatter_pairs(card: pd.DataFrame) -> list[str]:
     """The scatter pairs of a report card, in its column order."""
-    return [c[len("scatter_"): -len("_reaction")] for c in card.columns
-            if c.startswith("scatter_") and c.endswith("_reaction")]
+    return [
+        c[len("scatter_") : -len("_reaction")]
+        for c in card.columns
+        if c.startswith("scatter_") and c.endswith("_reaction")
+    ]

@@ -1,4 +1,5 @@
 """Checkpoint loading with errors that say which file is wrong and what to do."""
+
 from __future__ import annotations
 
 from pathlib import Path

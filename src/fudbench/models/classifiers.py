@@ -4,6 +4,7 @@ your own, from a factory (`arch: import`, fudbench.models.imported). Every
 classifier takes images in [0, 1] and returns logits; the normalisation lives
 inside the wrapper, so explainers and imputers never see normalised tensors.
 """
+
 from __future__ import annotations
 
 import torch
@@ -46,9 +47,14 @@ class SmallCNN(nn.Module):
         super().__init__()
         w = width
         self.features = nn.Sequential(
-            _conv_bn(3, w), _conv_bn(w, w), nn.MaxPool2d(2),
-            _conv_bn(w, 2 * w), _conv_bn(2 * w, 2 * w), nn.MaxPool2d(2),
-            _conv_bn(2 * w, 4 * w), _conv_bn(4 * w, 4 * w),
+            _conv_bn(3, w),
+            _conv_bn(w, w),
+            nn.MaxPool2d(2),
+            _conv_bn(w, 2 * w),
+            _conv_bn(2 * w, 2 * w),
+            nn.MaxPool2d(2),
+            _conv_bn(2 * w, 4 * w),
+            _conv_bn(4 * w, 4 * w),
         )
         self.head = nn.Linear(4 * w, n_classes)
 
@@ -93,8 +99,9 @@ class SmallViT(nn.Module):
     """Patch embedding (patchify or convolutional stem), class token, learned
     positions, pre-norm transformer blocks, linear head."""
 
-    def __init__(self, n_classes: int, image_size: int, patch_size: int, dim: int, depth: int, heads: int,
-                 stem: str = "patchify"):
+    def __init__(
+        self, n_classes: int, image_size: int, patch_size: int, dim: int, depth: int, heads: int, stem: str = "patchify"
+    ):
         super().__init__()
         if image_size % patch_size:
             raise ValueError(f"patch_size {patch_size} must divide image_size {image_size}")
@@ -119,8 +126,15 @@ def build_classifier(cfg: dict, n_classes: int, image_size: int, mean, std) -> C
     if arch == "small_cnn":
         net = SmallCNN(n_classes, width=cfg["width"])
     elif arch == "small_vit":
-        net = SmallViT(n_classes, image_size, cfg["patch_size"], cfg["dim"], cfg["depth"], cfg["heads"],
-                       stem=cfg.get("stem", "patchify"))
+        net = SmallViT(
+            n_classes,
+            image_size,
+            cfg["patch_size"],
+            cfg["dim"],
+            cfg["depth"],
+            cfg["heads"],
+            stem=cfg.get("stem", "patchify"),
+        )
     elif arch.startswith("torchvision_"):
         from fudbench.models.torchvision_models import TORCHVISION_ARCHS, build_torchvision_net
 
@@ -132,24 +146,28 @@ def build_classifier(cfg: dict, n_classes: int, image_size: int, mean, std) -> C
 
         net = build_net(cfg)  # its output size is the factory's: n_classes is not passed
     else:
-        raise ValueError(f"unknown classifier arch {arch!r}; choose small_cnn, small_vit, import or a "
-                         f"torchvision_* arch")
+        raise ValueError(
+            f"unknown classifier arch {arch!r}; choose small_cnn, small_vit, import or a torchvision_* arch"
+        )
     return Classifier(net, mean, std)
 
 
 def save_classifier(path, model: Classifier, cfg: dict, n_classes: int, image_size: int, metrics: dict) -> None:
     from fudbench.core.io import torch_save
 
-    torch_save(path, {
-        "kind": "classifier",
-        "cfg": cfg,
-        "n_classes": n_classes,
-        "image_size": image_size,
-        "mean": model.normalize.mean.flatten().tolist(),
-        "std": model.normalize.std.flatten().tolist(),
-        "state_dict": model.state_dict(),
-        "metrics": metrics,
-    })
+    torch_save(
+        path,
+        {
+            "kind": "classifier",
+            "cfg": cfg,
+            "n_classes": n_classes,
+            "image_size": image_size,
+            "mean": model.normalize.mean.flatten().tolist(),
+            "std": model.normalize.std.flatten().tolist(),
+            "state_dict": model.state_dict(),
+            "metrics": metrics,
+        },
+    )
 
 
 def load_classifier(path, device="cpu") -> Classifier:
@@ -199,22 +217,27 @@ def output_classes(model: nn.Module, images: torch.Tensor, labels: torch.Tensor,
     every label must be one of them. Errors name the classifier and the fix."""
     meta = [n for n, t in [*model.named_parameters(), *model.named_buffers()] if t.is_meta]
     if meta:  # no values to compute with: the error would be a device mismatch, not the image size (issue 45)
-        raise RuntimeError(f"classifier {name!r} has {len(meta)} parameter(s) / buffer(s) on the 'meta' device, which "
-                           f"hold no values ({', '.join(meta[:3])}{', ...' if len(meta) > 3 else ''}): its factory "
-                           f"built it with device='meta' (or torch.device('meta'), init_empty_weights, "
-                           f"low_cpu_mem_usage); return a network with real tensors (materialise it with "
-                           f"net.to_empty(device='cpu') and load its weights, e.g. load_state_dict(state, assign=True))")
+        raise RuntimeError(
+            f"classifier {name!r} has {len(meta)} parameter(s) / buffer(s) on the 'meta' device, which "
+            f"hold no values ({', '.join(meta[:3])}{', ...' if len(meta) > 3 else ''}): its factory "
+            f"built it with device='meta' (or torch.device('meta'), init_empty_weights, "
+            f"low_cpu_mem_usage); return a network with real tensors (materialise it with "
+            f"net.to_empty(device='cpu') and load its weights, e.g. load_state_dict(state, assign=True))"
+        )
     try:
         with torch.no_grad():
             logits = model(images[:1])
     except Exception as exc:
-        raise RuntimeError(f"classifier {name!r} failed on a {tuple(images[:1].shape)} batch of [0, 1] images "
-                           f"({type(exc).__name__}: {exc}); does it take this image size (data.*.crop)?") from exc
+        raise RuntimeError(
+            f"classifier {name!r} failed on a {tuple(images[:1].shape)} batch of [0, 1] images "
+            f"({type(exc).__name__}: {exc}); does it take this image size (data.*.crop)?"
+        ) from exc
     if logits.ndim != 2:
-        raise RuntimeError(f"classifier {name!r} returned shape {tuple(logits.shape)}, expected logits "
-                           f"(N, classes)")
+        raise RuntimeError(f"classifier {name!r} returned shape {tuple(logits.shape)}, expected logits (N, classes)")
     n_classes, top = logits.shape[1], int(labels.max())
     if top >= n_classes:
-        raise RuntimeError(f"the labels go up to {top} but classifier {name!r} returns {n_classes} logits: "
-                           f"labels must be class indices of the classifier (data.folder.labels)")
+        raise RuntimeError(
+            f"the labels go up to {top} but classifier {name!r} returns {n_classes} logits: "
+            f"labels must be class indices of the classifier (data.folder.labels)"
+        )
     return n_classes

@@ -6,6 +6,7 @@ score, so AUROC = 0.5 means the detector cannot tell the two sets apart and
 larger = more OOD: the feature-based Mahalanobis and k-NN distances
 (fudbench.analysis.feature_ood) go through it like energies.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,8 +23,10 @@ def energies(model, images, batch_size: int = 256, temperature: float = 1.0) -> 
     import torch
 
     with torch.no_grad():
-        out = [energy(model(images[i:i + batch_size]).float(), temperature).cpu()
-               for i in range(0, len(images), batch_size)]
+        out = [
+            energy(model(images[i : i + batch_size]).float(), temperature).cpu()
+            for i in range(0, len(images), batch_size)
+        ]
     return torch.cat(out).numpy()
 
 

@@ -13,6 +13,7 @@ A model without any nn.Linear has no such features: `last_linear` raises
 NoFeatures (a ValueError) naming the model (the reference job then writes an unavailable
 reference and the detector columns are NaN; fudbench.analysis.feature_ood).
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -21,8 +22,8 @@ import numpy as np
 import torch
 from torch import nn
 
-FEATURES_ATTR = "_fud_features"   # attribute of a logits tensor: its (N, D) penultimate features
-DETECTOR_ATTR = "_fud_detector"   # attribute of a logits tensor: the detector attached to its model
+FEATURES_ATTR = "_fud_features"  # attribute of a logits tensor: its (N, D) penultimate features
+DETECTOR_ATTR = "_fud_detector"  # attribute of a logits tensor: the detector attached to its model
 
 
 class NoFeatures(ValueError):
@@ -34,9 +35,11 @@ def last_linear(model: nn.Module, name: str = "model") -> tuple[str, nn.Linear]:
     """(qualified name, module) of the last nn.Linear in model.modules() order."""
     found = [(n, m) for n, m in model.named_modules() if isinstance(m, nn.Linear)]
     if not found:
-        raise NoFeatures(f"classifier {name!r} ({type(model).__name__}) has no torch.nn.Linear module: the "
-                         f"feature-based OOD detectors read the input of its last Linear layer (the penultimate "
-                         f"features) and cannot score it")
+        raise NoFeatures(
+            f"classifier {name!r} ({type(model).__name__}) has no torch.nn.Linear module: the "
+            f"feature-based OOD detectors read the input of its last Linear layer (the penultimate "
+            f"features) and cannot score it"
+        )
     return found[-1]
 
 
@@ -50,9 +53,11 @@ class FeatureTap:
         self.layer_name, self.layer = last_linear(model, name)
         self.name, self.detector = name, detector
         self._pending: Optional[torch.Tensor] = None
-        self._handles = [model.register_forward_pre_hook(self._start),
-                         self.layer.register_forward_hook(self._grab),
-                         model.register_forward_hook(self._done)]
+        self._handles = [
+            model.register_forward_pre_hook(self._start),
+            self.layer.register_forward_hook(self._grab),
+            model.register_forward_hook(self._done),
+        ]
 
     def _start(self, module, args):
         self._pending = None
@@ -102,13 +107,15 @@ def penultimate_features(model: nn.Module, images, batch_size: int = 256, name: 
     logits, features = [], []
     with FeatureTap(model, name), torch.no_grad():
         for i in range(0, len(images), batch_size):
-            batch = images[i:i + batch_size].to(device)
+            batch = images[i : i + batch_size].to(device)
             batch = batch.float() if batch.is_floating_point() else batch.float().div(255)
             out = model(batch)
             f = features_of(out)
             if f is None:
-                raise NoFeatures(f"classifier {name!r}: its last Linear layer did not run once per image in "
-                                   f"the forward pass; no penultimate features")
+                raise NoFeatures(
+                    f"classifier {name!r}: its last Linear layer did not run once per image in "
+                    f"the forward pass; no penultimate features"
+                )
             logits.append(out.float().cpu().numpy())
             features.append(f.double().cpu().numpy())
     if not logits:

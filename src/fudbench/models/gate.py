@@ -10,6 +10,7 @@ The gate also refuses a classifier whose logits are NaN or inf on any gated
 image (NonFiniteLogitsError, naming the classifier and where it came from): the
 argmax of NaN logits is class 0, so such a model would pass as the share of
 class-0 labels, and every score downstream would be NaN."""
+
 from __future__ import annotations
 
 PER_CLASSIFIER = "min_accuracy"
@@ -24,9 +25,11 @@ def nonfinite_message(what: str, bad: list[int], n: int, fix: str = "", label: s
     """The error for classifier `what` (its name and source) whose logits are not finite
     on the images `bad` (their positions among the `n`, or the ids that `label` names)."""
     shown = ", ".join(map(str, bad[:MAX_IDS])) + (" ..." if len(bad) > MAX_IDS else "")
-    return (f"{what} returns NaN or inf logits on {len(bad)} of {n} images ({label} {shown}): its accuracy "
-            f"would count argmax(NaN) = class 0 as a prediction and every attribution and score would be NaN; "
-            f"{fix or 'check the network and its weights'}")
+    return (
+        f"{what} returns NaN or inf logits on {len(bad)} of {n} images ({label} {shown}): its accuracy "
+        f"would count argmax(NaN) = class 0 as a prediction and every attribution and score would be NaN; "
+        f"{fix or 'check the network and its weights'}"
+    )
 
 
 def accuracy_gate(name: str, classifier: dict, gates: dict) -> tuple[float, str]:
@@ -41,6 +44,8 @@ def gate_line(name: str, what: str, acc: float, gate: float, key: str) -> str:
     line = f"[gate] classifier {name}: {what} {acc:.4f} (gate >= {gate}, {key})"
     if acc >= gate:
         return line
-    return (f"{line}  BELOW GATE: check the labels and weights, or size the gate for these data with "
-            f"models.classifiers.{name}.{PER_CLASSIFIER} (this classifier) or models.gates.min_test_accuracy "
-            f"(every classifier)")
+    return (
+        f"{line}  BELOW GATE: check the labels and weights, or size the gate for these data with "
+        f"models.classifiers.{name}.{PER_CLASSIFIER} (this classifier) or models.gates.min_test_accuracy "
+        f"(every classifier)"
+    )

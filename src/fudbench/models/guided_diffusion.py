@@ -20,6 +20,7 @@ Importing this module costs nothing heavy: torch, diffusers and safetensors are
 imported inside the functions that need them (the Snakefile's asset check
 imports the constants).
 """
+
 from __future__ import annotations
 
 import json
@@ -43,12 +44,12 @@ class ADMConfig:
     image_size: int = 256
     in_channels: int = 3
     model_channels: int = 256
-    out_channels: int = 6               # learn_sigma: eps (0-2) and variance interpolation (3-5)
+    out_channels: int = 6  # learn_sigma: eps (0-2) and variance interpolation (3-5)
     num_res_blocks: int = 2
     attention_resolutions: tuple = (32, 16, 8)
     channel_mult: tuple = (1, 1, 2, 2, 4, 4)
     num_head_channels: int = 64
-    norm_groups: int = 32               # guided-diffusion's GroupNorm32
+    norm_groups: int = 32  # guided-diffusion's GroupNorm32
 
     @property
     def attention_levels(self) -> list[bool]:
@@ -98,7 +99,7 @@ def diffusers_config(adm: ADMConfig = ADM256) -> dict:
         "attn_norm_num_groups": adm.norm_groups,
         "norm_num_groups": adm.norm_groups,
         "norm_eps": 1e-5,
-        "flip_sin_to_cos": True,   # ADM's timestep embedding is [cos, sin]
+        "flip_sin_to_cos": True,  # ADM's timestep embedding is [cos, sin]
         "freq_shift": 0,
         "time_embedding_type": "positional",
     }
@@ -118,16 +119,32 @@ def schedule(num_train_timesteps: int = 1000) -> dict:
     """ADM's linear schedule (betas 1e-4 .. 0.02 scaled by 1000 / T), epsilon prediction,
     in the format of fudbench.models.score.schedule_config."""
     scale = 1000 / num_train_timesteps
-    return {"num_train_timesteps": num_train_timesteps, "beta_schedule": "linear",
-            "beta_start": 1e-4 * scale, "beta_end": 0.02 * scale, "prediction_type": "epsilon"}
+    return {
+        "num_train_timesteps": num_train_timesteps,
+        "beta_schedule": "linear",
+        "beta_start": 1e-4 * scale,
+        "beta_end": 0.02 * scale,
+        "prediction_type": "epsilon",
+    }
 
 
 # --- key mapping -----------------------------------------------------------------
 
-_RESNET = {"in_layers.0": "norm1", "in_layers.2": "conv1", "emb_layers.1": "time_emb_proj",
-           "out_layers.0": "norm2", "out_layers.3": "conv2", "skip_connection": "conv_shortcut"}
-_TOP = {"time_embed.0": "time_embedding.linear_1", "time_embed.2": "time_embedding.linear_2",
-        "input_blocks.0.0": "conv_in", "out.0": "conv_norm_out", "out.2": "conv_out"}
+_RESNET = {
+    "in_layers.0": "norm1",
+    "in_layers.2": "conv1",
+    "emb_layers.1": "time_emb_proj",
+    "out_layers.0": "norm2",
+    "out_layers.3": "conv2",
+    "skip_connection": "conv_shortcut",
+}
+_TOP = {
+    "time_embed.0": "time_embedding.linear_1",
+    "time_embed.2": "time_embedding.linear_2",
+    "input_blocks.0.0": "conv_in",
+    "out.0": "conv_norm_out",
+    "out.2": "conv_out",
+}
 
 
 def block_map(adm: ADMConfig) -> dict[str, tuple[str, str]]:
@@ -170,7 +187,7 @@ def split_qkv(weight, bias, n_heads: int, order: str = "legacy"):
         w = w.reshape(n_heads, 3, c // n_heads, c)
         b = bias.reshape(n_heads, 3, c // n_heads)
         return [(w[:, i].reshape(c, c), b[:, i].reshape(c)) for i in range(3)]
-    if order == "new":     # rows [q|k|v][head][ch]
+    if order == "new":  # rows [q|k|v][head][ch]
         return list(zip(w.chunk(3, dim=0), bias.chunk(3, dim=0)))
     raise ValueError(f"attention order must be one of {ATTENTION_ORDERS}, got {order!r}")
 
@@ -189,7 +206,7 @@ def convert_state_dict(state: dict, adm: ADMConfig = ADM256, attention_order: st
             unknown.append(key)
             continue
         dst, kind = blocks[src]
-        rest = key[len(src) + 1:]
+        rest = key[len(src) + 1 :]
         tensor = tensor.float()
         if kind == "plain":
             out[f"{dst}.{rest}"] = tensor
@@ -211,15 +228,16 @@ def convert_state_dict(state: dict, adm: ADMConfig = ADM256, attention_order: st
                 unknown.append(key)
     if unknown:
         shown = ", ".join(unknown[:8]) + (f" (+{len(unknown) - 8} more)" if len(unknown) > 8 else "")
-        raise ConversionError(f"{len(unknown)} key(s) of the checkpoint belong to no module of the ADM "
-                              f"architecture being converted ({shown}); is it a guided-diffusion "
-                              f"{adm.image_size}x{adm.image_size} unconditional model?")
+        raise ConversionError(
+            f"{len(unknown)} key(s) of the checkpoint belong to no module of the ADM "
+            f"architecture being converted ({shown}); is it a guided-diffusion "
+            f"{adm.image_size}x{adm.image_size} unconditional model?"
+        )
     for dst, p in qkv.items():
         if set(p) != {"weight", "bias"}:
             raise ConversionError(f"attention {dst}: qkv needs a weight and a bias, found {sorted(p)}")
         n_heads = p["weight"].shape[1] // adm.num_head_channels
-        for name, (w, b) in zip(("to_q", "to_k", "to_v"), split_qkv(p["weight"], p["bias"], n_heads,
-                                                                    attention_order)):
+        for name, (w, b) in zip(("to_q", "to_k", "to_v"), split_qkv(p["weight"], p["bias"], n_heads, attention_order)):
             out[f"{dst}.{name}.weight"] = w.contiguous()
             out[f"{dst}.{name}.bias"] = b.contiguous()
     return out
@@ -244,16 +262,19 @@ def read_guided_diffusion_checkpoint(path) -> dict:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:
-        raise ConversionError(f"{path} could not be read as a PyTorch checkpoint ({type(exc).__name__}: "
-                              f"{exc}); the download is probably incomplete: delete it and fetch it again "
-                              f"from {ADM256_URL}") from exc
+        raise ConversionError(
+            f"{path} could not be read as a PyTorch checkpoint ({type(exc).__name__}: "
+            f"{exc}); the download is probably incomplete: delete it and fetch it again "
+            f"from {ADM256_URL}"
+        ) from exc
     if not isinstance(state, dict) or not all(hasattr(v, "shape") for v in state.values()):
         raise ConversionError(f"{path} is not a guided-diffusion state dict (a dict of tensors)")
     return state
 
 
-def convert_checkpoint(src, dst, adm: ADMConfig = ADM256, attention_order: str = "legacy",
-                       source_sha256: str | None = None) -> dict:
+def convert_checkpoint(
+    src, dst, adm: ADMConfig = ADM256, attention_order: str = "legacy", source_sha256: str | None = None
+) -> dict:
     """Convert a guided-diffusion checkpoint into a safetensors file of UNet2DModel
     weights (written atomically), after a strict load. Returns the diffusers config."""
     from safetensors.torch import save_file
@@ -263,9 +284,14 @@ def convert_checkpoint(src, dst, adm: ADMConfig = ADM256, attention_order: str =
     config = diffusers_config(adm)
     state = convert_state_dict(read_guided_diffusion_checkpoint(src), adm, attention_order)
     unet = load_into_unet(state, config)  # strict: every key used, every shape right
-    metadata = {"format": "diffusers.UNet2DModel", "config": json.dumps(config),
-                "adm": json.dumps(adm.to_dict()), "attention_order": attention_order,
-                "source": str(src), "source_sha256": source_sha256 or ""}
+    metadata = {
+        "format": "diffusers.UNet2DModel",
+        "config": json.dumps(config),
+        "adm": json.dumps(adm.to_dict()),
+        "attention_order": attention_order,
+        "source": str(src),
+        "source_sha256": source_sha256 or "",
+    }
     with atomic_path(dst) as tmp:
         save_file({k: v.contiguous() for k, v in unet.state_dict().items()}, str(tmp), metadata=metadata)
     return config
@@ -277,8 +303,10 @@ def load_converted(weights, config: dict, device="cpu"):
 
     weights = Path(weights)
     if not weights.is_file():
-        raise FileNotFoundError(f"converted score-model weights {weights} are missing; rerun the workflow's "
-                                f"convert_score_model rule (delete the score_model.pt beside it first)")
+        raise FileNotFoundError(
+            f"converted score-model weights {weights} are missing; rerun the workflow's "
+            f"convert_score_model rule (delete the score_model.pt beside it first)"
+        )
     return load_into_unet(load_file(str(weights)), config, device)
 
 
@@ -290,11 +318,15 @@ def verify_checkpoint(path, sha256: str | None = None, url: str = ADM256_URL) ->
     path = Path(path)
     fetch = f"mkdir -p {path.parent} && curl -L -o {path} {url}"
     if not path.is_file():
-        raise FileNotFoundError(f"guided-diffusion checkpoint {path} not found (config key "
-                                f"'models.score_model.guided_diffusion.checkpoint'); fetch it with:\n    {fetch}")
+        raise FileNotFoundError(
+            f"guided-diffusion checkpoint {path} not found (config key "
+            f"'models.score_model.guided_diffusion.checkpoint'); fetch it with:\n    {fetch}"
+        )
     digest = file_sha256(path)
     if sha256 and digest != sha256.lower():
-        raise ConversionError(f"checksum mismatch for {path}: sha256 {digest}, config "
-                              f"'models.score_model.guided_diffusion.sha256' says {sha256}; the download is "
-                              f"corrupt or another file: delete it and fetch it again with:\n    {fetch}")
+        raise ConversionError(
+            f"checksum mismatch for {path}: sha256 {digest}, config "
+            f"'models.score_model.guided_diffusion.sha256' says {sha256}; the download is "
+            f"corrupt or another file: delete it and fetch it again with:\n    {fetch}"
+        )
     return digest

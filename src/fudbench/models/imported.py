@@ -12,6 +12,7 @@ loads the stored state dict into it.
 Torch-free at import: the config checks run at parse time. They do import the
 researcher's module, to name a bad import path before any job.
 """
+
 from __future__ import annotations
 
 from fudbench.core.paths import PackagePathError, resolve_path
@@ -33,8 +34,9 @@ def load_factory(path: str, base=None):
 
     factory = load_object(path, base)
     if not callable(factory):
-        raise PluginError(f"{path!r} is not callable (it is {factory!r}): name a function or class that "
-                          f"returns a torch.nn.Module")
+        raise PluginError(
+            f"{path!r} is not callable (it is {factory!r}): name a function or class that returns a torch.nn.Module"
+        )
     return factory
 
 
@@ -50,15 +52,19 @@ def _factory_problem(key: str, path: str, base) -> str | None:
     return None
 
 
-def imported_classifier_problems(name: str, cfg: dict, image_size: tuple[int, str] | None = None,
-                                 base=None) -> list[str]:
+def imported_classifier_problems(
+    name: str, cfg: dict, image_size: tuple[int, str] | None = None, base=None
+) -> list[str]:
     """Parse-time checks of an `arch: import` entry: its keys, the factory (imported,
     callable), the weights file, the input size against `image_size` (the images'
     side and the config key that sets it). `base` anchors relative paths (the
     repository)."""
     key = f"models.classifiers.{name}"
-    problems = [f"config key '{key}.{k}': not used by arch: import (allowed: {', '.join(ALLOWED_KEYS)})"
-                for k in cfg if k not in ALLOWED_KEYS]
+    problems = [
+        f"config key '{key}.{k}': not used by arch: import (allowed: {', '.join(ALLOWED_KEYS)})"
+        for k in cfg
+        if k not in ALLOWED_KEYS
+    ]
     factory = _factory_problem(key, cfg["factory"], base)
     problems += [factory] if factory else []
     try:
@@ -66,19 +72,26 @@ def imported_classifier_problems(name: str, cfg: dict, image_size: tuple[int, st
     except PackagePathError as exc:
         return [*problems, f"config key '{key}.weights': {exc}"]
     if weights is not None and not weights.is_file():
-        problems.append(f"config key '{key}.weights': {weights} does not exist; give a state_dict file of the "
-                        f"factory's network (torch.save(net.state_dict(), path)) or null")
+        problems.append(
+            f"config key '{key}.weights': {weights} does not exist; give a state_dict file of the "
+            f"factory's network (torch.save(net.state_dict(), path)) or null"
+        )
     size = cfg.get("image_size")
     if size is not None and image_size is not None and size != image_size[0]:
-        problems.append(f"config key '{key}.image_size': {size}, but the images are {image_size[0]}x{image_size[0]} "
-                        f"({image_size[1]}); the network must take the images' size")
+        problems.append(
+            f"config key '{key}.image_size': {size}, but the images are {image_size[0]}x{image_size[0]} "
+            f"({image_size[1]}); the network must take the images' size"
+        )
     return problems
 
 
 def misplaced_import_keys(name: str, cfg: dict) -> list[str]:
     """Keys of `arch: import` in another arch's entry, which would be ignored."""
-    return [f"config key 'models.classifiers.{name}.{k}': only used by arch: import, not {cfg['arch']}"
-            for k in IMPORT_KEYS if k in cfg]
+    return [
+        f"config key 'models.classifiers.{name}.{k}': only used by arch: import, not {cfg['arch']}"
+        for k in IMPORT_KEYS
+        if k in cfg
+    ]
 
 
 def resolved_entry(cfg: dict, repo) -> dict:
@@ -111,8 +124,9 @@ def build_net(cfg: dict, name: str | None = None):
     with blame(who, describe(cfg["factory"]), f"building the network with kwargs {cfg.get('kwargs', {})}"):
         net = factory(**cfg.get("kwargs", {}))
     if not isinstance(net, nn.Module):
-        raise TypeError(f"the classifier factory {cfg['factory']} returned a {type(net).__name__}, not a "
-                        f"torch.nn.Module")
+        raise TypeError(
+            f"the classifier factory {cfg['factory']} returned a {type(net).__name__}, not a torch.nn.Module"
+        )
     return net
 
 
@@ -129,11 +143,12 @@ def load_weights(net, cfg: dict, name: str) -> str | None:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:
-        raise RuntimeError(f"{path} ({key}) could not be read as a state_dict ({type(exc).__name__}: {exc}); "
-                           f"save it with torch.save(net.state_dict(), path)") from exc
+        raise RuntimeError(
+            f"{path} ({key}) could not be read as a state_dict ({type(exc).__name__}: {exc}); "
+            f"save it with torch.save(net.state_dict(), path)"
+        ) from exc
     try:
         net.load_state_dict(state, strict=True)
     except (RuntimeError, TypeError, AttributeError) as exc:
         raise RuntimeError(f"{path} ({key}) does not fit the network {cfg['factory']} builds: {exc}") from exc
     return file_sha256(path)
-

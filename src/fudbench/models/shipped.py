@@ -9,6 +9,7 @@ numbers downstream move with them; shipping them makes a default run start
 from the same weights on every machine. Torch-free: the Snakefile checks
 the manifests at parse time (`shipped_problems`).
 """
+
 from __future__ import annotations
 
 import json
@@ -27,19 +28,27 @@ def shipped_problems(path, training_inputs: dict, what: str, fix: str) -> list[s
     path = Path(path)
     sidecar = manifest_path(path)
     if not path.is_file() or not sidecar.is_file():
-        return [f"{what}: shipped checkpoint {path} or its manifest {sidecar} is missing; restore it from git "
-                f"(git checkout -- {path.parent}) or {fix}"]
+        return [
+            f"{what}: shipped checkpoint {path} or its manifest {sidecar} is missing; restore it from git "
+            f"(git checkout -- {path.parent}) or {fix}"
+        ]
     manifest = json.loads(sidecar.read_text())
     if manifest.get("training_fingerprint") != fingerprint(training_inputs):
         changed = _diff_keys(manifest.get("training_inputs", {}), training_inputs)
-        return [f"{what}: the shipped checkpoint {path} was trained with other settings than this config "
-                f"(differences at: {', '.join(changed) or 'unknown'}); {fix}, or restore the settings it was "
-                f"trained with"]
+        return [
+            f"{what}: the shipped checkpoint {path} was trained with other settings than this config "
+            f"(differences at: {', '.join(changed) or 'unknown'}); {fix}, or restore the settings it was "
+            f"trained with"
+        ]
     return []
 
 
-def verify_shipped_checkpoint(path, training_inputs: dict, what: str = "the shipped score model",
-                              fix: str = "set models.score_model.source: train to train it in the workflow") -> dict:
+def verify_shipped_checkpoint(
+    path,
+    training_inputs: dict,
+    what: str = "the shipped score model",
+    fix: str = "set models.score_model.source: train to train it in the workflow",
+) -> dict:
     """The manifest of a shipped checkpoint whose sha256 and training
     fingerprint match; a FileNotFoundError / RuntimeError naming the fix otherwise."""
     path = Path(path)
@@ -64,8 +73,12 @@ def write_manifest(checkpoint, training_inputs: dict, **extra) -> dict:
     """The manifest of a checkpoint about to be shipped (beside it, .json)."""
     from fudbench.core.io import write_json
 
-    manifest = {"sha256": file_sha256(checkpoint), "training_fingerprint": fingerprint(training_inputs),
-                "training_inputs": training_inputs, **extra}
+    manifest = {
+        "sha256": file_sha256(checkpoint),
+        "training_fingerprint": fingerprint(training_inputs),
+        "training_inputs": training_inputs,
+        **extra,
+    }
     write_json(manifest_path(checkpoint), manifest)
     return manifest
 

@@ -11,6 +11,7 @@ and is not reproduced.
 Randomness (shuffling, removal fractions, removed pixels, augmentation) comes
 from one CPU generator seeded with `seed`, so the result is deterministic.
 """
+
 from __future__ import annotations
 
 import copy
@@ -33,8 +34,10 @@ def removal_value(model) -> torch.Tensor:
     normalisation mean (0 after normalisation)."""
     norm = getattr(model, "normalize", None)
     if norm is None or not hasattr(norm, "mean"):
-        raise TypeError(f"{type(model).__name__} has no `normalize.mean`: F-Fidelity removes pixels to the "
-                        f"dataset mean, which it reads from the classifier wrapper (fudbench.models.classifiers)")
+        raise TypeError(
+            f"{type(model).__name__} has no `normalize.mean`: F-Fidelity removes pixels to the "
+            f"dataset mean, which it reads from the classifier wrapper (fudbench.models.classifiers)"
+        )
     return norm.mean
 
 
@@ -57,9 +60,18 @@ def remove_pixels(x: torch.Tensor, keep: torch.Tensor, value: torch.Tensor) -> t
     return torch.where(keep.bool(), x, value.to(x.dtype).expand_as(x))
 
 
-def finetune_surrogate(classifier, train_x: torch.Tensor, train_y: torch.Tensor, beta: float, epochs: int,
-                       lr: float, batch_size: int, seed: int, weight_decay: float = 0.0,
-                       device="cpu") -> tuple[torch.nn.Module, dict]:
+def finetune_surrogate(
+    classifier,
+    train_x: torch.Tensor,
+    train_y: torch.Tensor,
+    beta: float,
+    epochs: int,
+    lr: float,
+    batch_size: int,
+    seed: int,
+    weight_decay: float = 0.0,
+    device="cpu",
+) -> tuple[torch.nn.Module, dict]:
     """Fine-tune a copy of `classifier` (left untouched) with random pixel removal.
 
     Adam at a constant learning rate (the seed paper fine-tunes with the
@@ -70,11 +82,14 @@ def finetune_surrogate(classifier, train_x: torch.Tensor, train_y: torch.Tensor,
     if not 0.0 < beta < 1.0:
         raise ValueError(f"evaluators.ffid.beta must be in (0, 1), got {beta}")
     if epochs < 1 or batch_size < 1 or lr <= 0:
-        raise ValueError(f"evaluators.ffid.finetune needs epochs >= 1, batch_size >= 1, lr > 0; "
-                         f"got epochs={epochs}, batch_size={batch_size}, lr={lr}")
+        raise ValueError(
+            f"evaluators.ffid.finetune needs epochs >= 1, batch_size >= 1, lr > 0; "
+            f"got epochs={epochs}, batch_size={batch_size}, lr={lr}"
+        )
     if len(train_x) != len(train_y) or len(train_x) == 0:
-        raise ValueError(f"surrogate fine-tuning needs as many labels as images (got {len(train_x)} images, "
-                         f"{len(train_y)} labels)")
+        raise ValueError(
+            f"surrogate fine-tuning needs as many labels as images (got {len(train_x)} images, {len(train_y)} labels)"
+        )
     seed_everything(seed)
     g = torch_generator(seed)
     model = copy.deepcopy(classifier).to(device).requires_grad_(True)
@@ -87,7 +102,7 @@ def finetune_surrogate(classifier, train_x: torch.Tensor, train_y: torch.Tensor,
         perm = torch.randperm(len(train_x), generator=g)
         losses = []
         for i in progress_bar(range(0, len(perm), batch_size), desc=f"surrogate {epoch + 1}/{epochs}", mininterval=5):
-            idx = perm[i:i + batch_size]
+            idx = perm[i : i + batch_size]
             keep = random_removal_masks(len(idx), h, w, beta, g)
             x = remove_pixels(_augment(train_x[idx], g), keep, value.cpu()).to(device)
             loss = F.cross_entropy(model(x), train_y[idx].to(device))
@@ -102,8 +117,9 @@ def finetune_surrogate(classifier, train_x: torch.Tensor, train_y: torch.Tensor,
 
 
 @torch.no_grad()
-def masked_accuracy(model, images: torch.Tensor, labels: torch.Tensor, beta: float, seed: int,
-                    batch_size: int = 256) -> float:
+def masked_accuracy(
+    model, images: torch.Tensor, labels: torch.Tensor, beta: float, seed: int, batch_size: int = 256
+) -> float:
     """Accuracy when each image loses a random fraction in [0, beta] of its pixels
     (the robustness the fine-tuning is for; seeds/004 Table 8)."""
     g = torch_generator(seed)
@@ -115,18 +131,21 @@ def masked_accuracy(model, images: torch.Tensor, labels: torch.Tensor, beta: flo
 
 
 @torch.no_grad()
-def surrogate_report(original, surrogate, images: torch.Tensor, labels: torch.Tensor, beta: float,
-                     seed: int) -> dict:
+def surrogate_report(original, surrogate, images: torch.Tensor, labels: torch.Tensor, beta: float, seed: int) -> dict:
     """Clean and randomly-masked accuracy of both models on the same masks, and
     how often they agree on clean images (did fine-tuning keep the classifier?)."""
     device = next(surrogate.parameters()).device
     x = images.to(device)
     agree = (original(x).argmax(1) == surrogate(x).argmax(1)).float().mean().item()
     return {
-        "clean_accuracy": {"original": accuracy(original, x, labels.to(device)),
-                           "surrogate": accuracy(surrogate, x, labels.to(device))},
-        "masked_accuracy": {"original": masked_accuracy(original, images, labels, beta, seed),
-                            "surrogate": masked_accuracy(surrogate, images, labels, beta, seed)},
+        "clean_accuracy": {
+            "original": accuracy(original, x, labels.to(device)),
+            "surrogate": accuracy(surrogate, x, labels.to(device)),
+        },
+        "masked_accuracy": {
+            "original": masked_accuracy(original, images, labels, beta, seed),
+            "surrogate": masked_accuracy(surrogate, images, labels, beta, seed),
+        },
         "clean_agreement": agree,
         "beta": beta,
     }

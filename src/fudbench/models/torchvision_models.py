@@ -9,6 +9,7 @@ itself checks; a full sha256 in config is checked instead when given.
 The table below is plain data so that config validation and the asset check
 import it without torch; torch and torchvision are imported inside functions.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,10 +19,11 @@ DOWNLOAD_ROOT = "https://download.pytorch.org/models/"
 # arch -> torchvision builder, and weights enum name -> file name (its sha256 prefix after the dash)
 TORCHVISION_ARCHS = {"torchvision_resnet50": "resnet50", "torchvision_vit_b_16": "vit_b_16"}
 WEIGHT_FILES = {
-    "torchvision_resnet50": {"IMAGENET1K_V1": "resnet50-0676ba61.pth",
-                             "IMAGENET1K_V2": "resnet50-11ad3fa6.pth"},
-    "torchvision_vit_b_16": {"IMAGENET1K_V1": "vit_b_16-c867db91.pth",
-                             "IMAGENET1K_SWAG_LINEAR_V1": "vit_b_16_lc_swag-4e70ced5.pth"},
+    "torchvision_resnet50": {"IMAGENET1K_V1": "resnet50-0676ba61.pth", "IMAGENET1K_V2": "resnet50-11ad3fa6.pth"},
+    "torchvision_vit_b_16": {
+        "IMAGENET1K_V1": "vit_b_16-c867db91.pth",
+        "IMAGENET1K_SWAG_LINEAR_V1": "vit_b_16_lc_swag-4e70ced5.pth",
+    },
 }
 # The normalisation of every weights enum above (torchvision's ImageClassification transform).
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -85,15 +87,19 @@ def verify_weights(cfg: dict, name: str = "classifier", digest: str | None = Non
     path = weights_path(cfg)
     key = f"models.classifiers.{name}"
     if not path.is_file():
-        raise WeightsError(f"weights of classifier {name!r} ({cfg['arch']}, {cfg['weights']}) not found at {path}; "
-                           f"fetch them with:\n    {fetch_command(cfg)}\nor set {key}.path to the file")
+        raise WeightsError(
+            f"weights of classifier {name!r} ({cfg['arch']}, {cfg['weights']}) not found at {path}; "
+            f"fetch them with:\n    {fetch_command(cfg)}\nor set {key}.path to the file"
+        )
     digest = digest or file_sha256(path)
     want, full = expected_digest(cfg)
     if (digest != want) if full else not digest.startswith(want):
         what = f"{key}.sha256 = {want}" if full else f"the sha256 prefix {want} in torchvision's file name"
-        raise WeightsError(f"checksum mismatch for {path}: sha256 {digest}, expected {what}; the file is "
-                           f"corrupt, truncated or other weights: delete it and fetch it again with:\n"
-                           f"    {fetch_command(cfg)}")
+        raise WeightsError(
+            f"checksum mismatch for {path}: sha256 {digest}, expected {what}; the file is "
+            f"corrupt, truncated or other weights: delete it and fetch it again with:\n"
+            f"    {fetch_command(cfg)}"
+        )
     return digest
 
 
@@ -115,8 +121,10 @@ def load_pretrained_net(cfg: dict, image_size: int = 224):
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:
-        raise WeightsError(f"{path} could not be read ({type(exc).__name__}: {exc}); delete it and fetch it "
-                           f"again with:\n    {fetch_command(cfg)}") from exc
+        raise WeightsError(
+            f"{path} could not be read ({type(exc).__name__}: {exc}); delete it and fetch it "
+            f"again with:\n    {fetch_command(cfg)}"
+        ) from exc
     with torch.device("meta"):  # no random init of 86M parameters just to overwrite them
         net = build_torchvision_net(cfg["arch"], image_size)
     try:

@@ -1,4 +1,5 @@
 """Training loops for the benchmark's classifiers and score model (CPU or GPU)."""
+
 from __future__ import annotations
 
 import copy
@@ -32,8 +33,15 @@ def _cosine_lr(step: int, total: int, warmup: int) -> float:
 
 
 @torch.no_grad()
-def accuracy(model, images: torch.Tensor, labels: torch.Tensor, batch_size: int = 256,
-             name: str = "the classifier", fix: str = "", nonfinite: str = "raise") -> float:
+def accuracy(
+    model,
+    images: torch.Tensor,
+    labels: torch.Tensor,
+    batch_size: int = 256,
+    name: str = "the classifier",
+    fix: str = "",
+    nonfinite: str = "raise",
+) -> float:
     """Top-1 accuracy. An image whose logits are not all finite has no prediction
     (argmax of NaN is class 0): nonfinite="raise" refuses the model
     (NonFiniteLogitsError naming `name`, with `fix`); "wrong" counts the image as
@@ -43,10 +51,10 @@ def accuracy(model, images: torch.Tensor, labels: torch.Tensor, batch_size: int 
     model.eval()
     correct, bad = 0, []
     for i in range(0, len(images), batch_size):
-        logits = model(images[i:i + batch_size])
+        logits = model(images[i : i + batch_size])
         finite = torch.isfinite(logits).all(1)
         bad += (torch.nonzero(~finite).flatten() + i).tolist()
-        correct += ((logits.argmax(1) == labels[i:i + batch_size]) & finite).sum().item()
+        correct += ((logits.argmax(1) == labels[i : i + batch_size]) & finite).sum().item()
     if bad and nonfinite == "raise":
         raise NonFiniteLogitsError(nonfinite_message(name, bad, len(images), fix))
     return correct / len(images)
@@ -69,7 +77,7 @@ def train_classifier(model, train_x, train_y, val_x, val_y, train_cfg: dict, see
         perm = torch.randperm(len(train_x), generator=g)
         losses = []
         for i in progress_bar(range(0, len(perm), bs), desc=f"epoch {epoch + 1}/{epochs}", mininterval=5):
-            idx = perm[i:i + bs]
+            idx = perm[i : i + bs]
             x = _augment(train_x[idx], g).to(device)
             loss = F.cross_entropy(model(x), train_y[idx].to(device))
             opt.zero_grad(set_to_none=True)
@@ -104,7 +112,7 @@ def train_score_model(unet, scheduler, train_x, train_cfg: dict, seed: int, devi
         perm = torch.randperm(len(train_x), generator=g)
         losses = []
         for i in progress_bar(range(0, len(perm), bs), desc=f"epoch {epoch + 1}/{epochs}", mininterval=5):
-            x0 = (_augment(train_x[perm[i:i + bs]], g) * 2 - 1).to(device)
+            x0 = (_augment(train_x[perm[i : i + bs]], g) * 2 - 1).to(device)
             noise = torch.randn(x0.shape, generator=g).to(device)
             t = torch.randint(0, T, (len(x0),), generator=g).to(device)
             loss = F.mse_loss(unet(scheduler.add_noise(x0, noise, t), t).sample, noise)

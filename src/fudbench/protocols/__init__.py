@@ -9,6 +9,7 @@ supplies its work items, masks and reduction.
 Grouped by what they measure (faithfulness/, localisation/). Floor 3: imports the floors below
 (core, data, models, explainers, imputers).
 """
+
 from fudbench.protocols.base import CurveResult, Protocol  # noqa: F401
 from fudbench.protocols.faithfulness.topk import TopKCurve  # noqa: F401
 

@@ -25,6 +25,7 @@ and reduces what comes back; the base
   columns next to `energy`;
 - shows the progress.
 """
+
 from __future__ import annotations
 
 import logging
@@ -54,8 +55,7 @@ class Response(tuple):
     logits has no detector attached. Computed on first access: a protocol that
     does not record them (SRG) does not pay for them."""
 
-    def __new__(cls, values, features: Optional[torch.Tensor] = None, detector=None,
-                ood: Optional[dict] = None):
+    def __new__(cls, values, features: Optional[torch.Tensor] = None, detector=None, ood: Optional[dict] = None):
         self = super().__new__(cls, values)
         self._features, self._detector, self._ood = features, detector, ood
         return self
@@ -63,8 +63,11 @@ class Response(tuple):
     @property
     def ood(self) -> dict:
         if self._ood is None:
-            self._ood = ({} if self._features is None or self._detector is None
-                         else self._detector.score(self._features.double().cpu().numpy()))
+            self._ood = (
+                {}
+                if self._features is None or self._detector is None
+                else self._detector.score(self._features.double().cpu().numpy())
+            )
             self._features = None
         return self._ood
 
@@ -86,14 +89,19 @@ def sample_response(logits: torch.Tensor, target: torch.Tensor, filled: torch.Te
     model that gave the logits has a reference attached (pipeline.ShardEvaluation)."""
     features, detector = getattr(logits, FEATURES_ATTR, None), getattr(logits, DETECTOR_ATTR, None)
     logits = logits.float()
-    return Response((torch.softmax(logits, 1).gather(1, target.view(-1, 1)).squeeze(1).cpu().numpy(),
-                     logits.argmax(1).cpu().numpy(),
-                     energy(logits).cpu().numpy(),
-                     (filled - original).float().flatten(1).norm(dim=1).cpu().numpy()), features, detector)
+    return Response(
+        (
+            torch.softmax(logits, 1).gather(1, target.view(-1, 1)).squeeze(1).cpu().numpy(),
+            logits.argmax(1).cpu().numpy(),
+            energy(logits).cpu().numpy(),
+            (filled - original).float().flatten(1).norm(dim=1).cpu().numpy(),
+        ),
+        features,
+        detector,
+    )
 
 
-def fill_and_score(model, imputer, x: torch.Tensor, masks: torch.Tensor, context: ImputeContext,
-                   target: torch.Tensor):
+def fill_and_score(model, imputer, x: torch.Tensor, masks: torch.Tensor, context: ImputeContext, target: torch.Tensor):
     """Fill one batch, classify it and time both (per sample, CUDA synchronised).
     Returns (filled, logits, seconds per sample, sample_response(...)). The
     feature-based OOD scores (if any) are computed after the timing, and an
@@ -111,21 +119,48 @@ def fill_and_score(model, imputer, x: torch.Tensor, masks: torch.Tensor, context
     return filled, logits, seconds, sample_response(logits, target, filled, x)
 
 
-def records_frame(curve: str, image, step, kept, removed, target, confidence, prediction, energy, l2, seconds,
-                  ood: Optional[dict] = None, **extra) -> pd.DataFrame:
+def records_frame(
+    curve: str,
+    image,
+    step,
+    kept,
+    removed,
+    target,
+    confidence,
+    prediction,
+    energy,
+    l2,
+    seconds,
+    ood: Optional[dict] = None,
+    **extra,
+) -> pd.DataFrame:
     """Every protocol's records share these columns, in this order; protocol-
     specific values (e.g. correlation, infidelity) follow the target column.
     ood: {detector column: values} of the feature-based OOD detectors, placed
     right after energy (no columns without them)."""
-    return pd.DataFrame({"curve": curve, "image": image, "step": step, "kept": kept, "removed": removed,
-                         "target": target, **extra, "confidence": confidence, "prediction": prediction,
-                         "energy": energy, **(ood or {}), "l2": l2, "seconds": seconds})
+    return pd.DataFrame(
+        {
+            "curve": curve,
+            "image": image,
+            "step": step,
+            "kept": kept,
+            "removed": removed,
+            "target": target,
+            **extra,
+            "confidence": confidence,
+            "prediction": prediction,
+            "energy": energy,
+            **(ood or {}),
+            "l2": l2,
+            "seconds": seconds,
+        }
+    )
 
 
 @dataclass
 class CurveResult:
-    records: pd.DataFrame            # one row per (image, step)
-    samples: Optional[np.ndarray]    # (N, steps, C, H, W) float16, if kept
+    records: pd.DataFrame  # one row per (image, step)
+    samples: Optional[np.ndarray]  # (N, steps, C, H, W) float16, if kept
 
 
 class Item(NamedTuple):
@@ -150,12 +185,12 @@ class Shard:
     """One run's inputs, as a protocol's evaluate sees them."""
 
     model: torch.nn.Module
-    x: torch.Tensor                 # (N, C, H, W) in [0, 1]
-    y: torch.Tensor                 # (N,) target classes, on x's device
+    x: torch.Tensor  # (N, C, H, W) in [0, 1]
+    y: torch.Tensor  # (N,) target classes, on x's device
     imputer: Optional[Imputer]
-    ids: list                       # image ids (ints): seeds come from them, not from positions
+    ids: list  # image ids (ints): seeds come from them, not from positions
     seed_key: tuple
-    masks: Optional[torch.Tensor] = None   # (N, H, W) 0/1 object masks in x's order (needs_masks protocols)
+    masks: Optional[torch.Tensor] = None  # (N, H, W) 0/1 object masks in x's order (needs_masks protocols)
 
     def seed(self, *parts) -> int:
         return derive_seed(*self.seed_key, *parts)
@@ -171,12 +206,12 @@ class Batch:
     """A batch of work items, filled and classified."""
 
     items: Sequence
-    image: torch.Tensor     # (B,) image indices, on x's device
-    masks: torch.Tensor     # (B, 1, H, W) keep masks as the protocol made them
+    image: torch.Tensor  # (B,) image indices, on x's device
+    masks: torch.Tensor  # (B, 1, H, W) keep masks as the protocol made them
     filled: torch.Tensor
-    logits: torch.Tensor    # float32
-    seconds: float          # imputer + model time per sample
-    response: tuple         # sample_response(...): Response (confidence, prediction, energy, l2; .ood)
+    logits: torch.Tensor  # float32
+    seconds: float  # imputer + model time per sample
+    response: tuple  # sample_response(...): Response (confidence, prediction, energy, l2; .ood)
 
     @property
     def ij(self) -> tuple[np.ndarray, np.ndarray]:
@@ -194,15 +229,15 @@ class Points:
     `valid` marks each image's steps, samples past an image's last step stay
     NaN, and `frame` writes rows for the valid points only."""
 
-    confidence: np.ndarray          # (N, steps)
+    confidence: np.ndarray  # (N, steps)
     prediction: np.ndarray
     energy: np.ndarray
     l2: np.ndarray
     seconds: np.ndarray
-    samples: Optional[np.ndarray]   # (N, steps, C, H, W) float16, if kept
+    samples: Optional[np.ndarray]  # (N, steps, C, H, W) float16, if kept
     draws: int = 1
     ood: dict = field(default_factory=dict)  # detector column -> (N, steps), NaN where not scored
-    valid: Optional[np.ndarray] = None       # (N, steps) bool: the image has this step (None: all)
+    valid: Optional[np.ndarray] = None  # (N, steps) bool: the image has this step (None: all)
 
     @classmethod
     def empty(cls, x: torch.Tensor, steps, keep_samples: bool, draws: int = 1) -> "Points":
@@ -212,10 +247,16 @@ class Points:
         width = int(per_image.max()) if n else 0
         valid = np.arange(width)[None, :] < per_image[:, None]
         shape = (n, width)
-        return cls(np.full(shape, np.nan), np.full(shape, -1, np.int64), np.full(shape, np.nan),
-                   np.full(shape, np.nan), np.zeros(shape),
-                   np.full((*shape, *x.shape[1:]), np.nan, np.float16) if keep_samples else None,
-                   draws, valid=None if valid.all() else valid)
+        return cls(
+            np.full(shape, np.nan),
+            np.full(shape, -1, np.int64),
+            np.full(shape, np.nan),
+            np.full(shape, np.nan),
+            np.zeros(shape),
+            np.full((*shape, *x.shape[1:]), np.nan, np.float16) if keep_samples else None,
+            draws,
+            valid=None if valid.all() else valid,
+        )
 
     def put(self, i, j, response, filled: Optional[torch.Tensor]) -> None:
         """Store the responses (and, if kept, the samples) of the points (i, j) (index arrays or slices)."""
@@ -249,11 +290,20 @@ class Points:
 
         target = shard.y.cpu().numpy() if target is None else np.asarray(target)
         return records_frame(
-            curve, image=flat(np.asarray(shard.ids, np.int64)[:, None]), step=flat(np.arange(steps)),
-            kept=flat(kept), removed=flat(removed), target=flat(target[:, None]),
-            **{k: flat(v) for k, v in extra.items()}, confidence=flat(self.confidence),
-            prediction=flat(self.prediction), energy=flat(self.energy), l2=flat(self.l2),
-            seconds=flat(self.seconds), ood={k: flat(v) for k, v in self.ood.items()})
+            curve,
+            image=flat(np.asarray(shard.ids, np.int64)[:, None]),
+            step=flat(np.arange(steps)),
+            kept=flat(kept),
+            removed=flat(removed),
+            target=flat(target[:, None]),
+            **{k: flat(v) for k, v in extra.items()},
+            confidence=flat(self.confidence),
+            prediction=flat(self.prediction),
+            energy=flat(self.energy),
+            l2=flat(self.l2),
+            seconds=flat(self.seconds),
+            ood={k: flat(v) for k, v in self.ood.items()},
+        )
 
 
 @dataclass
@@ -281,17 +331,24 @@ class Protocol(ABC):
     # reads the images' ground-truth object masks (shard.masks): Evaluator.run hands them only to these
     needs_masks: ClassVar[bool] = False
 
-    def run(self, model, x: torch.Tensor, y: torch.Tensor, attribution: Optional[torch.Tensor],
-            imputer: Optional[Imputer], image_ids: Sequence[int], seed_key: tuple,
-            masks: Optional[torch.Tensor] = None) -> CurveResult:
+    def run(
+        self,
+        model,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        attribution: Optional[torch.Tensor],
+        imputer: Optional[Imputer],
+        image_ids: Sequence[int],
+        seed_key: tuple,
+        masks: Optional[torch.Tensor] = None,
+    ) -> CurveResult:
         from fudbench.core.checks import check_inputs, check_masks
 
         check_inputs(f"{type(self).__name__}.run", x, y, attribution, image_ids)
         if attribution is None and self.needs_attribution:
             raise ValueError(f"{self.curve} needs an attribution")
         if self.needs_masks and masks is None:
-            raise ValueError(f"{self.curve} needs the images' ground-truth object masks (masks=, in the images' "
-                             f"order)")
+            raise ValueError(f"{self.curve} needs the images' ground-truth object masks (masks=, in the images' order)")
         masks = None if masks is None else check_masks(masks, x, f"{type(self).__name__}.run")
         shard = Shard(model, x, y.to(x.device), imputer, [int(i) for i in image_ids], tuple(seed_key), masks)
         return self.evaluate(shard, attribution)
@@ -353,15 +410,22 @@ class Protocol(ABC):
         """fn(x, y) on batches of the clean images, without gradients: a numpy
         array per image (or a tuple of them), concatenated over the batches."""
         with torch.no_grad():
-            parts = self.batches(shard, range(len(shard.x)),
-                                 lambda r: fn(shard.x[r.start:r.stop], shard.y[r.start:r.stop]))
+            parts = self.batches(
+                shard, range(len(shard.x)), lambda r: fn(shard.x[r.start : r.stop], shard.y[r.start : r.stop])
+            )
         if parts and isinstance(parts[0], tuple):
             return tuple(np.concatenate(p) for p in zip(*parts))
         return np.concatenate(parts)
 
-    def fill_items(self, shard: Shard, items: Sequence, masks: Callable[[Sequence], torch.Tensor],
-                   on_batch: Callable[[Batch], None], target: Optional[torch.Tensor] = None,
-                   seed: Optional[Callable[[object], int]] = None) -> None:
+    def fill_items(
+        self,
+        shard: Shard,
+        items: Sequence,
+        masks: Callable[[Sequence], torch.Tensor],
+        on_batch: Callable[[Batch], None],
+        target: Optional[torch.Tensor] = None,
+        seed: Optional[Callable[[object], int]] = None,
+    ) -> None:
         """Fill and classify the work items in batches, in order, and hand each
         Batch to on_batch (e.g. Points.record). masks(batch) -> (B, 1, H, W)
         keep masks; target: (N,) the class each image is scored for (default
@@ -376,8 +440,9 @@ class Protocol(ABC):
             image = torch.tensor([it.image for it in batch], device=x.device)
             keep, t = masks(batch), target[image]
             ctx = ImputeContext(classifier=shard.model, target=t, seeds=[seed(it) for it in batch])
-            filled, logits, dt, response = fill_and_score(shard.model, shard.imputer, x[image], keep.to(x.device),
-                                                          ctx, t)
+            filled, logits, dt, response = fill_and_score(
+                shard.model, shard.imputer, x[image], keep.to(x.device), ctx, t
+            )
             on_batch(Batch(batch, image, keep, filled, logits.float(), dt, response))
 
         self.batches(shard, items, one_batch)

@@ -25,6 +25,7 @@ Batches: the clean responses go through the protocol loop (halved on
 out-of-memory); Quantus' own calls see one image each, and an out-of-memory
 error inside one is not retried.
 """
+
 from __future__ import annotations
 
 import logging
@@ -75,8 +76,17 @@ class QuantusCurve(Protocol):
         # the config checks these at parse time; the API and other sizes of images are checked here, before Quantus
         # fails on them with an error that names no setting (check: fudbench.evaluators.quantus.value_problems)
         square = x.shape[-1] == x.shape[-2]
-        problems = self.check(self.settings, f"quantus.{self.metric}", x.shape[-1] if square else None,
-                              "the images given", self.metric) if self.check else []
+        problems = (
+            self.check(
+                self.settings,
+                f"quantus.{self.metric}",
+                x.shape[-1] if square else None,
+                "the images given",
+                self.metric,
+            )
+            if self.check
+            else []
+        )
         if problems:
             raise ValueError("; ".join(p.replace("config key ", "") for p in problems))
         maps = reduce_attribution(attribution, self.reduction)[:, None].cpu().numpy()
@@ -89,8 +99,12 @@ class QuantusCurve(Protocol):
         flat = maps.reshape(len(maps), -1)
         zero = (flat == flat[:, :1]).all(axis=1)
         if zero.any():
-            log.warning("%s: %d constant map(s), all-zero or uniform (images %s): Quantus refuses them, their "
-                        "score is NaN", self.metric, int(zero.sum()), [int(shard.ids[i]) for i in np.flatnonzero(zero)])
+            log.warning(
+                "%s: %d constant map(s), all-zero or uniform (images %s): Quantus refuses them, their score is NaN",
+                self.metric,
+                int(zero.sum()),
+                [int(shard.ids[i]) for i in np.flatnonzero(zero)],
+            )
         for i, image_id in enumerate(shard.ids):
             t0 = time.perf_counter()
             if zero[i]:
@@ -99,14 +113,34 @@ class QuantusCurve(Protocol):
                 continue
             with seeded(shard.seed(image_id), x.device), warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # Quantus warns about its defaults on every call
-                metric = getattr(quantus, self.metric)(**self.settings, disable_warnings=True,
-                                                       display_progressbar=False)
-                out = metric(model=shard.model, x_batch=images[i:i + 1], y_batch=targets[i:i + 1],
-                             a_batch=maps[i:i + 1], device=str(x.device), batch_size=self.batch_size)
+                metric = getattr(quantus, self.metric)(
+                    **self.settings, disable_warnings=True, display_progressbar=False
+                )
+                out = metric(
+                    model=shard.model,
+                    x_batch=images[i : i + 1],
+                    y_batch=targets[i : i + 1],
+                    a_batch=maps[i : i + 1],
+                    device=str(x.device),
+                    batch_size=self.batch_size,
+                )
             scores.append(reduce_output(out[0], self.reduce))
             seconds.append(time.perf_counter() - t0)
         n = len(shard.ids)
-        return CurveResult(records_frame(
-            self.curve, image=np.asarray(shard.ids, np.int64), step=np.zeros(n, np.int64), kept=np.full(n, np.nan),
-            removed=np.full(n, np.nan), target=targets, value=np.asarray(scores), confidence=clean[0],
-            prediction=clean[1], energy=clean[2], l2=np.zeros(n), seconds=np.asarray(seconds)), None)
+        return CurveResult(
+            records_frame(
+                self.curve,
+                image=np.asarray(shard.ids, np.int64),
+                step=np.zeros(n, np.int64),
+                kept=np.full(n, np.nan),
+                removed=np.full(n, np.nan),
+                target=targets,
+                value=np.asarray(scores),
+                confidence=clean[0],
+                prediction=clean[1],
+                energy=clean[2],
+                l2=np.zeros(n),
+                seconds=np.asarray(seconds),
+            ),
+            None,
+        )

@@ -21,6 +21,7 @@ samples are kept), never written for one profile.
 - `run_description(config)`: one paragraph (data, images, models, explainers,
   evaluators) for the report's front page (fudbench.report.results_page).
 """
+
 from __future__ import annotations
 
 from fudbench.evaluators.base import ALIAS_SEPARATOR, APPENDIX_SAMPLES, MAIN_SAMPLES
@@ -29,14 +30,14 @@ from fudbench.evaluators.base import ALIAS_SEPARATOR, APPENDIX_SAMPLES, MAIN_SAM
 # (the direction is added from CurveSpec.higher_is_better, never written here).
 CURVE_PHRASES = {
     "fud": "normalised area under the target confidence over the kept fraction rho, the removed pixels filled "
-           "by the diffusion model",
+    "by the diffusion model",
     "fud_bottom": "FUD's area with the bottom-ranked pixels kept",
     "insertion": "RISE's area under the confidence as the top-ranked pixels are put back into a blurred copy",
     "deletion": "RISE's area under the confidence as the top-ranked pixels are set to zero",
     "sensitivity_n": "Pearson correlation between the attribution sum and the output drop of random pixel "
-                     "subsets, averaged over the subset sizes n (Sensitivity-N)",
+    "subsets, averaged over the subset sizes n (Sensitivity-N)",
     "infidelity": "squared error between the attribution's prediction of the output change under random "
-                  "perturbations and the change itself",
+    "perturbations and the change itself",
     "road_morf": "area under p(original prediction) as the top-ranked pixels are removed (noisy-linear fill)",
     "road_lerf": "the same with the bottom-ranked pixels removed first",
     "road_morf_accuracy": "area under the accuracy, top-ranked pixels removed first",
@@ -149,8 +150,17 @@ def applies(config: dict) -> dict[str, bool]:
         "fig2_quality_radar": "table3_quality" in tables and len(main) >= 2 and len(quality_metrics(config)) >= 3,
         "confidence_vs_ratio": bool(tau_curves(config)),
         "qualitative": bool(main) and config["evaluation"]["gallery_images"] > 0,
-        **{t: t in tables for t in ("srg_scores", "road_scores", "ffidelity_scores", "appendix_scores",
-                                    "table9_quality", "table11_ood")},
+        **{
+            t: t in tables
+            for t in (
+                "srg_scores",
+                "road_scores",
+                "ffidelity_scores",
+                "appendix_scores",
+                "table9_quality",
+                "table11_ood",
+            )
+        },
     }
 
 
@@ -178,13 +188,17 @@ def data_phrase(config: dict) -> str:
     n = d["n_eval"]
     if d["source"] == "folder":
         f = d["folder"]
-        return (f"{plural(n, 'image')} of your own folder ``{f['root']}`` (labels ``{f['labels']}``; shorter side "
-                f"{f['resize']} px, centre crop {f['crop']} px{'; object masks ``' + f['masks'] + '``' if f.get('masks') else ', no object masks'})")
+        return (
+            f"{plural(n, 'image')} of your own folder ``{f['root']}`` (labels ``{f['labels']}``; shorter side "
+            f"{f['resize']} px, centre crop {f['crop']} px{'; object masks ``' + f['masks'] + '``' if f.get('masks') else ', no object masks'})"
+        )
     if d["source"] == "imagenet":
         return f"{plural(n, 'ImageNet validation image')} (a seeded sample)"
     s = d.get("synthetic") or {}
-    return (f"{plural(n, 'test image')} of the synthetic benchmark ({s.get('image_size', '?')} px, "
-            f"{len(s.get('shapes', [])) * 2} classes: {join(s.get('shapes', []))} x dark / light)")
+    return (
+        f"{plural(n, 'test image')} of the synthetic benchmark ({s.get('image_size', '?')} px, "
+        f"{len(s.get('shapes', [])) * 2} classes: {join(s.get('shapes', []))} x dark / light)"
+    )
 
 
 def model_phrase(config: dict) -> str:
@@ -210,10 +224,12 @@ def run_description(config: dict) -> str:
     """One paragraph: the run's data, images, models, explainers and evaluators (rst)."""
     ex = list(config["explainers"])
     ev = list(config["evaluators"])
-    return (f"Run ``{config['run_name']}``: {data_phrase(config)}; "
-            f"{plural(len(config['models']['classifiers']), 'classifier')}: {model_phrase(config)}; "
-            f"{plural(len(ex), 'explainer')}: {join(_lit(ex))}; {plural(len(ev), 'evaluator')}: "
-            f"{evaluator_phrase(config)}; kept fractions rho = {', '.join(str(r) for r in config['evaluation']['ratios'])}.")
+    return (
+        f"Run ``{config['run_name']}``: {data_phrase(config)}; "
+        f"{plural(len(config['models']['classifiers']), 'classifier')}: {model_phrase(config)}; "
+        f"{plural(len(ex), 'explainer')}: {join(_lit(ex))}; {plural(len(ev), 'evaluator')}: "
+        f"{evaluator_phrase(config)}; kept fractions rho = {', '.join(str(r) for r in config['evaluation']['ratios'])}."
+    )
 
 
 def _n_images(config: dict) -> str:
@@ -226,28 +242,34 @@ def _n_images(config: dict) -> str:
 def _score_table(config: dict, table: str, title: str) -> str:
     shown = [s for s in _curves(config).values() if s.table == table]
     phrases = list(dict.fromkeys(curve_phrase(s) for s in shown))
-    return (f"**{title}** Per model and explainer, the mean over images ({_n_images(config)}) with a "
-            f"percentile-bootstrap 95% interval over images ({config['analysis']['bootstrap']} resamples): "
-            f"{'; '.join(phrases)}.")
+    return (
+        f"**{title}** Per model and explainer, the mean over images ({_n_images(config)}) with a "
+        f"percentile-bootstrap 95% interval over images ({config['analysis']['bootstrap']} resamples): "
+        f"{'; '.join(phrases)}."
+    )
 
 
 def table_caption(table: str, config: dict) -> str:
     """The caption of the `table` rule's tables (Tables 4, 7 and the score tables)."""
     if table == "table4_kendall":
         taus = _labels(tau_curves(config))
-        return (f"**Table 4 (Kendall tau).** Per image, Kendall's tau-b between the removal step and the decrease "
-                f"of the target confidence, averaged over images ({_n_images(config)}); 1 = strictly decreasing "
-                f"confidence. Removal sequences of {join(taus)}. Constant sequences count as 0 (CSV: n_constant).")
+        return (
+            f"**Table 4 (Kendall tau).** Per image, Kendall's tau-b between the removal step and the decrease "
+            f"of the target confidence, averaged over images ({_n_images(config)}); 1 = strictly decreasing "
+            f"confidence. Removal sequences of {join(taus)}. Constant sequences count as 0 (CSV: n_constant)."
+        )
     if table == "table7_scores":
         return _score_table(config, "table7_scores", "Table 7 (scores).")
     if table == "srg_scores":
         entries = [s for n, s in config["evaluators"].items() if (s or {}).get("method", n) == "srg"]
         imputers = list(dict.fromkeys(i for s in entries for i in (s or {}).get("imputers", [])))
-        return (f"**SRG / R-OMS (seeds/002).** Superpixels ordered by mean attribution are occluded "
-                f"most-influential-first (MIF) or least-influential-first (LIF), filled by "
-                f"{join(_lit(imputers)) or 'the configured imputers'}; R-OMS is the same for random orderings. "
-                f"MRG = R-OMS - MIF, LRG = LIF - R-OMS, SRG = LIF - MIF (areas over the occluded fraction; higher "
-                f"is better, 0 for a random explainer); {_n_images(config)}.")
+        return (
+            f"**SRG / R-OMS (seeds/002).** Superpixels ordered by mean attribution are occluded "
+            f"most-influential-first (MIF) or least-influential-first (LIF), filled by "
+            f"{join(_lit(imputers)) or 'the configured imputers'}; R-OMS is the same for random orderings. "
+            f"MRG = R-OMS - MIF, LRG = LIF - R-OMS, SRG = LIF - MIF (areas over the occluded fraction; higher "
+            f"is better, 0 for a random explainer); {_n_images(config)}."
+        )
     if table == "appendix_scores":
         return _score_table(config, table, "Appendix protocols' scores.")
     title = {"road_scores": "ROAD (Rong et al. 2022).", "ffidelity_scores": "F-Fidelity (seeds/004)."}[table]
@@ -264,25 +286,32 @@ def _samples_list(config: dict, curves: dict) -> str:
 
 def ood_caption(table: str, config: dict) -> str:
     """Tables 2 and 11 (report caption)."""
-    detectors = ("The same rows by two feature-based detectors on the classifier's penultimate features "
-                 "(``detector``: Mahalanobis with a tied covariance, k-NN distance; reference fitted on "
-                 "in-distribution images: NaN where the data has none, e.g. a folder that lists only the "
-                 "evaluated images), and a sanity row: the clean images with 10% of their pixels zeroed, a "
-                 "plainly OOD input (AUROC at or below 0.5 there = the detector cannot see it).")
+    detectors = (
+        "The same rows by two feature-based detectors on the classifier's penultimate features "
+        "(``detector``: Mahalanobis with a tied covariance, k-NN distance; reference fitted on "
+        "in-distribution images: NaN where the data has none, e.g. a folder that lists only the "
+        "evaluated images), and a sanity row: the clean images with 10% of their pixels zeroed, a "
+        "plainly OOD input (AUROC at or below 0.5 there = the detector cannot see it)."
+    )
     if table == "table2_ood":
         curves = sample_curves(config, MAIN_SAMPLES)
-        return (f"**Table 2 (Energy OOD detection).** ID = the clean evaluated images ({_n_images(config)}), "
-                f"OOD = the intermediate samples of {join(_labels(curves))} ({_samples_list(config, curves)}), "
-                f"scored by the energy -logsumexp(logits) of the evaluated classifier. AUROC, FPR at 95% TPR "
-                f"and AUPR-Out per model; values near 0.5 (FPR95 near 1) mean the samples are hard to tell from "
-                f"clean data. Pooling: ``analysis.ood_pooling`` = {config['analysis']['ood_pooling']}. "
-                + detectors)
+        return (
+            f"**Table 2 (Energy OOD detection).** ID = the clean evaluated images ({_n_images(config)}), "
+            f"OOD = the intermediate samples of {join(_labels(curves))} ({_samples_list(config, curves)}), "
+            f"scored by the energy -logsumexp(logits) of the evaluated classifier. AUROC, FPR at 95% TPR "
+            f"and AUPR-Out per model; values near 0.5 (FPR95 near 1) mean the samples are hard to tell from "
+            f"clean data. Pooling: ``analysis.ood_pooling`` = {config['analysis']['ood_pooling']}. " + detectors
+        )
     curves = sample_curves(config, APPENDIX_SAMPLES)
     ref = appendix_reference(config)
     protocols = [label for label in _labels(curves) if label not in ref]
-    return (f"**Table 11 (Energy OOD, appendix protocols).** Table 2's analysis applied to the intermediate "
-            f"samples of {join(protocols)} ({_samples_list(config, {c: l for c, l in curves.items() if l in protocols})})"
-            + (f", with {join(ref)} as the reference row." if ref else ".") + " " + detectors)
+    return (
+        f"**Table 11 (Energy OOD, appendix protocols).** Table 2's analysis applied to the intermediate "
+        f"samples of {join(protocols)} ({_samples_list(config, {c: l for c, l in curves.items() if l in protocols})})"
+        + (f", with {join(ref)} as the reference row." if ref else ".")
+        + " "
+        + detectors
+    )
 
 
 def ood_tex_caption(table: str, config: dict) -> str | None:
@@ -299,8 +328,10 @@ def ood_tex_caption(table: str, config: dict) -> str | None:
 
 
 def table8_caption(config: dict) -> str:
-    return (f"**Table 8 (Table 2 extended).** The same Energy OOD detection as Table 2 (intermediate samples of "
-            f"{join(_labels(sample_curves(config, MAIN_SAMPLES)))}), with AUPR-In added.")
+    return (
+        f"**Table 8 (Table 2 extended).** The same Energy OOD detection as Table 2 (intermediate samples of "
+        f"{join(_labels(sample_curves(config, MAIN_SAMPLES)))}), with AUPR-In added."
+    )
 
 
 def quality_images(config: dict) -> int:
@@ -323,8 +354,11 @@ def _quality_which(config: dict) -> tuple[str, str]:
         first = "the first" if int(per_shard) == 1 else f"the first {per_shard}"
         of = "the run's one shard" if shards == 1 else f"each of its {shards} shards"
         which = f"{plural(n, 'image')}, {first} of {of}: ``evaluation.quality.images_per_shard`` = {per_shard}"
-    interval = ("with a bootstrap 95% interval over images" if n >= 2 else
-                "no interval: one image (ci_low = ci_high = the mean)")
+    interval = (
+        "with a bootstrap 95% interval over images"
+        if n >= 2
+        else "no interval: one image (ci_low = ci_high = the mean)"
+    )
     return which, interval
 
 
@@ -334,16 +368,21 @@ def quality_caption(table: str, config: dict) -> str:
     inverted = [m for m in metrics if m == "GMSD"]
     small = _quality_adaptation(config, metrics)
     if table == "table3_quality":
-        return (f"**Table 3 (image quality).** piq's {join(metrics)} of each intermediate sample of "
-                f"{join(_labels(sample_curves(config, MAIN_SAMPLES)))} against its original ({which}), averaged "
-                f"over models, explainers, images and ratios, {interval}.{small} Higher is better"
-                + (" except GMSD." if inverted else "."))
+        return (
+            f"**Table 3 (image quality).** piq's {join(metrics)} of each intermediate sample of "
+            f"{join(_labels(sample_curves(config, MAIN_SAMPLES)))} against its original ({which}), averaged "
+            f"over models, explainers, images and ratios, {interval}.{small} Higher is better"
+            + (" except GMSD." if inverted else ".")
+        )
     curves = sample_curves(config, APPENDIX_SAMPLES)
     ref = appendix_reference(config)
     protocols = [label for label in _labels(curves) if label not in ref]
-    return (f"**Table 9 (image quality, appendix protocols).** Table 3's metrics ({join(metrics)}) for the "
-            f"intermediate samples of {join(protocols)} ({which}; {interval})"
-            + (f", {join(ref)} for reference." if ref else ".") + small)
+    return (
+        f"**Table 9 (image quality, appendix protocols).** Table 3's metrics ({join(metrics)}) for the "
+        f"intermediate samples of {join(protocols)} ({which}; {interval})"
+        + (f", {join(ref)} for reference." if ref else ".")
+        + small
+    )
 
 
 def _quality_adaptation(config: dict, metrics) -> str:
@@ -356,8 +395,12 @@ def _quality_adaptation(config: dict, metrics) -> str:
         return ""
     done = adaptation(size, size)
     adapted = [f"{m}: {done[m]}" for m in metrics if done.get(m, "piq defaults") != "piq defaults"]
-    return (f" At {size} px, adapted to the small image ({'; '.join(adapted)}; fudbench.analysis.quality), the "
-            f"others piq's defaults." if adapted else "")
+    return (
+        f" At {size} px, adapted to the small image ({'; '.join(adapted)}; fudbench.analysis.quality), the "
+        f"others piq's defaults."
+        if adapted
+        else ""
+    )
 
 
 def _image_size(config: dict) -> int | None:
@@ -375,26 +418,32 @@ def quality_tex_caption(table: str, config: dict) -> str | None:
 
     ref = appendix_reference(config)
     protocols = [label for label in _labels(sample_curves(config, APPENDIX_SAMPLES)) if label not in ref]
-    return ("Image quality of the appendix protocols' intermediate samples (" + escape(join(protocols)) + ") "
-            "against their originals, mean over all runs ($\\pm$ half-width of the bootstrap 95\\% CI over images; "
-            "best in bold)" + (f"; {escape(join(ref))} for reference" if ref else "") + " (Table 9 of FUD).")
+    return (
+        "Image quality of the appendix protocols' intermediate samples (" + escape(join(protocols)) + ") "
+        "against their originals, mean over all runs ($\\pm$ half-width of the bootstrap 95\\% CI over images; "
+        "best in bold)" + (f"; {escape(join(ref))} for reference" if ref else "") + " (Table 9 of FUD)."
+    )
 
 
 def radar_caption(config: dict) -> str:
     main = _labels(sample_curves(config, MAIN_SAMPLES))
-    return (f"**Fig. 2 (quality radar).** Table 3's means of {join(quality_metrics(config))} for "
-            f"{join(main)}, min-max normalised across these {len(main)} evaluators"
-            + (", GMSD inverted" if "GMSD" in quality_metrics(config) else "")
-            + ", so outward = better; the worst evaluator on a metric sits at the centre (ranks and relative "
-              "gaps, not absolute quality).")
+    return (
+        f"**Fig. 2 (quality radar).** Table 3's means of {join(quality_metrics(config))} for "
+        f"{join(main)}, min-max normalised across these {len(main)} evaluators"
+        + (", GMSD inverted" if "GMSD" in quality_metrics(config) else "")
+        + ", so outward = better; the worst evaluator on a metric sits at the centre (ranks and relative "
+        "gaps, not absolute quality)."
+    )
 
 
 def confidence_caption(config: dict) -> str:
     taus = tau_curves(config)
     parts = [f"{label} ({SAMPLE_PHRASES.get(_family(c), 'its removal sequence')})" for c, label in taus.items()]
-    return (f"Mean target confidence (+- one standard error over images, {_n_images(config)}) against the kept "
-            f"fraction rho, per model ({join(_lit(config['models']['classifiers']))}) and explainer: "
-            f"{join(parts)}.")
+    return (
+        f"Mean target confidence (+- one standard error over images, {_n_images(config)}) against the kept "
+        f"fraction rho, per model ({join(_lit(config['models']['classifiers']))}) and explainer: "
+        f"{join(parts)}."
+    )
 
 
 def qualitative_curves(config: dict) -> dict:
@@ -409,18 +458,22 @@ def _qualitative_explainers(config: dict) -> list[str]:
 def fig4_caption(config: dict) -> str:
     shown = _qualitative_explainers(config)
     model = next(iter(config["models"]["classifiers"]))
-    return (f"**Fig. 4 (qualitative).** Model ``{model}``, explainer ``{shown[0] if shown else '-'}``: for each of "
-            f"the first {plural(config['evaluation']['gallery_images'], 'image')} (titled with its class"
-            f"{', its object mask outlined' if _has_masks(config) else ''}), the original, the explainer's "
-            f"heat-map, and the intermediate samples of {join(_labels(qualitative_curves(config)))} from the "
-            f"least to the most removed pixels.")
+    return (
+        f"**Fig. 4 (qualitative).** Model ``{model}``, explainer ``{shown[0] if shown else '-'}``: for each of "
+        f"the first {plural(config['evaluation']['gallery_images'], 'image')} (titled with its class"
+        f"{', its object mask outlined' if _has_masks(config) else ''}), the original, the explainer's "
+        f"heat-map, and the intermediate samples of {join(_labels(qualitative_curves(config)))} from the "
+        f"least to the most removed pixels."
+    )
 
 
 def qualitative_grid_caption(config: dict) -> str:
-    return (f"The first evaluated image's intermediate samples for every model "
-            f"({join(_lit(config['models']['classifiers']))}) x explainer ({join(_lit(_qualitative_explainers(config)))}; "
-            f"``plots.qualitative_explainers``) x evaluator ({join(_labels(qualitative_curves(config)))}): the "
-            f"original, the heat-map, the samples from the least to the most removed pixels.")
+    return (
+        f"The first evaluated image's intermediate samples for every model "
+        f"({join(_lit(config['models']['classifiers']))}) x explainer ({join(_lit(_qualitative_explainers(config)))}; "
+        f"``plots.qualitative_explainers``) x evaluator ({join(_labels(qualitative_curves(config)))}): the "
+        f"original, the heat-map, the samples from the least to the most removed pixels."
+    )
 
 
 def _has_masks(config: dict) -> bool:
@@ -441,8 +494,10 @@ def dataset_caption(config: dict) -> str:
     if d["source"] == "synthetic":
         what = f"Test images of the synthetic benchmark, {EXAMPLES_PER_CLASS} per class, titled with the class name"
     elif d["source"] == "folder":
-        what = (f"{picked}, titled with the class name from the labels file's ``class`` column and the class "
-                f"index (the index alone where the file has no such column)")
+        what = (
+            f"{picked}, titled with the class name from the labels file's ``class`` column and the class "
+            f"index (the index alone where the file has no such column)"
+        )
     else:
         what = f"{picked}, titled with the class name"
     return what + (", the ground-truth mask (what the ``oracle`` map shows) outlined." if _has_masks(config) else ".")
@@ -450,8 +505,7 @@ def dataset_caption(config: dict) -> str:
 
 def caption(item: str, config: dict) -> str:
     """The report caption (rst) of a report item (module docstring)."""
-    if item in ("table4_kendall", "table7_scores", "srg_scores", "road_scores", "ffidelity_scores",
-                "appendix_scores"):
+    if item in ("table4_kendall", "table7_scores", "srg_scores", "road_scores", "ffidelity_scores", "appendix_scores"):
         return table_caption(item, config)
     if item in ("table2_ood", "table11_ood"):
         return ood_caption(item, config)
@@ -459,10 +513,13 @@ def caption(item: str, config: dict) -> str:
         return table8_caption(config)
     if item in ("table3_quality", "table9_quality"):
         return quality_caption(item, config)
-    builders = {"fig2_quality_radar": radar_caption, "confidence_vs_ratio": confidence_caption,
-                "fig4_qualitative": fig4_caption, "qualitative_samples": qualitative_grid_caption,
-                "dataset_examples": dataset_caption}
+    builders = {
+        "fig2_quality_radar": radar_caption,
+        "confidence_vs_ratio": confidence_caption,
+        "fig4_qualitative": fig4_caption,
+        "qualitative_samples": qualitative_grid_caption,
+        "dataset_examples": dataset_caption,
+    }
     if item not in builders:
-        raise KeyError(f"no generated caption for report item {item!r}; known: "
-                       f"{sorted([*builders, *TABLE_NAMES])}")
+        raise KeyError(f"no generated caption for report item {item!r}; known: {sorted([*builders, *TABLE_NAMES])}")
     return builders[item](config)

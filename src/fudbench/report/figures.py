@@ -1,4 +1,5 @@
 """Figures. Each function returns a matplotlib Figure; callers save it."""
+
 from __future__ import annotations
 
 import matplotlib
@@ -69,8 +70,12 @@ def dataset_examples(images, labels, class_names, per_class: int = EXAMPLES_PER_
     names = class_names if isinstance(class_names, dict) else dict(enumerate(class_names))
     labels = np.asarray(labels)
     picks = [i for c in sorted(set(labels.tolist())) for i in np.flatnonzero(labels == c)[:per_class]]
-    return image_grid(images[picks], [names.get(int(labels[i]), str(labels[i])) for i in picks],
-                      ncols=2 * per_class * 2, masks=None if masks is None else np.asarray(masks)[picks])
+    return image_grid(
+        images[picks],
+        [names.get(int(labels[i]), str(labels[i])) for i in picks],
+        ncols=2 * per_class * 2,
+        masks=None if masks is None else np.asarray(masks)[picks],
+    )
 
 
 def confidence_vs_ratio(records: pd.DataFrame, models, explainers):
@@ -85,9 +90,17 @@ def confidence_vs_ratio(records: pd.DataFrame, models, explainers):
             for curve, label in TAU_CURVES.items():
                 g = mean[(mean.model == model) & (mean.explainer == ex) & (mean.curve == curve)].sort_values("kept")
                 if len(g):
-                    ax.errorbar(g["kept"], g["mean"], yerr=g["sem"], ls=styles.get(curve, ":"),
-                                color=colours[k % len(colours)], marker="o", ms=3, capsize=2,
-                                label=f"{label} / {ex.upper()}")
+                    ax.errorbar(
+                        g["kept"],
+                        g["mean"],
+                        yerr=g["sem"],
+                        ls=styles.get(curve, ":"),
+                        color=colours[k % len(colours)],
+                        marker="o",
+                        ms=3,
+                        capsize=2,
+                        label=f"{label} / {ex.upper()}",
+                    )
         ax.set_title(model)
         ax.set_xlabel(r"kept fraction $\rho$")
         ax.grid(alpha=0.3)
@@ -103,8 +116,9 @@ def image_removed(removed: np.ndarray, image: int) -> np.ndarray:
     return removed if removed.ndim == 1 else removed[image]
 
 
-def qualitative_grid(gallery: dict, curve_labels: dict[str, str], image: int = 0, explainers=None,
-                     image_titles=None, masks: bool = False):
+def qualitative_grid(
+    gallery: dict, curve_labels: dict[str, str], image: int = 0, explainers=None, image_titles=None, masks: bool = False
+):
     """Rows of (original, attribution, samples from least to most removed) for one
     image, one row per model x explainer x curve of the gallery (fudbench.report.gallery.build_gallery);
     `explainers` restricts the rows (default: all). image_titles: a title per gallery image (its class);
@@ -119,7 +133,7 @@ def qualitative_grid(gallery: dict, curve_labels: dict[str, str], image: int = 0
         for curve, label in curve_labels.items():
             if gallery_key(*pair, "samples", curve) in gallery:
                 removed = image_removed(gallery[gallery_key(*pair, "removed", curve)], image)
-                order = np.argsort(removed)[:int(np.isfinite(removed).sum())]
+                order = np.argsort(removed)[: int(np.isfinite(removed).sum())]
                 samples = gallery[gallery_key(*pair, "samples", curve)][image][order]
                 rows.append((f"{'/'.join(pair)} {label}", attr, samples))
     n_cols = 2 + max(r[2].shape[0] for r in rows)
@@ -140,8 +154,9 @@ def qualitative_grid(gallery: dict, curve_labels: dict[str, str], image: int = 0
     return fig
 
 
-def fig4_qualitative(gallery: dict, curve_labels: dict[str, str], model: str, explainer: str, image_titles=None,
-                     masks: bool = False):
+def fig4_qualitative(
+    gallery: dict, curve_labels: dict[str, str], model: str, explainer: str, image_titles=None, masks: bool = False
+):
     """FUD's Fig. 4, widened to every evaluator: for each gallery image, one row
     per evaluator with the original, the explainer's heat-map and the
     intermediate samples from the least to the most removed pixels."""
@@ -161,7 +176,7 @@ def fig4_qualitative(gallery: dict, curve_labels: dict[str, str], model: str, ex
         for k, (curve, label) in enumerate(curves):
             row = axes[i * len(curves) + k]
             removed = image_removed(gallery[gallery_key(*pair, "removed", curve)], i)
-            order = np.argsort(removed)[:int(np.isfinite(removed).sum())]  # NaN: steps this image lacks
+            order = np.argsort(removed)[: int(np.isfinite(removed).sum())]  # NaN: steps this image lacks
             row[0].imshow(_chw_to_hwc(gallery["images"][i]), interpolation="nearest")
             if masks:
                 outline(row[0], gallery["masks"][i])

@@ -7,6 +7,7 @@ letters, digits and `_`), so every key splits back into its parts: with `__`
 the models `cnn_` and `cnn` with the explainers `ig` and `_ig` gave one key
 `cnn___ig__...` (issue 45). Build and read the keys only through the functions
 here."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,11 +24,15 @@ def gallery_key(model: str, explainer: str, kind: str, curve: str | None = None)
     or '<model>.<explainer>.removed.<curve>' (the removed fraction of each step: (steps,) or (N, steps))."""
     for what, name in (("model", model), ("explainer", explainer)):
         if not name or SEP in name:
-            raise ValueError(f"gallery key: the {what} name {name!r} is empty or contains {SEP!r}, which "
-                             f"separates the parts of a gallery key (fudbench.config.names refuses such names)")
+            raise ValueError(
+                f"gallery key: the {what} name {name!r} is empty or contains {SEP!r}, which "
+                f"separates the parts of a gallery key (fudbench.config.names refuses such names)"
+            )
     if kind not in KINDS or (curve is None) != (kind == "attributions"):
-        raise ValueError(f"gallery key: kind {kind!r} with curve {curve!r}; kinds: {', '.join(KINDS)} (a curve "
-                         f"with samples and removed only)")
+        raise ValueError(
+            f"gallery key: kind {kind!r} with curve {curve!r}; kinds: {', '.join(KINDS)} (a curve "
+            f"with samples and removed only)"
+        )
     return SEP.join((model, explainer, kind) + (() if curve is None else (curve,)))
 
 
@@ -49,8 +54,10 @@ def check_gallery(gallery, path="the gallery") -> None:
     """Refuse a gallery written with another key layout (an older version joined names with `__`)."""
     found = int(np.asarray(gallery["format"])) if "format" in gallery else 1
     if found != FORMAT:
-        raise ValueError(f"{path}: gallery format {found}, expected {FORMAT} (the keys changed); delete the file "
-                         f"so that the gallery job remakes it")
+        raise ValueError(
+            f"{path}: gallery format {found}, expected {FORMAT} (the keys changed); delete the file "
+            f"so that the gallery job remakes it"
+        )
 
 
 def build_gallery(images_path, attributions: dict, samples: dict, n_images: int) -> dict:
@@ -65,13 +72,13 @@ def build_gallery(images_path, attributions: dict, samples: dict, n_images: int)
     data = load_npz(images_path)
     out = {"ids": ids, "images": data["images"][ids], "masks": data["masks"][ids], "format": np.array(FORMAT)}
     for (model, explainer), path in attributions.items():
-        attr = load_npz(path, made_by="explain")["attributions"][:len(ids)]
+        attr = load_npz(path, made_by="explain")["attributions"][: len(ids)]
         out[gallery_key(model, explainer, "attributions")] = attr
     for (model, explainer, _), path in samples.items():
         for key, arr in load_npz(path, made_by="evaluate").items():
             if key.startswith("removed_"):  # per step (steps,), or per image and step (N, steps)
-                curve = key[len("removed_"):]
-                out[gallery_key(model, explainer, "removed", curve)] = arr if arr.ndim == 1 else arr[:len(ids)]
+                curve = key[len("removed_") :]
+                out[gallery_key(model, explainer, "removed", curve)] = arr if arr.ndim == 1 else arr[: len(ids)]
             elif key != "ids":
-                out[gallery_key(model, explainer, "samples", key)] = arr[:len(ids)]
+                out[gallery_key(model, explainer, "samples", key)] = arr[: len(ids)]
     return out

@@ -7,6 +7,7 @@ intervals over IMAGES: a resampled image brings all of its rows (every model,
 explainer, curve and step of the table entry) and, in Table 2, its clean energy.
 Bootstrap seeds come from derive_seed(seed, "bootstrap", <table>, ...).
 """
+
 from __future__ import annotations
 
 import logging
@@ -140,7 +141,7 @@ def _clean_series(values) -> pd.Series:
 def _header_lines(tex: str, lines_new: list[str]) -> str:
     lines = tex.split("\n")
     i = lines.index(r"\toprule")
-    lines[i + 1:i + 2] = lines_new
+    lines[i + 1 : i + 2] = lines_new
     return "\n".join(lines)
 
 
@@ -170,18 +171,22 @@ def _ood_cell(e_in, img_in, outs, counts):
             boot[k][j] = v[1:]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: no metric in that resample
-        return ({k: float(np.mean(v)) if v else float("nan") for k, v in point.items()},
-                {k: np.nanmean(v, axis=0) if len(v) else np.zeros(0) for k, v in boot.items()})
+        return (
+            {k: float(np.mean(v)) if v else float("nan") for k, v in point.items()},
+            {k: np.nanmean(v, axis=0) if len(v) else np.zeros(0) for k, v in boot.items()},
+        )
 
 
 # OOD detectors of Table 2: the records' / clean-score frame's column -> label in the .tex
 DETECTOR_LABELS = {"energy": "Energy", "mahalanobis": "Mahalanobis", "knn": "k-NN"}
-DETECTOR_CAPTION = (" Detectors (larger score = more OOD for each): Energy, $-\\log\\sum\\exp$ of the logits; "
-                    "Mahalanobis, the smallest squared Mahalanobis distance of the penultimate features to a class "
-                    "mean (tied covariance with a small ridge, fitted on reference training images); k-NN, the "
-                    "distance of the normalised features to their $k$-th nearest reference feature. Sanity row: "
-                    "the clean images with 10\\% of their pixels zeroed, a mild but plainly OOD corruption; a "
-                    "detector that gives it an AUROC at or below 0.5 cannot see such samples.")
+DETECTOR_CAPTION = (
+    " Detectors (larger score = more OOD for each): Energy, $-\\log\\sum\\exp$ of the logits; "
+    "Mahalanobis, the smallest squared Mahalanobis distance of the penultimate features to a class "
+    "mean (tied covariance with a small ridge, fitted on reference training images); k-NN, the "
+    "distance of the normalised features to their $k$-th nearest reference feature. Sanity row: "
+    "the clean images with 10\\% of their pixels zeroed, a mild but plainly OOD corruption; a "
+    "detector that gives it an AUROC at or below 0.5 cannot see such samples."
+)
 
 
 def unchanged_samples_are_clean(rows: pd.DataFrame, cleans: Mapping[str, pd.Series]) -> pd.DataFrame:
@@ -203,9 +208,11 @@ def unchanged_samples_are_clean(rows: pd.DataFrame, cleans: Mapping[str, pd.Seri
     if "kept" in rows.columns:
         odd = same & (rows["kept"].to_numpy(float) < 1.0)
         if odd.any():
-            log.warning("%d samples removed pixels but are bitwise their clean images (curves %s): "
-                        "scored as ties with them", int(odd.sum()),
-                        ", ".join(sorted(map(str, rows.loc[odd, "curve"].unique()))) if "curve" in rows else "?")
+            log.warning(
+                "%d samples removed pixels but are bitwise their clean images (curves %s): scored as ties with them",
+                int(odd.sum()),
+                ", ".join(sorted(map(str, rows.loc[odd, "curve"].unique()))) if "curve" in rows else "?",
+            )
     rows = rows.copy()
     for det, clean in cleans.items():
         if det in rows.columns:  # a sample's missing score (NaN: no OOD reference) stays missing
@@ -234,10 +241,22 @@ def _clean_scores(clean_energy) -> tuple[dict, dict, list[str], bool]:
     return clean, sanity, detectors, True
 
 
-def table2_ood(records: pd.DataFrame, clean_energy, evaluators: Mapping[str, str], models,
-               n_boot: int = 1000, ci: float = 0.95, seed: int = 0, digits: int = 4,
-               model_labels: Mapping[str, str] | None = None, pooling: str = "all", columns=None,
-               caption: str | None = None, tex_label: str = "tab:ood", sanity_label: str = SANITY_LABEL):
+def table2_ood(
+    records: pd.DataFrame,
+    clean_energy,
+    evaluators: Mapping[str, str],
+    models,
+    n_boot: int = 1000,
+    ci: float = 0.95,
+    seed: int = 0,
+    digits: int = 4,
+    model_labels: Mapping[str, str] | None = None,
+    pooling: str = "all",
+    columns=None,
+    caption: str | None = None,
+    tex_label: str = "tab:ood",
+    sanity_label: str = SANITY_LABEL,
+):
     """OOD detection of intermediate samples vs clean images (Table 2 / 8 / 11 of FUD),
     by the Energy score and, given the clean-score frame, the feature-based
     detectors (Mahalanobis, k-NN: fudbench.analysis.feature_ood), plus a sanity row.
@@ -293,9 +312,23 @@ def table2_ood(records: pd.DataFrame, clean_energy, evaluators: Mapping[str, str
     def add_rows(label, detector, model, point, boot, n_images, n_id, n_ood, n_runs, n_bad, n_unchanged=0):
         for key, name in OOD_METRICS.items():
             lo, hi = percentile_interval(boot[key], ci) if n_boot else (float("nan"),) * 2
-            rows.append({"evaluator": label, "detector": detector, "model": model, "metric": name,
-                         "value": point[key], "ci_low": lo, "ci_high": hi, "n_images": n_images, "n_id": n_id,
-                         "n_ood": n_ood, "n_runs": n_runs, "n_nonfinite": n_bad, "n_unchanged": n_unchanged})
+            rows.append(
+                {
+                    "evaluator": label,
+                    "detector": detector,
+                    "model": model,
+                    "metric": name,
+                    "value": point[key],
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "n_images": n_images,
+                    "n_id": n_id,
+                    "n_ood": n_ood,
+                    "n_runs": n_runs,
+                    "n_nonfinite": n_bad,
+                    "n_unchanged": n_unchanged,
+                }
+            )
 
     for model in models:
         cleans = {}
@@ -338,8 +371,7 @@ def table2_ood(records: pd.DataFrame, clean_energy, evaluators: Mapping[str, str
                 point, boot = _ood_cell(e_in, img_in, outs if len(e_in) else [], counts)
                 add_rows(label, det, model, point, boot, len(ids), len(e_in), n_ood, len(outs), n_bad, n_unchanged)
         if sanity_by:
-            counts = _resample_counts(len(ids), n_boot, derive_seed(seed, "bootstrap", "table2", model,
-                                                                    sanity_label))
+            counts = _resample_counts(len(ids), n_boot, derive_seed(seed, "bootstrap", "table2", model, sanity_label))
             for det in detectors:
                 if det not in sanity_by:
                     continue
@@ -349,21 +381,60 @@ def table2_ood(records: pd.DataFrame, clean_energy, evaluators: Mapping[str, str
                 fin_in, fin = np.isfinite(e_in), np.isfinite(e_out)
                 outs = [(e_out[fin], img[fin])] if fin.any() and fin_in.any() else []
                 point, boot = _ood_cell(e_in[fin_in], img[fin_in], outs, counts)
-                add_rows(sanity_label, det, model, point, boot, len(ids), int(fin_in.sum()), int(fin.sum()),
-                         len(outs), int((~fin_in).sum() + (~fin).sum()))
-    columns_out = ["evaluator", "detector", "model", "metric", "value", "ci_low", "ci_high", "n_images", "n_id",
-                   "n_ood", "n_runs", "n_nonfinite", "n_unchanged"]
+                add_rows(
+                    sanity_label,
+                    det,
+                    model,
+                    point,
+                    boot,
+                    len(ids),
+                    int(fin_in.sum()),
+                    int(fin.sum()),
+                    len(outs),
+                    int((~fin_in).sum() + (~fin).sum()),
+                )
+    columns_out = [
+        "evaluator",
+        "detector",
+        "model",
+        "metric",
+        "value",
+        "ci_low",
+        "ci_high",
+        "n_images",
+        "n_id",
+        "n_ood",
+        "n_runs",
+        "n_nonfinite",
+        "n_unchanged",
+    ]
     summary = pd.DataFrame(rows, columns=columns_out)
     if not by_detector:
         summary = summary.drop(columns="detector")
     elif sanity_by:
         labels = labels + [sanity_label]
-    return summary, ood_table_tex(summary, labels, models, digits=digits, model_labels=model_labels,
-                                  columns=columns, caption=caption, tex_label=tex_label)
+    return summary, ood_table_tex(
+        summary,
+        labels,
+        models,
+        digits=digits,
+        model_labels=model_labels,
+        columns=columns,
+        caption=caption,
+        tex_label=tex_label,
+    )
 
 
-def ood_table_tex(summary: pd.DataFrame, labels, models, digits: int = 4, model_labels: Mapping | None = None,
-                  columns=None, caption: str | None = None, tex_label: str = "tab:ood") -> str:
+def ood_table_tex(
+    summary: pd.DataFrame,
+    labels,
+    models,
+    digits: int = 4,
+    model_labels: Mapping | None = None,
+    columns=None,
+    caption: str | None = None,
+    tex_label: str = "tab:ood",
+) -> str:
     """The LaTeX of an OOD table from table2_ood's summary: Tables 2 and 8 show
     different columns of the same summary, so one bootstrap serves both. A
     summary with a `detector` column gets a Detector column and one block of
@@ -389,17 +460,26 @@ def ood_table_tex(summary: pd.DataFrame, labels, models, digits: int = 4, model_
         block_ends.append(len(body) - 1)
     ncol = len(metric_names)
     n_lab = 2 if by_detector else 1
-    caption = caption or ("Energy-score OOD detection of the intermediate samples (OOD) against the clean "
-                          "images (ID), pooled over explainers and steps ($\\pm$ half-width of the bootstrap "
-                          "95\\% CI over images). Arrows: the direction in which the intermediate samples "
-                          "are harder to tell from clean data (Table 2 of FUD).")
+    caption = caption or (
+        "Energy-score OOD detection of the intermediate samples (OOD) against the clean "
+        "images (ID), pooled over explainers and steps ($\\pm$ half-width of the bootstrap "
+        "95\\% CI over images). Arrows: the direction in which the intermediate samples "
+        "are harder to tell from clean data (Table 2 of FUD)."
+    )
     if by_detector:
         caption += DETECTOR_CAPTION
     first_cols = ["Eval", "Detector"] if by_detector else ["Eval"]
-    tex = booktabs([*first_cols, *metric_names * len(models)], body, caption=caption, label=tex_label,
-                   align="l" * n_lab + ("r" * ncol) * len(models), midrules_after=block_ends[:-1])
-    group = " & ".join([""] * n_lab + [f"\\multicolumn{{{ncol}}}{{c}}{{{escape(model_labels.get(m, m))}}}"
-                                       for m in models])
+    tex = booktabs(
+        [*first_cols, *metric_names * len(models)],
+        body,
+        caption=caption,
+        label=tex_label,
+        align="l" * n_lab + ("r" * ncol) * len(models),
+        midrules_after=block_ends[:-1],
+    )
+    group = " & ".join(
+        [""] * n_lab + [f"\\multicolumn{{{ncol}}}{{c}}{{{escape(model_labels.get(m, m))}}}" for m in models]
+    )
     rules = " ".join(f"\\cmidrule(lr){{{1 + n_lab + k * ncol}-{n_lab + (k + 1) * ncol}}}" for k in range(len(models)))
     sub = " & ".join(first_cols + [f"{m} {_ARROW[OOD_CLOSER_TO_DATA[m]]}" for m in metric_names] * len(models))
     return _header_lines(tex, [group + r" \\", rules, sub + r" \\"])
@@ -408,10 +488,20 @@ def ood_table_tex(summary: pd.DataFrame, labels, models, digits: int = 4, model_
 # ------------------------------------------------------------------ Table 3
 
 
-def table3_quality(quality: pd.DataFrame, n_boot: int = 1000, ci: float = 0.95, seed: int = 0,
-                   metrics=QUALITY_METRICS, evaluators=None, models=None, bold_best: bool = True,
-                   digits: Mapping[str, int] | None = None, caption: str | None = None,
-                   tex_label: str = "tab:quality", first_column: str = "Eval"):
+def table3_quality(
+    quality: pd.DataFrame,
+    n_boot: int = 1000,
+    ci: float = 0.95,
+    seed: int = 0,
+    metrics=QUALITY_METRICS,
+    evaluators=None,
+    models=None,
+    bold_best: bool = True,
+    digits: Mapping[str, int] | None = None,
+    caption: str | None = None,
+    tex_label: str = "tab:quality",
+    first_column: str = "Eval",
+):
     """Image quality of intermediate samples per evaluator (Table 3 / 9 of FUD).
 
     quality: one row per intermediate sample with columns evaluator (label),
@@ -446,11 +536,33 @@ def table3_quality(quality: pd.DataFrame, n_boot: int = 1000, ci: float = 0.95, 
             with np.errstate(invalid="ignore", divide="ignore"):
                 boot = (counts @ sums) / (counts @ ns)
             lo, hi = percentile_interval(boot, ci) if n_boot else (float("nan"),) * 2
-            rows.append({"evaluator": label, "metric": m, "mean": mean, "ci_low": lo, "ci_high": hi,
-                         "n_images": int((ns > 0).sum()), "n_samples": int(fin.sum()),
-                         "n_nonfinite": int((~fin).sum()), "higher_is_better": HIGHER_IS_BETTER[m]})
-    summary = pd.DataFrame(rows, columns=["evaluator", "metric", "mean", "ci_low", "ci_high", "n_images",
-                                          "n_samples", "n_nonfinite", "higher_is_better"])
+            rows.append(
+                {
+                    "evaluator": label,
+                    "metric": m,
+                    "mean": mean,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "n_images": int((ns > 0).sum()),
+                    "n_samples": int(fin.sum()),
+                    "n_nonfinite": int((~fin).sum()),
+                    "higher_is_better": HIGHER_IS_BETTER[m],
+                }
+            )
+    summary = pd.DataFrame(
+        rows,
+        columns=[
+            "evaluator",
+            "metric",
+            "mean",
+            "ci_low",
+            "ci_high",
+            "n_images",
+            "n_samples",
+            "n_nonfinite",
+            "higher_is_better",
+        ],
+    )
 
     best = {}
     for m in metrics:
@@ -465,12 +577,15 @@ def table3_quality(quality: pd.DataFrame, n_boot: int = 1000, ci: float = 0.95, 
             cell = fmt_ci(*r[["mean", "ci_low", "ci_high"]].iloc[0], digits=digits[m]) if len(r) else "--"
             cells.append(f"\\textbf{{{cell}}}" if best.get(m) == label and len(r) else cell)
         body.append([escape(label), *cells])
-    caption = caption or ("Image quality of the intermediate samples against their originals, mean over all "
-                          "runs ($\\pm$ half-width of the bootstrap 95\\% CI over images; best in bold). "
-                          "$\\uparrow$ higher is better, $\\downarrow$ lower is better (Table 3 of FUD).")
+    caption = caption or (
+        "Image quality of the intermediate samples against their originals, mean over all "
+        "runs ($\\pm$ half-width of the bootstrap 95\\% CI over images; best in bold). "
+        "$\\uparrow$ higher is better, $\\downarrow$ lower is better (Table 3 of FUD)."
+    )
     tex = booktabs([first_column, *metrics], body, caption=caption, label=tex_label, align="l" + "r" * len(metrics))
-    sub = " & ".join([first_column]
-                     + [f"{escape(m)} {_ARROW['up' if HIGHER_IS_BETTER[m] else 'down']}" for m in metrics])
+    sub = " & ".join(
+        [first_column] + [f"{escape(m)} {_ARROW['up' if HIGHER_IS_BETTER[m] else 'down']}" for m in metrics]
+    )
     tex = _header_lines(tex, [sub + r" \\"])
     return summary, tex
 
@@ -530,7 +645,10 @@ def fig2_radar(summary: pd.DataFrame, metrics=QUALITY_METRICS, title: str | None
     ax.set_yticklabels(["0.25", "0.5", "0.75", "1"], fontsize=6)
     ax.grid(alpha=0.4)
     ax.legend(loc="upper left", bbox_to_anchor=(1.12, 1.0), fontsize=7, frameon=False)
-    ax.set_title(title or "Image quality of intermediate samples\n(min-max over evaluators, outward = better)",
-                 fontsize=9, pad=18)
+    ax.set_title(
+        title or "Image quality of intermediate samples\n(min-max over evaluators, outward = better)",
+        fontsize=9,
+        pad=18,
+    )
     fig.tight_layout()
     return fig

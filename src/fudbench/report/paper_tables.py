@@ -4,40 +4,57 @@ Tables 2/8 and 3 compare the main evaluators' intermediate samples; Tables 11
 and 9 rebuild the appendix comparison (IDSDS, ROAD, Distill, Gevaert, with FUD
 as the reference row) with the same analysis code.
 """
+
 from __future__ import annotations
 
 from fudbench.analysis import curves
 
-_OOD_CAPTION = ("Energy-score OOD detection of the intermediate samples (OOD) against the clean images (ID) "
-                "($\\pm$ half-width of the bootstrap 95\\% CI over images). Arrows: the direction in which the "
-                "intermediate samples are harder to tell from clean data. {what}")
+_OOD_CAPTION = (
+    "Energy-score OOD detection of the intermediate samples (OOD) against the clean images (ID) "
+    "($\\pm$ half-width of the bootstrap 95\\% CI over images). Arrows: the direction in which the "
+    "intermediate samples are harder to tell from clean data. {what}"
+)
 
 
 def intermediate_curves(table: str) -> dict[str, str]:
     """{curve in the records: row label} of an OOD or quality table."""
     main = dict(curves.INTERMEDIATE_CURVES)
     appendix = dict(curves.APPENDIX_INTERMEDIATE_CURVES)
-    return {"table2_ood": main, "table8_ood": main, "table3_quality": main,
-            "table11_ood": appendix, "table9_quality": appendix}[table]
+    return {
+        "table2_ood": main,
+        "table8_ood": main,
+        "table3_quality": main,
+        "table11_ood": appendix,
+        "table9_quality": appendix,
+    }[table]
 
 
 OOD_TABLES = {
-    "table2_ood": {"columns": ["AUROC", "FPR95", "AUPR-Out"],
-                   "caption": _OOD_CAPTION.format(what="Table 2 of FUD."), "tex_label": "tab:ood"},
-    "table8_ood": {"columns": None,
-                   "caption": _OOD_CAPTION.format(what="Extended with AUPR-In (Table 8 of FUD)."),
-                   "tex_label": "tab:ood-extended"},
-    "table11_ood": {"columns": None,
-                    "caption": _OOD_CAPTION.format(what="Appendix protocols against FUD (Table 11 of FUD)."),
-                    "tex_label": "tab:ood-appendix"},
+    "table2_ood": {
+        "columns": ["AUROC", "FPR95", "AUPR-Out"],
+        "caption": _OOD_CAPTION.format(what="Table 2 of FUD."),
+        "tex_label": "tab:ood",
+    },
+    "table8_ood": {
+        "columns": None,
+        "caption": _OOD_CAPTION.format(what="Extended with AUPR-In (Table 8 of FUD)."),
+        "tex_label": "tab:ood-extended",
+    },
+    "table11_ood": {
+        "columns": None,
+        "caption": _OOD_CAPTION.format(what="Appendix protocols against FUD (Table 11 of FUD)."),
+        "tex_label": "tab:ood-appendix",
+    },
 }
 
 QUALITY_TABLES = {
     "table3_quality": {"caption": None, "tex_label": "tab:quality"},
-    "table9_quality": {"caption": "Image quality of the appendix protocols' intermediate samples against their "
-                                  "originals, mean over all runs ($\\pm$ half-width of the bootstrap 95\\% CI over "
-                                  "images; best in bold); FUD for reference (Table 9 of FUD).",
-                       "tex_label": "tab:quality-appendix"},
+    "table9_quality": {
+        "caption": "Image quality of the appendix protocols' intermediate samples against their "
+        "originals, mean over all runs ($\\pm$ half-width of the bootstrap 95\\% CI over "
+        "images; best in bold); FUD for reference (Table 9 of FUD).",
+        "tex_label": "tab:quality-appendix",
+    },
 }
 
 
@@ -71,27 +88,31 @@ SCORE_TABLES = {
     "srg_scores": {
         "select": in_table("srg_scores"),
         "caption": "SRG / R-OMS (seeds/002) per imputer: MRG = R-OMS - MIF, LRG = LIF - R-OMS, SRG = LIF - MIF "
-                   "(areas over the occluded superpixel fraction; 0 for a random explainer; higher is better); "
-                   "mean over images, $\\pm$ half-width of the bootstrap 95\\% CI. MIF, LIF and R-OMS areas are "
-                   "in analysis/per\\_image.parquet.",
-        "tex_label": "tab:srg"},
+        "(areas over the occluded superpixel fraction; 0 for a random explainer; higher is better); "
+        "mean over images, $\\pm$ half-width of the bootstrap 95\\% CI. MIF, LIF and R-OMS areas are "
+        "in analysis/per\\_image.parquet.",
+        "tex_label": "tab:srg",
+    },
     "road_scores": {
         "select": in_table("road_scores"),
         "caption": "ROAD (Rong et al. 2022) with noisy-linear imputation: area under p(original prediction) and "
-                   "under accuracy over the removed fraction, MoRF (lower better) and LeRF (higher better); "
-                   "mean over images, $\\pm$ half-width of the bootstrap 95\\% CI.",
-        "tex_label": "tab:road"},
+        "under accuracy over the removed fraction, MoRF (lower better) and LeRF (higher better); "
+        "mean over images, $\\pm$ half-width of the bootstrap 95\\% CI.",
+        "tex_label": "tab:road",
+    },
     "ffidelity_scores": {
         "select": in_table("ffidelity_scores"),
         "caption": "F-Fidelity (seeds/004) with the fine-tuned surrogate, and plain Fidelity / R-Fidelity with "
-                   "the original classifier, averaged over sparsity levels; mean over images, $\\pm$ half-width "
-                   "of the bootstrap 95\\% CI.",
-        "tex_label": "tab:ffidelity"},
+        "the original classifier, averaged over sparsity levels; mean over images, $\\pm$ half-width "
+        "of the bootstrap 95\\% CI.",
+        "tex_label": "tab:ffidelity",
+    },
     "appendix_scores": {
         "select": in_table("appendix_scores"),
         # built from the captions of the curves it shows (CurveSpec.caption): appendix_caption
         "caption": None,
-        "tex_label": "tab:appendix-scores"},
+        "tex_label": "tab:appendix-scores",
+    },
 }
 
 

@@ -33,6 +33,7 @@ families of known order, which are instruments, not methods under test):
 `front_page` assembles the page (reStructuredText with raw HTML, the figures
 embedded) that the Snakefile gives Snakemake as the report's front page.
 """
+
 from __future__ import annotations
 
 import base64
@@ -46,10 +47,32 @@ from fudbench.meta.claims import difference_bounds
 from fudbench.meta.inference import PSEUDO_WEIGHT, holm, mean_interval
 from fudbench.meta.order_stats import pair_images_needed
 
-COLUMNS = ["model", "curve", "metric", "higher_is_better", "explainer", "n_images", "mean", "ci_low", "ci_high",
-           "bound_low", "bound_high", "bounds_from", "versus", "n_pairs", "vs_random", "vs_random_low",
-           "vs_random_high", "p", "p_holm", "verdict", "images_to_decide", "images_to_decide_z",
-           "images_to_decide_z_low", "images_to_decide_z_high"]
+COLUMNS = [
+    "model",
+    "curve",
+    "metric",
+    "higher_is_better",
+    "explainer",
+    "n_images",
+    "mean",
+    "ci_low",
+    "ci_high",
+    "bound_low",
+    "bound_high",
+    "bounds_from",
+    "versus",
+    "n_pairs",
+    "vs_random",
+    "vs_random_low",
+    "vs_random_high",
+    "p",
+    "p_holm",
+    "verdict",
+    "images_to_decide",
+    "images_to_decide_z",
+    "images_to_decide_z_low",
+    "images_to_decide_z_high",
+]
 BETTER, WORSE = "better than random", "worse than random"
 IDENTICAL = "identical to random on every image"
 
@@ -92,8 +115,12 @@ def score_bounds(scores, value_range=None) -> tuple[float, float, str]:
     s = s[np.isfinite(s)]
     if value_range is not None:
         lo, hi = (float(v) for v in value_range)
-        if math.isfinite(lo) and math.isfinite(hi) and hi > lo and (
-                not len(s) or (s.min() >= lo - 1e-9 and s.max() <= hi + 1e-9)):
+        if (
+            math.isfinite(lo)
+            and math.isfinite(hi)
+            and hi > lo
+            and (not len(s) or (s.min() >= lo - 1e-9 and s.max() <= hi + 1e-9))
+        ):
             return lo, hi, "metric range"
     return (float(s.min()), float(s.max()), "observed range") if len(s) else (math.nan, math.nan, "no scores")
 
@@ -107,8 +134,14 @@ def _interval(values, lo: float, hi: float, ci: float) -> tuple[float, float, fl
     return mean_interval(np.clip(v, lo, hi), (lo, hi), ci)
 
 
-def images_to_decide(values, bounds: tuple[float, float], ci: float = 0.95, power: float = 0.8,
-                     pseudo_weight: float = PSEUDO_WEIGHT, n_max: int = 10 ** 7) -> float:
+def images_to_decide(
+    values,
+    bounds: tuple[float, float],
+    ci: float = 0.95,
+    power: float = 0.8,
+    pseudo_weight: float = PSEUDO_WEIGHT,
+    n_max: int = 10**7,
+) -> float:
     """The smallest n at which mean_interval of n values with the mean m and SD s of `values` would exclude
     0 with `power`: |m| >= t_{(1+ci)/2, n-1} sqrt(V_n / n) + z_power s / sqrt(n), V_n the interval's variance
     (the n values' expected spread about the weighted centre plus the two pseudo-observations at `bounds`,
@@ -160,8 +193,15 @@ def verdict(diff: np.ndarray, low: float, high: float) -> str:
     return f"not separated from random at n = {n}"
 
 
-def summarise(per_image: pd.DataFrame, explainers: dict, evaluators: dict, models=None, ci: float = 0.95,
-              n_boot: int = 1000, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+def summarise(
+    per_image: pd.DataFrame,
+    explainers: dict,
+    evaluators: dict,
+    models=None,
+    ci: float = 0.95,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(summary with COLUMNS, per-image paired differences from random: model, curve, metric, explainer,
     image, difference oriented so that > 0 = better than random). per_image: the analysis' rows
     (model, explainer, curve, image, score); explainers, evaluators: the config's sections. n_boot, seed:
@@ -191,27 +231,68 @@ def summarise(per_image: pd.DataFrame, explainers: dict, evaluators: dict, model
                     continue
                 v = wide[ex].dropna().to_numpy(dtype=float)
                 mean, low, high, _ = _interval(v, lo, hi, ci)
-                row = {"model": model, "curve": curve, "metric": spec.label, "higher_is_better": spec.higher_is_better,
-                       "explainer": ex, "n_images": len(v), "mean": mean, "ci_low": low, "ci_high": high,
-                       "bound_low": lo, "bound_high": hi, "bounds_from": source, "versus": ref or "",
-                       "n_pairs": 0, "vs_random": math.nan, "vs_random_low": math.nan, "vs_random_high": math.nan,
-                       "p": math.nan, "p_holm": math.nan, "verdict": "", "images_to_decide": math.nan,
-                       "images_to_decide_z": math.nan, "images_to_decide_z_low": math.nan,
-                       "images_to_decide_z_high": math.nan}
+                row = {
+                    "model": model,
+                    "curve": curve,
+                    "metric": spec.label,
+                    "higher_is_better": spec.higher_is_better,
+                    "explainer": ex,
+                    "n_images": len(v),
+                    "mean": mean,
+                    "ci_low": low,
+                    "ci_high": high,
+                    "bound_low": lo,
+                    "bound_high": hi,
+                    "bounds_from": source,
+                    "versus": ref or "",
+                    "n_pairs": 0,
+                    "vs_random": math.nan,
+                    "vs_random_low": math.nan,
+                    "vs_random_high": math.nan,
+                    "p": math.nan,
+                    "p_holm": math.nan,
+                    "verdict": "",
+                    "images_to_decide": math.nan,
+                    "images_to_decide_z": math.nan,
+                    "images_to_decide_z_low": math.nan,
+                    "images_to_decide_z_high": math.nan,
+                }
                 if ref is not None and ex != ref and ref in wide.columns:
                     both = wide[[ex, ref]].dropna()
                     diff = sign * (both[ex] - both[ref]).to_numpy(dtype=float)
                     dm, dl, dh, p = _interval(diff, dlo, dhi, ci)
-                    row.update({"n_pairs": len(diff), "vs_random": dm, "vs_random_low": dl, "vs_random_high": dh,
-                                "p": p, "verdict": verdict(diff, dl, dh),
-                                "images_to_decide": images_to_decide(np.clip(diff, dlo, dhi), (dlo, dhi), ci)
-                                if dlo < dhi else math.nan,
-                                "images_to_decide_z": (pair_images_needed(np.sign(dm) * diff)[0]
-                                                       if len(diff) >= 2 and math.isfinite(dm) else math.nan)})
+                    row.update(
+                        {
+                            "n_pairs": len(diff),
+                            "vs_random": dm,
+                            "vs_random_low": dl,
+                            "vs_random_high": dh,
+                            "p": p,
+                            "verdict": verdict(diff, dl, dh),
+                            "images_to_decide": images_to_decide(np.clip(diff, dlo, dhi), (dlo, dhi), ci)
+                            if dlo < dhi
+                            else math.nan,
+                            "images_to_decide_z": (
+                                pair_images_needed(np.sign(dm) * diff)[0]
+                                if len(diff) >= 2 and math.isfinite(dm)
+                                else math.nan
+                            ),
+                        }
+                    )
                     row["images_to_decide_z_low"], row["images_to_decide_z_high"] = images_to_decide_interval(
-                        diff, n_boot, ci, derive_seed(seed, "results_page", model, curve, ex))
-                    pairs += [{"model": model, "curve": curve, "metric": spec.label, "explainer": ex, "image": i,
-                               "difference": x} for i, x in zip(both.index, diff)]
+                        diff, n_boot, ci, derive_seed(seed, "results_page", model, curve, ex)
+                    )
+                    pairs += [
+                        {
+                            "model": model,
+                            "curve": curve,
+                            "metric": spec.label,
+                            "explainer": ex,
+                            "image": i,
+                            "difference": x,
+                        }
+                        for i, x in zip(both.index, diff)
+                    ]
                 rows.append(row)
         tested = [r for r in rows[first:] if math.isfinite(r["p"])]
         for r, p_adj in zip(tested, holm([r["p"] for r in tested])):
@@ -289,18 +370,24 @@ def sentence_parts(summary: pd.DataFrame, model: str, ref: str | None, ci: float
         return [f"Model {_lit(model)} has no per-image scores of the configured metrics."], []
     metrics = list(dict.fromkeys(s["metric"]))
     n = int(s["n_images"].max())
-    out = [f"Model {_lit(model)}: {n} images, {len(metrics)} metrics, "
-           f"{s['explainer'].nunique()} explainers ({_join(_lit(e) for e in dict.fromkeys(s['explainer']))})."]
+    out = [
+        f"Model {_lit(model)}: {n} images, {len(metrics)} metrics, "
+        f"{s['explainer'].nunique()} explainers ({_join(_lit(e) for e in dict.fromkeys(s['explainer']))})."
+    ]
     if ref is None or not s["n_pairs"].any():
-        out.append("This run has no ``random`` explainer, so no explainer is compared with chance; add "
-                   "``random: {}`` under ``explainers`` for the paired comparisons.")
+        out.append(
+            "This run has no ``random`` explainer, so no explainer is compared with chance; add "
+            "``random: {}`` under ``explainers`` for the paired comparisons."
+        )
         head, out = out, []
         for metric in metrics:
             g = s[s["metric"] == metric]
             hib = bool(g["higher_is_better"].iloc[0])
             best = g.loc[g["mean"].idxmax() if hib else g["mean"].idxmin()]
-            out.append(f"{rst_text(metric)} ({'higher' if hib else 'lower'} is better): best mean "
-                       f"{_lit(best['explainer'])} {_interval_text(best['mean'], best['ci_low'], best['ci_high'])}.")
+            out.append(
+                f"{rst_text(metric)} ({'higher' if hib else 'lower'} is better): best mean "
+                f"{_lit(best['explainer'])} {_interval_text(best['mean'], best['ci_low'], best['ci_high'])}."
+            )
         return head, out
     c = s[s["explainer"] != ref]
     out[0] = out[0][:-1] + f"; each compared with {_lit(ref)} on the same images (paired; above 0 = better)."
@@ -323,22 +410,32 @@ def sentence_parts(summary: pd.DataFrame, model: str, ref: str | None, ci: float
     if undecided_everywhere:
         many = len(undecided_everywhere) > 1
         n_pairs = n_text(c.loc[c["explainer"].isin(undecided_everywhere) & (c["n_pairs"] > 0), "n_pairs"])
-        out.append(f"{_join(_lit(e) for e in undecided_everywhere)} {'are' if many else 'is'} not separated from "
-                   f"random on any metric at {n_pairs}: every {ci:.0%} interval of "
-                   f"{'their' if many else 'its'} paired difference contains 0.")
+        out.append(
+            f"{_join(_lit(e) for e in undecided_everywhere)} {'are' if many else 'is'} not separated from "
+            f"random on any metric at {n_pairs}: every {ci:.0%} interval of "
+            f"{'their' if many else 'its'} paired difference contains 0."
+        )
     open_ = c[c["verdict"].str.startswith("not separated") & np.isfinite(c["images_to_decide"].to_numpy(dtype=float))]
     if len(open_):
         near = open_.sort_values(["images_to_decide", "p"]).head(3)
-        out.append("The undecided differences nearest to a decision: " + "; ".join(
-            f"{_lit(r.explainer)} on {rst_text(r.metric)} ({signed(r.vs_random)}, about {int(r.images_to_decide):,} "
-            f"images would decide it)" for r in near.itertuples()) + ".")
+        out.append(
+            "The undecided differences nearest to a decision: "
+            + "; ".join(
+                f"{_lit(r.explainer)} on {rst_text(r.metric)} ({signed(r.vs_random)}, about {int(r.images_to_decide):,} "
+                f"images would decide it)"
+                for r in near.itertuples()
+            )
+            + "."
+        )
     tested = c[np.isfinite(c["p"].to_numpy(dtype=float))]
     if len(tested):
         held = tested[(tested["p_holm"] < 1 - ci) & tested["verdict"].isin([BETTER, WORSE])]
-        out.append(f"Each interval is a {ci:.0%} interval on its own: of these {len(tested)} comparisons with "
-                   f"random about {len(tested) * (1 - ci):.1f} would exclude 0 by chance alone were no explainer "
-                   f"different from random; {len(held)} remain separated after Holm's adjustment over the "
-                   f"{len(tested)} (``p_holm`` in tables/results.csv).")
+        out.append(
+            f"Each interval is a {ci:.0%} interval on its own: of these {len(tested)} comparisons with "
+            f"random about {len(tested) * (1 - ci):.1f} would exclude 0 by chance alone were no explainer "
+            f"different from random; {len(held)} remain separated after Holm's adjustment over the "
+            f"{len(tested)} (``p_holm`` in tables/results.csv)."
+        )
     head, out = out, []
     # per metric: which explainers it separates from random, which not, and what would decide them
     for metric in metrics:
@@ -352,16 +449,24 @@ def sentence_parts(summary: pd.DataFrame, model: str, ref: str | None, ci: float
         m_n = n_text(open_["n_pairs"])
         parts = []
         if len(better):
-            parts.append(f"separates {_join(_lit(e) for e in better['explainer'])} from random (better: "
-                         + "; ".join(_verdict_text(r) for r in better.itertuples()) + ")")
+            parts.append(
+                f"separates {_join(_lit(e) for e in better['explainer'])} from random (better: "
+                + "; ".join(_verdict_text(r) for r in better.itertuples())
+                + ")"
+            )
         if len(worse):
-            parts.append(f"puts random ahead of {_join(_lit(e) for e in worse['explainer'])} ("
-                         + "; ".join(_verdict_text(r) for r in worse.itertuples()) + ")")
+            parts.append(
+                f"puts random ahead of {_join(_lit(e) for e in worse['explainer'])} ("
+                + "; ".join(_verdict_text(r) for r in worse.itertuples())
+                + ")"
+            )
         if len(open_):
             who = "any explainer" if len(open_) == len(g) and len(g) > 1 else _join(_lit(e) for e in open_["explainer"])
             decide = ", ".join(f"{_lit(r.explainer)} {_images(r.images_to_decide)}" for r in open_.itertuples())
-            parts.append(f"does not separate {who} from random at {m_n} (images that would decide "
-                         f"{'each' if len(open_) > 1 else 'the'} difference: {decide})")
+            parts.append(
+                f"does not separate {who} from random at {m_n} (images that would decide "
+                f"{'each' if len(open_) > 1 else 'the'} difference: {decide})"
+            )
         if len(same):
             parts.append(f"scores {_join(_lit(e) for e in same['explainer'])} exactly as random on every image")
         out.append(f"{rst_text(metric)} ({'higher' if hib else 'lower'} is better) " + "; ".join(parts) + ".")
@@ -371,8 +476,10 @@ def sentence_parts(summary: pd.DataFrame, model: str, ref: str | None, ci: float
             behind = [e for e in means.index if e != ref and (means[e] < means[ref] if hib else means[e] > means[ref])]
             ahead = int((means > means[ref]).sum() if hib else (means < means[ref]).sum())
             if behind:
-                out.append(f"By mean score {rst_text(metric)} ranks {_lit(ref)} {ahead + 1} of "
-                           f"{len(means)}, ahead of {_join(_lit(e) for e in behind)}.")
+                out.append(
+                    f"By mean score {rst_text(metric)} ranks {_lit(ref)} {ahead + 1} of "
+                    f"{len(means)}, ahead of {_join(_lit(e) for e in behind)}."
+                )
     return head, out
 
 
@@ -403,8 +510,7 @@ def overview_figure(summary: pd.DataFrame, models, explainers, ref: str | None =
         return _empty("No explainer has a per-image score of a configured metric in this run.")
     ncols, nrows = _grid(len(metrics))
     explainers = [e for e in explainers if e in set(summary["explainer"])]
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, (0.32 * len(explainers) + 1.0) * nrows),
-                             squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, (0.32 * len(explainers) + 1.0) * nrows), squeeze=False)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     y = {e: len(explainers) - 1 - i for i, e in enumerate(explainers)}
     offsets = np.linspace(-0.18, 0.18, len(models)) if len(models) > 1 else [0.0]
@@ -418,13 +524,16 @@ def overview_figure(summary: pd.DataFrame, models, explainers, ref: str | None =
             ys = np.array([y[e] for e in r["explainer"]]) + offsets[k]
             low = np.where(np.isfinite(r["ci_low"]), r["mean"] - r["ci_low"], 0)
             high = np.where(np.isfinite(r["ci_high"]), r["ci_high"] - r["mean"], 0)
-            ax.errorbar(r["mean"], ys, xerr=[low, high], fmt="o", ms=4, capsize=2, color=colours[k % len(colours)],
-                        label=model)
+            ax.errorbar(
+                r["mean"], ys, xerr=[low, high], fmt="o", ms=4, capsize=2, color=colours[k % len(colours)], label=model
+            )
         _dress_panel(ax, axes, y, f"{metric}\n({'higher' if hib else 'lower'} is better)")
     _dress_grid(axes, len(metrics), len(models))
     n = int(summary["n_images"].max()) if len(summary) else 0
-    fig.suptitle(f"Mean score per explainer with its 95% interval (n = {n} images)"
-                 + (f"; grey row: {ref}" if ref in y else ""), fontsize=9)
+    fig.suptitle(
+        f"Mean score per explainer with its 95% interval (n = {n} images)" + (f"; grey row: {ref}" if ref in y else ""),
+        fontsize=9,
+    )
     fig.tight_layout()
     return fig
 
@@ -458,8 +567,7 @@ def vs_random_figure(summary: pd.DataFrame, paired: pd.DataFrame, models, explai
         return _empty(f"No explainer besides {ref} has paired scores with it in this run.")
     explainers = [e for e in explainers if e in set(c["explainer"])]
     ncols, nrows = _grid(len(metrics))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, (0.32 * len(explainers) + 1.0) * nrows),
-                             squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, (0.32 * len(explainers) + 1.0) * nrows), squeeze=False)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     y = {e: len(explainers) - 1 - i for i, e in enumerate(explainers)}
     offsets = np.linspace(-0.18, 0.18, len(models)) if len(models) > 1 else [0.0]
@@ -470,18 +578,41 @@ def vs_random_figure(summary: pd.DataFrame, paired: pd.DataFrame, models, explai
             colour = colours[k % len(colours)]
             d = paired[(paired["metric"] == metric) & (paired["model"] == model)]
             ys = np.array([y[e] for e in d["explainer"]], dtype=float) + offsets[k]
-            ax.scatter(d["difference"], ys + rng.uniform(-0.12, 0.12, len(ys)), s=16, color=colour, alpha=0.75,
-                       lw=0.4, edgecolor="white", zorder=3)
+            ax.scatter(
+                d["difference"],
+                ys + rng.uniform(-0.12, 0.12, len(ys)),
+                s=16,
+                color=colour,
+                alpha=0.75,
+                lw=0.4,
+                edgecolor="white",
+                zorder=3,
+            )
             r = c[(c["metric"] == metric) & (c["model"] == model)]
             ys = np.array([y[e] for e in r["explainer"]]) + offsets[k]
             low = np.where(np.isfinite(r["vs_random_low"]), r["vs_random"] - r["vs_random_low"], 0)
             high = np.where(np.isfinite(r["vs_random_high"]), r["vs_random_high"] - r["vs_random"], 0)
-            ax.errorbar(r["vs_random"], ys + 0.28, xerr=[low, high], fmt="D", ms=4, capsize=3, color="0.25",
-                        mfc=colour, mec="black", mew=0.6, label=model, zorder=4)
+            ax.errorbar(
+                r["vs_random"],
+                ys + 0.28,
+                xerr=[low, high],
+                fmt="D",
+                ms=4,
+                capsize=3,
+                color="0.25",
+                mfc=colour,
+                mec="black",
+                mew=0.6,
+                label=model,
+                zorder=4,
+            )
         _dress_panel(ax, axes, y, f"{metric}: difference from {ref}")
     _dress_grid(axes, len(metrics), len(models))
-    fig.suptitle(f"Each explainer minus {ref}, image by image (dots), oriented so that > 0 = better than {ref}; "
-                 f"diamond above them: their mean with its 95% interval", fontsize=9)
+    fig.suptitle(
+        f"Each explainer minus {ref}, image by image (dots), oriented so that > 0 = better than {ref}; "
+        f"diamond above them: their mean with its 95% interval",
+        fontsize=9,
+    )
     fig.tight_layout()
     return fig
 
@@ -536,17 +667,30 @@ def html_table(summary: pd.DataFrame, model: str, explainers) -> str:
             text = f"<b>{esc(text)}</b>" if e == best else esc(text)
             if r["n_pairs"]:
                 colour = _COLOUR.get(r["verdict"], "#667085")
-                decide = "" if r["verdict"] in (BETTER, WORSE) or not math.isfinite(r["images_to_decide"]) else (
-                    f"; ~{int(r['images_to_decide']):,} images to decide")
-                text += (f"<br><span style='color:{colour};font-size:90%'>vs random "
-                         f"{esc(_interval_text(r['vs_random'], r['vs_random_low'], r['vs_random_high'], True))}"
-                         f"{esc(decide)}</span>")
+                decide = (
+                    ""
+                    if r["verdict"] in (BETTER, WORSE) or not math.isfinite(r["images_to_decide"])
+                    else (f"; ~{int(r['images_to_decide']):,} images to decide")
+                )
+                text += (
+                    f"<br><span style='color:{colour};font-size:90%'>vs random "
+                    f"{esc(_interval_text(r['vs_random'], r['vs_random_low'], r['vs_random_high'], True))}"
+                    f"{esc(decide)}</span>"
+                )
             cells.append(f"<td style='padding:2px 6px;white-space:nowrap'>{text}</td>")
         arrow = "&uarr; higher is better" if hib else "&darr; lower is better"
-        body.append(f"<tr><th style='text-align:left;padding:2px 6px'>{esc(metric)}<br>"
-                    f"<span style='font-weight:normal;font-size:85%'>{arrow}</span></th>{''.join(cells)}</tr>")
-    return "\n".join([f"<table style='border-collapse:collapse;font-size:85%' border='1'><thead><tr><th>metric</th>"
-                      f"{head}</tr></thead><tbody>", *body, "</tbody></table>"])
+        body.append(
+            f"<tr><th style='text-align:left;padding:2px 6px'>{esc(metric)}<br>"
+            f"<span style='font-weight:normal;font-size:85%'>{arrow}</span></th>{''.join(cells)}</tr>"
+        )
+    return "\n".join(
+        [
+            f"<table style='border-collapse:collapse;font-size:85%' border='1'><thead><tr><th>metric</th>"
+            f"{head}</tr></thead><tbody>",
+            *body,
+            "</tbody></table>",
+        ]
+    )
 
 
 def _raw(html_text: str) -> str:
@@ -557,22 +701,33 @@ def _raw(html_text: str) -> str:
 def _img(png: bytes, alt: str, width: int = 2000) -> str:
     """An embedded PNG, its base64 over lines of `width` characters (a URL's newlines are ignored)."""
     data = base64.b64encode(png).decode()
-    lines = [data[i:i + width] for i in range(0, len(data), width)]
-    return "\n".join([f"<img alt='{html.escape(alt)}' style='max-width:100%' src='data:image/png;base64,",
-                      *lines, "'/>"])
+    lines = [data[i : i + width] for i in range(0, len(data), width)]
+    return "\n".join(
+        [f"<img alt='{html.escape(alt)}' style='max-width:100%' src='data:image/png;base64,", *lines, "'/>"]
+    )
 
 
 # Snakemake's landing page puts the description in a narrow column (max-w-lg) inside a vertically centred
 # flex box, which cuts the top of a tall page off; this page widens its column and starts at the top
 # (browsers without CSS :has() show the narrow page).
-PAGE_STYLE = ("<style>.prose:has(#fud-results-page){max-width:72rem}"
-              "div.items-center:has(#fud-results-page){align-items:flex-start;justify-content:flex-start}</style>"
-              "<div id='fud-results-page'></div>")
+PAGE_STYLE = (
+    "<style>.prose:has(#fud-results-page){max-width:72rem}"
+    "div.items-center:has(#fud-results-page){align-items:flex-start;justify-content:flex-start}</style>"
+    "<div id='fud-results-page'></div>"
+)
 
 
-def front_page(description: str, summary: pd.DataFrame, models, explainers, ref: str | None,
-               overview_png: bytes | None, vs_random_png: bytes | None, ci: float = 0.95,
-               bootstrap: int = 1000) -> str:
+def front_page(
+    description: str,
+    summary: pd.DataFrame,
+    models,
+    explainers,
+    ref: str | None,
+    overview_png: bytes | None,
+    vs_random_png: bytes | None,
+    ci: float = 0.95,
+    bootstrap: int = 1000,
+) -> str:
     """The report's front page (rst; wrapped in Jinja's raw block: Snakemake renders it as a template):
     the run in one paragraph; per model the headline sentences and the table; the two figures; the
     sentences metric by metric; how the numbers were computed."""
@@ -589,7 +744,9 @@ def front_page(description: str, summary: pd.DataFrame, models, explainers, ref:
         if len(summary[summary["model"] == model]):
             lines += [_raw(html_table(summary, model, explainers)), ""]
         if per_metric:
-            details += ([f"**Model** ``{model}``", ""] if len(models) > 1 else []) + [f"- {x}" for x in per_metric] + [""]
+            details += (
+                ([f"**Model** ``{model}``", ""] if len(models) > 1 else []) + [f"- {x}" for x in per_metric] + [""]
+            )
     if overview_png is not None:
         lines += [_raw(_img(overview_png, "mean score per explainer and metric with 95% intervals")), ""]
     if vs_random_png is not None:
@@ -597,7 +754,9 @@ def front_page(description: str, summary: pd.DataFrame, models, explainers, ref:
     if details:
         lines += ["Metric by metric", "----------------", "", *details]
     lines += [
-        "How these numbers were computed", "-------------------------------", "",
+        "How these numbers were computed",
+        "-------------------------------",
+        "",
         f"Per model, metric and explainer: the mean over images of the per-image score with a {ci:.0%} interval "
         "(fudbench.meta.inference.mean_interval: a t-interval with two pseudo-observations at the score's "
         "bounds, its value range or, where that is unbounded, the observed range). ``vs random``: the mean of "
@@ -616,5 +775,8 @@ def front_page(description: str, summary: pd.DataFrame, models, explainers, ref:
         f"less than 95% at small n, while this page's interval has a t quantile and two pseudo-observations at "
         f"the score's bounds. "
         + "Each caption names what ran in this run; a table or figure that does not apply to it is left out.",
-        "", "{% endraw %}", ""]
+        "",
+        "{% endraw %}",
+        "",
+    ]
     return "\n".join(lines)

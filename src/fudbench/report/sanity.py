@@ -19,6 +19,7 @@ Two kinds of checks:
   (trained_model_relations).
 Table 10 (wall times) has no kind here: nothing in it is checkable.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,10 +33,17 @@ import pandas as pd
 
 # Table kinds: how a table's LaTeX lays out its CSV (see fudbench.report).
 KINDS = {
-    "table2_ood": "ood", "table8_ood": "ood", "table11_ood": "ood",
-    "table3_quality": "quality", "table9_quality": "quality", "table5_constraint": "quality",
+    "table2_ood": "ood",
+    "table8_ood": "ood",
+    "table11_ood": "ood",
+    "table3_quality": "quality",
+    "table9_quality": "quality",
+    "table5_constraint": "quality",
     "table4_kendall": "kendall",
-    "table7_scores": "score", "srg_scores": "score", "road_scores": "score", "ffidelity_scores": "score",
+    "table7_scores": "score",
+    "srg_scores": "score",
+    "road_scores": "score",
+    "ffidelity_scores": "score",
     "appendix_scores": "score",
     "meta_ground_truth": "meta",
 }
@@ -47,6 +55,7 @@ VALUE_COLUMN = {"ood": "value", "quality": "mean", "kendall": "mean", "score": "
 def _value_column(kind: str, csv: pd.DataFrame) -> str:
     column = VALUE_COLUMN[kind]
     return "spearman" if kind == "meta" and column not in csv.columns else column
+
 
 _UNESCAPE = {r"\&": "&", r"\%": "%", r"\$": "$", r"\#": "#", r"\_": "_", r"\{": "{", r"\}": "}"}
 _ARROWS = {r"$\uparrow$": True, r"$\downarrow$": False}
@@ -74,7 +83,7 @@ def parse_cell(text: str) -> Cell:
     s = text.strip()
     bold = s.startswith(r"\textbf{") and s.endswith("}")
     if bold:
-        s = s[len(r"\textbf{"):-1]
+        s = s[len(r"\textbf{") : -1]
     if s == "--":
         return Cell(math.nan, None, 0, bold)
     m = _CELL.match(s)
@@ -93,7 +102,7 @@ def split_arrow(label: str) -> tuple[str, bool | None]:
     """'Deletion $\\downarrow$' -> ('Deletion', False); no arrow -> (label, None)."""
     for arrow, up in _ARROWS.items():
         if label.rstrip().endswith(arrow):
-            return unescape(label.rstrip()[:-len(arrow)]), up
+            return unescape(label.rstrip()[: -len(arrow)]), up
     return unescape(label), None
 
 
@@ -157,6 +166,7 @@ def tex_cells(kind: str, tex: str) -> dict[tuple, tuple[Cell, bool | None]]:
 
 def csv_cells(kind: str, csv: pd.DataFrame) -> dict[tuple, pd.Series]:
     """{key as in tex_cells: CSV row}."""
+
     def key(r):
         if kind == "score":
             return (str(r["model"]), str(r["explainer"]).upper(), str(r["metric"]))
@@ -168,6 +178,7 @@ def csv_cells(kind: str, csv: pd.DataFrame) -> dict[tuple, pd.Series]:
         if kind == "quality":
             return (str(r["evaluator"]), str(r["metric"]))
         return (str(r["model"]), str(r["family"]), str(r["metric"]), str(r["kind"]))
+
     return {key(r): r for _, r in csv.iterrows()}
 
 
@@ -177,15 +188,18 @@ def csv_cells(kind: str, csv: pd.DataFrame) -> dict[tuple, pd.Series]:
 def _close(shown: float, decimals: int, value: float) -> bool:
     """Whether `shown` (rounded to `decimals`) displays `value`, which the CSV
     holds to 6 significant digits."""
-    return abs(shown - value) <= 0.5 * 10.0 ** -decimals + 6e-6 * max(1.0, abs(value))
+    return abs(shown - value) <= 0.5 * 10.0**-decimals + 6e-6 * max(1.0, abs(value))
 
 
 def _cell_problems(name: str, key: tuple, cell: Cell, row: pd.Series | None, value_col: str) -> list[str]:
     where = f"{name} {key}"
     value = math.nan if row is None else float(row[value_col])
     if math.isnan(cell.mean) or not math.isfinite(value):
-        return [] if math.isnan(cell.mean) and not math.isfinite(value) else [
-            f"{where}: .tex shows {cell.mean}, CSV has {value}"]
+        return (
+            []
+            if math.isnan(cell.mean) and not math.isfinite(value)
+            else [f"{where}: .tex shows {cell.mean}, CSV has {value}"]
+        )
     out = []
     if not _close(cell.mean, cell.decimals, value):
         out.append(f"{where}: .tex shows {cell.mean}, CSV has {value}")
@@ -282,8 +296,15 @@ def curve_of_label(label: str):
     return next((c for c in CATALOGUE.values() if c.label == base), None)
 
 
-_QUALITY_RANGES = {"PSNR": (0.0, math.inf), "SSIM": (-1.0, 1.0), "MS-SSIM": (-1.0, 1.0), "FSIM": (0.0, 1.0),
-                   "GMSD": (0.0, math.inf), "HaarPSI": (0.0, 1.0), "VSI": (0.0, 1.0)}
+_QUALITY_RANGES = {
+    "PSNR": (0.0, math.inf),
+    "SSIM": (-1.0, 1.0),
+    "MS-SSIM": (-1.0, 1.0),
+    "FSIM": (0.0, 1.0),
+    "GMSD": (0.0, math.inf),
+    "HaarPSI": (0.0, 1.0),
+    "VSI": (0.0, 1.0),
+}
 
 
 def _range(kind: str, label: str) -> tuple[float, float]:
@@ -324,8 +345,9 @@ def srg_gains_add_up(tables_dir) -> list[str]:
         return []
     csv = pd.read_csv(path)
     parts = csv["metric"].str.extract(r"^(?P<gain>MRG|LRG|SRG) \((?P<imputer>.+)\)$")
-    wide = csv.assign(**parts).pivot_table(index=["model", "explainer", "imputer"], columns="gain",
-                                           values="mean", aggfunc="first")
+    wide = csv.assign(**parts).pivot_table(
+        index=["model", "explainer", "imputer"], columns="gain", values="mean", aggfunc="first"
+    )
     problems = []
     for key, r in wide.iterrows():
         if abs(r["SRG"] - (r["MRG"] + r["LRG"])) > 2e-5 * max(1.0, abs(r["SRG"])):
@@ -336,8 +358,9 @@ def srg_gains_add_up(tables_dir) -> list[str]:
 # ------------------------------------------------------------------ relations of trained models
 
 
-def score_means(tables_dir, names=("table7_scores", "road_scores", "srg_scores", "appendix_scores",
-                                   "ffidelity_scores")) -> pd.DataFrame:
+def score_means(
+    tables_dir, names=("table7_scores", "road_scores", "srg_scores", "appendix_scores", "ffidelity_scores")
+) -> pd.DataFrame:
     """One row per (model, explainer, metric) of the score tables present:
     mean and higher_is_better."""
     d = Path(tables_dir)
@@ -367,8 +390,7 @@ def beats(tables_dir, better: str, worse: str, metrics, models) -> list[str]:
                 problems.append(f"{model} {metric}: no scores for {better} and {worse}")
                 continue
             if not _better(float(a["mean"]), float(b["mean"]), bool(a["higher_is_better"])):
-                problems.append(f"{model} {metric}: {better} {a['mean']:.4f} not better than {worse} "
-                                f"{b['mean']:.4f}")
+                problems.append(f"{model} {metric}: {better} {a['mean']:.4f} not better than {worse} {b['mean']:.4f}")
     return problems
 
 
@@ -380,8 +402,9 @@ def metrics_in_order(tables_dir, family: list[str], model: str) -> list[str]:
     ordered = []
     for metric, g in s.groupby("metric", sort=True):
         v = g.set_index("explainer")["mean"].reindex(family)
-        if v.notna().all() and all(_better(v.iloc[i], v.iloc[i + 1], bool(g["higher_is_better"].iloc[0]))
-                                   for i in range(len(family) - 1)):
+        if v.notna().all() and all(
+            _better(v.iloc[i], v.iloc[i + 1], bool(g["higher_is_better"].iloc[0])) for i in range(len(family) - 1)
+        ):
             ordered.append(metric)
     return ordered
 
@@ -393,8 +416,9 @@ def family_in_order(tables_dir, family: list[str], models, min_metrics: int = 1)
     for model in models:
         found = metrics_in_order(tables_dir, family, model)
         if len(found) < min_metrics:
-            problems.append(f"{model}: {len(found)} metric(s) order {family} correctly ({found}); "
-                            f"expected at least {min_metrics}")
+            problems.append(
+                f"{model}: {len(found)} metric(s) order {family} correctly ({found}); expected at least {min_metrics}"
+            )
     return problems
 
 
@@ -406,8 +430,11 @@ def shared_rows_agree(tables_dir) -> list[str]:
     are equal: Table 8 is Table 2 with AUPR-In shown (same CSV), Table 11's
     FUD rows are Table 2's, Table 9's FUD rows are Table 3's."""
     d = Path(tables_dir)
-    pairs = [("table2_ood", "table8_ood", None), ("table2_ood", "table11_ood", "FUD"),
-             ("table3_quality", "table9_quality", "FUD")]
+    pairs = [
+        ("table2_ood", "table8_ood", None),
+        ("table2_ood", "table11_ood", "FUD"),
+        ("table3_quality", "table9_quality", "FUD"),
+    ]
     problems = []
     for a, b, evaluator in pairs:
         if not ((d / f"{a}.csv").exists() and (d / f"{b}.csv").exists()):
@@ -465,25 +492,33 @@ def meta_agrees_with_scores(tables_dir, degraded: dict[str, tuple[str, float]]) 
         if not all(k in s.index for k in keys):
             continue
         means = [float(s.loc[k, "mean"]) for k in keys]
-        if min(abs(u - v) for i, u in enumerate(means) for v in means[i + 1:]) <= 2e-5 * max(1.0, *map(abs, means)):
+        if min(abs(u - v) for i, u in enumerate(means) for v in means[i + 1 :]) <= 2e-5 * max(1.0, *map(abs, means)):
             continue
         sign = 1.0 if bool(s.loc[keys[0], "higher_is_better"]) else -1.0
         rho = _spearman([sign * m for m in means], [-p for p, _ in members])
         checked += 1
         if not abs(rho - float(r["spearman"])) <= 1e-5:
-            problems.append(f"meta_ground_truth {r['model']} {r['family']} {r['metric']}: macro {r['spearman']}, "
-                            f"score tables give {rho}")
+            problems.append(
+                f"meta_ground_truth {r['model']} {r['family']} {r['metric']}: macro {r['spearman']}, "
+                f"score tables give {rho}"
+            )
     return problems if checked else ["meta_ground_truth: no macro correlation could be checked"]
 
 
 def consistency_problems(tables_dir) -> list[str]:
     """The consistency checks that need no knowledge of the run's config (they
     hold for any model and seed)."""
-    return (tex_matches_csv(tables_dir) + bold_marks_best(tables_dir) + values_in_range(tables_dir)
-            + srg_gains_add_up(tables_dir) + shared_rows_agree(tables_dir))
+    return (
+        tex_matches_csv(tables_dir)
+        + bold_marks_best(tables_dir)
+        + values_in_range(tables_dir)
+        + srg_gains_add_up(tables_dir)
+        + shared_rows_agree(tables_dir)
+    )
 
 
 # ------------------------------------------------------------------ per run, from its config
+
 
 def ranking_only_metrics() -> list[str]:
     """Table labels of the curves whose score sees only the pixel ranking and

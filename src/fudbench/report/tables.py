@@ -4,6 +4,7 @@ Each builder returns (long-format DataFrame for the CSV with mean, 95% CI and
 counts, LaTeX string). Entries are means over images with bootstrap
 intervals over images.
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -50,16 +51,31 @@ def table4_kendall(per_image: pd.DataFrame, models, explainers, n_boot: int, ci:
                 cells.append(fmt_ci(*r[["mean", "ci_low", "ci_high"]].iloc[0]) if len(r) else "--")
             rows.append([escape(model), escape(ev), *cells])
         breaks.append(len(rows) - 1)
-    tex = booktabs(["Model", "Eval", *[e.upper() for e in explainers]], rows,
-                   caption="Kendall $\\tau$ between the removal step and the decrease of confidence "
-                           "(mean over images, $\\pm$ half-width of the bootstrap 95\\% CI); "
-                           "higher = smoother monotone degradation (Table 4 of FUD).",
-                   label="tab:kendall", align="ll" + "r" * len(explainers), midrules_after=breaks)
+    tex = booktabs(
+        ["Model", "Eval", *[e.upper() for e in explainers]],
+        rows,
+        caption="Kendall $\\tau$ between the removal step and the decrease of confidence "
+        "(mean over images, $\\pm$ half-width of the bootstrap 95\\% CI); "
+        "higher = smoother monotone degradation (Table 4 of FUD).",
+        label="tab:kendall",
+        align="ll" + "r" * len(explainers),
+        midrules_after=breaks,
+    )
     return summary, tex
 
 
-def score_table(per_image: pd.DataFrame, models, explainers, curves, labels: dict, n_boot: int, ci: float,
-                seed: int, caption: str, tex_label: str):
+def score_table(
+    per_image: pd.DataFrame,
+    models,
+    explainers,
+    curves,
+    labels: dict,
+    n_boot: int,
+    ci: float,
+    seed: int,
+    caption: str,
+    tex_label: str,
+):
     """Per-image scores of the given curves, per model x explainer: mean over
     images with a bootstrap CI. labels: {curve: (column name, higher is better)};
     columns follow the order of `curves`, keeping those present."""
@@ -84,9 +100,15 @@ def score_table(per_image: pd.DataFrame, models, explainers, curves, labels: dic
                 cells.append(fmt_ci(*r[["mean", "ci_low", "ci_high"]].iloc[0]) if len(r) else "--")
             rows.append([escape(model), escape(ex.upper()), *cells])
         breaks.append(len(rows) - 1)
-    tex = booktabs(["Model", "Method", *metrics], rows, caption=caption, label=tex_label,
-                   align="ll" + "r" * len(metrics), midrules_after=breaks,
-                   header_suffix={m: r" $\uparrow$" if h else r" $\downarrow$" for m, h in higher.items()})
+    tex = booktabs(
+        ["Model", "Method", *metrics],
+        rows,
+        caption=caption,
+        label=tex_label,
+        align="ll" + "r" * len(metrics),
+        midrules_after=breaks,
+        header_suffix={m: r" $\uparrow$" if h else r" $\downarrow$" for m, h in higher.items()},
+    )
     return summary, tex
 
 
@@ -94,7 +116,16 @@ def table7_scores(per_image: pd.DataFrame, models, explainers, n_boot: int, ci: 
     """The main evaluators' scores per model x explainer (FUD, Insertion, Sen-N
     higher better; Deletion, INFID lower better)."""
     labels = {c: CURVE_SCORES[c][:2] for c in MAIN_CURVE_SCORES}
-    return score_table(per_image, models, explainers, list(MAIN_CURVE_SCORES), labels, n_boot, ci, seed,
-                       caption="Attribution scores: normalised area under the confidence curve (mean over "
-                               "images, $\\pm$ half-width of the bootstrap 95\\% CI) (Table 7 of FUD).",
-                       tex_label="tab:scores")
+    return score_table(
+        per_image,
+        models,
+        explainers,
+        list(MAIN_CURVE_SCORES),
+        labels,
+        n_boot,
+        ci,
+        seed,
+        caption="Attribution scores: normalised area under the confidence curve (mean over "
+        "images, $\\pm$ half-width of the bootstrap 95\\% CI) (Table 7 of FUD).",
+        tex_label="tab:scores",
+    )

@@ -3,13 +3,20 @@
 The config files given are checked and merged (fudbench.config.files), the evaluators' estimated cost
 printed (fudbench.workflow.cost), then Snakemake runs with one scheduler fix (fudbench.workflow.snakemake_main).
 """
+
 from __future__ import annotations
 
 import os
 import sys
 
-from fudbench.config.files import (ConfigFileError, collect_configfiles, config_overrides, report_argv, run_config,
-                                   snakemake_argv)
+from fudbench.config.files import (
+    ConfigFileError,
+    collect_configfiles,
+    config_overrides,
+    report_argv,
+    run_config,
+    snakemake_argv,
+)
 
 
 def main(argv: list[str]) -> None:
@@ -23,7 +30,7 @@ def main(argv: list[str]) -> None:
     except ConfigFileError as exc:
         print(f"fud: {exc}", file=sys.stderr)
         sys.exit(2)
-    if command == "snakemake":   # the evaluators' estimated cost, before any job (fudbench.workflow.cost)
+    if command == "snakemake":  # the evaluators' estimated cost, before any job (fudbench.workflow.cost)
         from fudbench.workflow.cost import print_estimate
 
         print_estimate(args, lambda: run_config(collect_configfiles(list(args))[1], config_overrides(args)))

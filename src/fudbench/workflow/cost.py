@@ -24,6 +24,7 @@ cost grows with the image size (pixels, so 224 px costs 49x a 32 px image).
 Not counted: explain jobs, training and fine-tuning (F-Fidelity's surrogate),
 the piq quality jobs, tables and figures.
 """
+
 from __future__ import annotations
 
 import math
@@ -31,8 +32,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-CALIBRATED_ON = ("AMD EPYC family 25 model 17 (avx2 fma f16c avx512f avx512_bf16 avx512_vnni), one torch "
-                 "thread per job")
+CALIBRATED_ON = "AMD EPYC family 25 model 17 (avx2 fma f16c avx512f avx512_bf16 avx512_vnni), one torch thread per job"
 
 # Seconds per classifier forward of one image, at a reference side, counting the evaluators' own per-item work
 # (masks, fills, records) as part of it ("forward-equivalents").
@@ -71,7 +71,7 @@ QUANTUS_WEIGHT = 0.15
 # EfficientNet-Lite0 took 0.126 s per forward at batch 32 (19 MB of input) and 0.269 s at batch 256 (154 MB),
 # measured in this project (2026-11-27, the 2 cores shared with other jobs, wall time). A batch of more than
 # BATCH_BYTES of input costs 1 + BATCH_SLOPE x log2(its bytes / BATCH_BYTES) times as much per image.
-BATCH_BYTES, BATCH_SLOPE = 32 * 2 ** 20, 0.35
+BATCH_BYTES, BATCH_SLOPE = 32 * 2**20, 0.35
 # One evaluator is flagged when its share of the evaluators' estimated time is at least this.
 DOMINANT_SHARE = 0.5
 
@@ -80,12 +80,12 @@ DOMINANT_SHARE = 0.5
 class Passes:
     """The work of one evaluator entry per image."""
 
-    forwards: float = 0.0          # classifier forwards per image and explainer
-    shared: float = 0.0            # classifier forwards per image, shared by every explainer of the job
-    unet_steps: float = 0.0        # score-model steps per image and explainer
-    weight: float = 1.0            # cost of one of its forwards in forward-equivalents (fills heavier, batching)
-    note: str = ""                 # what the counts are, for the printout
-    batch: Optional[int] = None    # forwards per batch (default: the entry's batch_size setting)
+    forwards: float = 0.0  # classifier forwards per image and explainer
+    shared: float = 0.0  # classifier forwards per image, shared by every explainer of the job
+    unet_steps: float = 0.0  # score-model steps per image and explainer
+    weight: float = 1.0  # cost of one of its forwards in forward-equivalents (fills heavier, batching)
+    note: str = ""  # what the counts are, for the printout
+    batch: Optional[int] = None  # forwards per batch (default: the entry's batch_size setting)
 
 
 def batch_penalty(batch: Optional[int], side: int, channels: int = 3) -> float:
@@ -104,8 +104,7 @@ def _fud(s, ev, shape):
     copies = 2 if s.get("symmetric") else 1
     steps = s["steps"] * max(1, s.get("resamplings", 1))
     r = _ratios(ev) * copies
-    return Passes(forwards=r, unet_steps=r * steps,
-                  note=f"{r} samples x {steps} U-Net steps per explainer")
+    return Passes(forwards=r, unet_steps=r * steps, note=f"{r} samples x {steps} U-Net steps per explainer")
 
 
 def _insdel(s, ev, shape):
@@ -136,15 +135,17 @@ def _srg(s, ev, shape):
     points = _srg_points(s)
     fills = sum(s["n_imputations"] if i in STOCHASTIC_FILLS else 1 for i in s["imputers"])
     own, shared = 2 * points * fills, s["n_random"] * points * fills
-    return Passes(forwards=own, shared=shared,
-                  note=f"{own} forwards per explainer + {shared} shared (R-OMS)")
+    return Passes(forwards=own, shared=shared, note=f"{own} forwards per explainer + {shared} shared (R-OMS)")
 
 
 def _road(s, ev, shape):
     n = len(s["orders"]) * _ratios(ev)
     weight = 1.0 + (NOISY_LINEAR_FILL if s.get("imputer", "noisy_linear") == "noisy_linear" else 0.0)
-    return Passes(forwards=n, weight=weight,
-                  note=f"{n} fills and forwards per explainer" + (" (noisy-linear)" if weight > 1 else ""))
+    return Passes(
+        forwards=n,
+        weight=weight,
+        note=f"{n} fills and forwards per explainer" + (" (noisy-linear)" if weight > 1 else ""),
+    )
 
 
 def _idsds(s, ev, shape):
@@ -174,8 +175,15 @@ def _irof(s, ev, shape):
 
 # Quantus 0.6.0's defaults of the keywords that set its forward count (checked against the installed Quantus
 # by fudbench.evaluators.quantus' tests for the size keywords)
-QUANTUS_DEFAULTS = {"nr_runs": 100, "features_in_step": 1, "nr_samples": 100, "patch_size": 8,
-                    "regions_evaluation": 100, "n_perturb_samples": 10, "perturb_patch_sizes": [4]}
+QUANTUS_DEFAULTS = {
+    "nr_runs": 100,
+    "features_in_step": 1,
+    "nr_samples": 100,
+    "patch_size": 8,
+    "regions_evaluation": 100,
+    "n_perturb_samples": 10,
+    "perturb_patch_sizes": [4],
+}
 
 
 def _quantus(s, ev, shape):
@@ -183,23 +191,34 @@ def _quantus(s, ev, shape):
     _, h, w = shape
     pixels, metric = h * w, s["metric"]
     steps = math.ceil(pixels / k["features_in_step"])
-    n = {"FaithfulnessCorrelation": k["nr_runs"] + 1,
-         "FaithfulnessEstimate": steps + 1,
-         "MonotonicityCorrelation": k["nr_samples"] * steps + 1,
-         "Monotonicity": steps + 1,
-         "PixelFlipping": steps + 1,
-         "RegionPerturbation": min(k["regions_evaluation"], (h // k["patch_size"]) * (w // k["patch_size"])) + 1,
-         "Selectivity": (h // k["patch_size"]) * (w // k["patch_size"]) + 1,
-         "Infidelity": k["n_perturb_samples"] * sum((h // p) * (w // p) for p in k["perturb_patch_sizes"]) + 1,
-         }.get(metric)
+    n = {
+        "FaithfulnessCorrelation": k["nr_runs"] + 1,
+        "FaithfulnessEstimate": steps + 1,
+        "MonotonicityCorrelation": k["nr_samples"] * steps + 1,
+        "Monotonicity": steps + 1,
+        "PixelFlipping": steps + 1,
+        "RegionPerturbation": min(k["regions_evaluation"], (h // k["patch_size"]) * (w // k["patch_size"])) + 1,
+        "Selectivity": (h // k["patch_size"]) * (w // k["patch_size"]) + 1,
+        "Infidelity": k["n_perturb_samples"] * sum((h // p) * (w // p) for p in k["perturb_patch_sizes"]) + 1,
+    }.get(metric)
     if n is None:
         return None
     return Passes(forwards=n, weight=QUANTUS_WEIGHT, note=f"{n} forwards per explainer (Quantus {metric})")
 
 
 BUILTIN_PASSES: dict[str, Callable] = {
-    "fud": _fud, "insdel": _insdel, "sensn": _sensn, "infid": _infid, "srg": _srg, "idsds": _idsds,
-    "road": _road, "distill": _distill, "gevaert": _gevaert, "ffid": _ffid, "irof": _irof, "quantus": _quantus,
+    "fud": _fud,
+    "insdel": _insdel,
+    "sensn": _sensn,
+    "infid": _infid,
+    "srg": _srg,
+    "idsds": _idsds,
+    "road": _road,
+    "distill": _distill,
+    "gevaert": _gevaert,
+    "ffid": _ffid,
+    "irof": _irof,
+    "quantus": _quantus,
 }
 
 
@@ -226,6 +245,7 @@ def entry_passes(name: str, settings: Optional[dict], evaluation: dict, shape: t
 
 # --- the run's shape ---------------------------------------------------------------------------------------------
 
+
 def image_side(config: dict) -> int:
     """The evaluated images' side in pixels (square: the synthetic size or the crop)."""
     data = config["data"]
@@ -237,10 +257,13 @@ def image_side(config: dict) -> int:
 def forward_seconds(classifier: dict, side: int) -> tuple[float, str]:
     """(seconds per forward-equivalent of one image, how it was priced)."""
     arch = classifier.get("arch", "import")
-    kind = arch if arch in FORWARD_S else "imagenet"   # import, torchvision_*
+    kind = arch if arch in FORWARD_S else "imagenet"  # import, torchvision_*
     ref_side, seconds = FORWARD_S[kind]
-    label = (f"as measured at {ref_side} px" if kind == arch
-             else "priced as an ImageNet-size network, EfficientNet-Lite0 (0.8 GFLOP at 224 px)")
+    label = (
+        f"as measured at {ref_side} px"
+        if kind == arch
+        else "priced as an ImageNet-size network, EfficientNet-Lite0 (0.8 GFLOP at 224 px)"
+    )
     return seconds * (side / ref_side) ** 2, f"{arch}: {label}"
 
 
@@ -267,7 +290,7 @@ class Row:
     entry: str
     method: str
     passes: Optional[Passes]
-    seconds: Optional[float]          # job-seconds, start-up included
+    seconds: Optional[float]  # job-seconds, start-up included
     jobs: int
     share: float = 0.0
 
@@ -279,7 +302,7 @@ class Estimate:
     n_images: int
     n_explainers: int
     n_ratios: int
-    models: list                      # [(name, pricing label, seconds per forward)]
+    models: list  # [(name, pricing label, seconds per forward)]
     cores: Optional[int]
     bf16: bool
     device: str
@@ -310,30 +333,46 @@ def estimate(config: dict, cores: Optional[int] = None, bf16: Optional[bool] = N
             passes = entry_passes(name, settings, evaluation, shape)
         except (KeyError, TypeError, ValueError):  # a broken entry: the config check reports it
             passes = None
-        jobs = len(models) * shards * (2 if method == "srg" else 1)   # srg: + its R-OMS jobs
+        jobs = len(models) * shards * (2 if method == "srg" else 1)  # srg: + its R-OMS jobs
         seconds = None
         if passes is not None:
             seconds = jobs * START_UP_S
-            per_run = n / shards * max(passes.forwards, passes.shared)   # work items of one protocol run
+            per_run = n / shards * max(passes.forwards, passes.shared)  # work items of one protocol run
             weight = passes.weight * batch_penalty(min(passes.batch or 1, max(1, int(per_run))), side)
             for _, _, forward in models:
-                per_image = (explainers * (passes.forwards * weight * forward + passes.unet_steps * unet)
-                             + passes.shared * weight * forward)
+                per_image = (
+                    explainers * (passes.forwards * weight * forward + passes.unet_steps * unet)
+                    + passes.shared * weight * forward
+                )
                 seconds += n * per_image
         rows.append(Row(name, method, passes, seconds, jobs))
-    est = Estimate(rows, side, n, explainers, len(evaluation.get("ratios") or []), models, cores, bf16,
-                   str(config.get("device", "cpu")))
+    est = Estimate(
+        rows,
+        side,
+        n,
+        explainers,
+        len(evaluation.get("ratios") or []),
+        models,
+        cores,
+        bf16,
+        str(config.get("device", "cpu")),
+    )
     total = est.total
     for row in rows:
         row.share = (row.seconds or 0.0) / total if total else 0.0
     top = max((r for r in rows if r.seconds is not None), key=lambda r: r.seconds, default=None)
     if top is not None and len(rows) > 1 and top.share >= DOMINANT_SHARE:
-        grows = (f"; its cost grows with the pixels: at {side} x {side} px one image costs "
-                 f"{(side / 32) ** 2:.0f}x a 32 px one" if side > 32 else "")
+        grows = (
+            f"; its cost grows with the pixels: at {side} x {side} px one image costs "
+            f"{(side / 32) ** 2:.0f}x a 32 px one"
+            if side > 32
+            else ""
+        )
         est.warnings.append(
             f"{top.entry} is {top.share:.0%} of the evaluators' estimated time ({duration(top.seconds)} of "
             f"{duration(total)}){grows}. To shorten the run: lower its settings "
-            f"({top.passes.note}), lower data.n_eval, or drop it (`{top.entry}: null` under evaluators in an overlay)")
+            f"({top.passes.note}), lower data.n_eval, or drop it (`{top.entry}: null` under evaluators in an overlay)"
+        )
     unknown = [r.entry for r in rows if r.seconds is None]
     if unknown:
         est.warnings.append(f"no cost model for {unknown} (an EvaluatorSpec's `cost`): not in the total")
@@ -350,11 +389,13 @@ def duration(seconds: float) -> str:
 
 
 def format_estimate(est: Estimate) -> str:
-    lines = [f"fud: cost estimate of the evaluators (an ESTIMATE, not a measurement: calibrated on {CALIBRATED_ON}; "
-             f"fudbench.workflow.cost)",
-             f"  {est.n_images} image(s) of {est.side} x {est.side} px, {len(est.models)} model(s), "
-             f"{est.n_explainers} explainer(s), {est.n_ratios} kept ratio(s); FUD's U-Net in "
-             f"{'bf16' if est.bf16 else 'fp32'}"]
+    lines = [
+        f"fud: cost estimate of the evaluators (an ESTIMATE, not a measurement: calibrated on {CALIBRATED_ON}; "
+        f"fudbench.workflow.cost)",
+        f"  {est.n_images} image(s) of {est.side} x {est.side} px, {len(est.models)} model(s), "
+        f"{est.n_explainers} explainer(s), {est.n_ratios} kept ratio(s); FUD's U-Net in "
+        f"{'bf16' if est.bf16 else 'fp32'}",
+    ]
     for name, label, seconds in est.models:
         lines.append(f"  model {name} ({label}): {seconds * 1e3:.3g} ms per forward-equivalent")
     width = max([len(r.entry) for r in est.rows] + [9])
@@ -365,8 +406,10 @@ def format_estimate(est: Estimate) -> str:
         lines.append(f"  {row.entry:<{width}}  {duration(row.seconds):>9}  {row.share:>4.0%}  {row.passes.note}")
     total = est.total
     wall = f"; about {duration(total / est.cores)} on {est.cores} cores if they stay busy" if est.cores else ""
-    lines.append(f"  {'total':<{width}}  {duration(total):>9}  of job time (start-up included){wall}; not "
-                 f"counted: explain, training, quality, tables and figures")
+    lines.append(
+        f"  {'total':<{width}}  {duration(total):>9}  of job time (start-up included){wall}; not "
+        f"counted: explain, training, quality, tables and figures"
+    )
     if est.device != "cpu":
         lines.append(f"  device {est.device}: these are CPU figures; GPU figures: docs/performance.md")
     lines += [f"  warning: {w}" for w in est.warnings]
@@ -376,18 +419,52 @@ def format_estimate(est: Estimate) -> str:
 # --- the command line ----------------------------------------------------------------------------------------------
 
 # Snakemake options that do not run jobs: no estimate before them
-NOT_A_RUN = ("--lint", "--report", "--unlock", "--list-rules", "--list", "-l", "--list-target-rules", "--dag",
-             "--rulegraph", "--filegraph", "--summary", "-S", "--detailed-summary", "-D", "--cleanup-metadata",
-             "--touch", "-t", "--version", "-v", "--help", "-h", "--delete-all-output", "--delete-temp-output",
-             "--archive", "--containerize", "--generate-unit-tests", "--export-cwl", "--list-changes", "--lc",
-             "--list-code-changes", "--list-input-changes", "--list-params-changes", "--li", "--lp")
+NOT_A_RUN = (
+    "--lint",
+    "--report",
+    "--unlock",
+    "--list-rules",
+    "--list",
+    "-l",
+    "--list-target-rules",
+    "--dag",
+    "--rulegraph",
+    "--filegraph",
+    "--summary",
+    "-S",
+    "--detailed-summary",
+    "-D",
+    "--cleanup-metadata",
+    "--touch",
+    "-t",
+    "--version",
+    "-v",
+    "--help",
+    "-h",
+    "--delete-all-output",
+    "--delete-temp-output",
+    "--archive",
+    "--containerize",
+    "--generate-unit-tests",
+    "--export-cwl",
+    "--list-changes",
+    "--lc",
+    "--list-code-changes",
+    "--list-input-changes",
+    "--list-params-changes",
+    "--li",
+    "--lp",
+)
 QUIET_ENV = "FUD_NO_ESTIMATE"
 
 
 def cores_of(argv: list[str]) -> Optional[int]:
     for i, arg in enumerate(argv):
-        value = arg.split("=", 1)[1] if arg.startswith(("--cores=", "-c=")) else (
-            argv[i + 1] if arg in ("--cores", "-c", "-j", "--jobs") and i + 1 < len(argv) else None)
+        value = (
+            arg.split("=", 1)[1]
+            if arg.startswith(("--cores=", "-c="))
+            else (argv[i + 1] if arg in ("--cores", "-c", "-j", "--jobs") and i + 1 < len(argv) else None)
+        )
         if value is not None:
             if value == "all":
                 return os.cpu_count()
@@ -395,7 +472,7 @@ def cores_of(argv: list[str]) -> Optional[int]:
                 return int(value)
             except ValueError:
                 return None
-    return os.cpu_count()   # profiles/default: cores: all
+    return os.cpu_count()  # profiles/default: cores: all
 
 
 def print_estimate(argv: list[str], config: Callable[[], dict], stream=None) -> bool:

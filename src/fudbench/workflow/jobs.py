@@ -1,5 +1,6 @@
 """Shared set-up for Snakemake script jobs: logging to the rule's log file and
 the thread count. Keeps the scripts in scripts/ thin."""
+
 from __future__ import annotations
 
 import atexit
@@ -25,8 +26,9 @@ def setup_job(smk, name: str | None = None) -> logging.Logger:
     handlers = [logging.StreamHandler(sys.stderr)]
     if smk.log:
         handlers.append(logging.FileHandler(smk.log[0], mode="w"))
-    logging.basicConfig(level=logging.INFO, handlers=handlers, force=True,
-                        format="%(asctime)s %(name)s %(levelname)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, handlers=handlers, force=True, format="%(asctime)s %(name)s %(levelname)s: %(message)s"
+    )
     log = logging.getLogger(name or smk.rule)
     _log_timing(log, smk.log[0] if smk.log else None)
     log_uncaught_exceptions(smk.log[0] if smk.log else None, log.name)
@@ -137,8 +139,10 @@ def _log_timing(log: logging.Logger, log_file) -> None:
 
 def _log_work() -> None:
     stamp = time.strftime("%Y-%m-%d %H:%M:%S") + ",%03d" % (time.time() % 1 * 1000)
-    line = (f"{stamp} {_TIMING['name']} INFO: fudbench-timing work {time.perf_counter() - _TIMING['t0']:.3f} s "
-            f"(loaded: {heavy_libraries()})\n")
+    line = (
+        f"{stamp} {_TIMING['name']} INFO: fudbench-timing work {time.perf_counter() - _TIMING['t0']:.3f} s "
+        f"(loaded: {heavy_libraries()})\n"
+    )
     if _TIMING["log_file"]:
         try:
             with open(_TIMING["log_file"], "a") as fh:

@@ -1,6 +1,7 @@
 """Job-level functions behind the workflow's scripts: one shard of explaining
 or evaluating. Kept here (not in scripts/) so they are unit-tested and usable
 from a researcher's own code."""
+
 from __future__ import annotations
 
 import logging
@@ -19,7 +20,7 @@ log = logging.getLogger(__name__)
 
 def _logits(model, x, batch_size: int = 256) -> torch.Tensor:
     with torch.no_grad():
-        return torch.cat([model(x[i:i + batch_size]) for i in range(0, len(x), batch_size)])
+        return torch.cat([model(x[i : i + batch_size]) for i in range(0, len(x), batch_size)])
 
 
 def nonfinite_logits(logits: torch.Tensor) -> list[int]:
@@ -27,8 +28,9 @@ def nonfinite_logits(logits: torch.Tensor) -> list[int]:
     return torch.nonzero(~torch.isfinite(logits).all(1)).flatten().tolist()
 
 
-def _targets(model, x, labels, target_mode: str, batch_size: int = 256, what: str = "the model",
-             ids=None) -> torch.Tensor:
+def _targets(
+    model, x, labels, target_mode: str, batch_size: int = 256, what: str = "the model", ids=None
+) -> torch.Tensor:
     """The class each image is explained and evaluated for. A model whose logits are
     NaN or inf on an image is refused here (NonFiniteLogitsError naming it and the
     image ids), before any explainer runs: every map and score would be NaN, and the
@@ -39,9 +41,15 @@ def _targets(model, x, labels, target_mode: str, batch_size: int = 256, what: st
     bad = nonfinite_logits(logits)
     if bad:
         ids = list(range(len(x))) if ids is None else [int(i) for i in ids]
-        raise NonFiniteLogitsError(nonfinite_message(what, [ids[j] for j in bad], len(x), label="image ids",
-                                                     fix="check the model (it passed the accuracy gate on other "
-                                                         "images)"))
+        raise NonFiniteLogitsError(
+            nonfinite_message(
+                what,
+                [ids[j] for j in bad],
+                len(x),
+                label="image ids",
+                fix="check the model (it passed the accuracy gate on other images)",
+            )
+        )
     if target_mode == "label":
         return torch.as_tensor(labels, device=x.device)
     return logits.argmax(1)
@@ -66,16 +74,34 @@ def report_degenerate_maps(explainer: str, kinds: list[str], ids, model_nonfinit
     for kind, images in counts.items():
         own = [i for i in images if i not in blamed]
         if own:
-            log.warning("%s: %d degenerate map(s) (%s) for image id(s) %s: ranked in a seeded random order",
-                        explainer, len(own), kind, own[:20])
+            log.warning(
+                "%s: %d degenerate map(s) (%s) for image id(s) %s: ranked in a seeded random order",
+                explainer,
+                len(own),
+                kind,
+                own[:20],
+            )
     if blamed:
-        log.warning("the model's logits are NaN or inf on image id(s) %s: their %s maps are not the explainer's "
-                    "fault; check the model", sorted(blamed)[:20], explainer)
+        log.warning(
+            "the model's logits are NaN or inf on image id(s) %s: their %s maps are not the explainer's "
+            "fault; check the model",
+            sorted(blamed)[:20],
+            explainer,
+        )
     return {kind: len(images) for kind, images in counts.items()}
 
 
-def explain_shard(model_path, images_path, shard: int, shard_size: int, explainer: str, settings: dict,
-                  target_mode: str, seed_key: tuple, device) -> dict:
+def explain_shard(
+    model_path,
+    images_path,
+    shard: int,
+    shard_size: int,
+    explainer: str,
+    settings: dict,
+    target_mode: str,
+    seed_key: tuple,
+    device,
+) -> dict:
     from fudbench.explainers import build_explainer
     from fudbench.models.classifiers import load_classifier
 
@@ -92,8 +118,13 @@ def explain_shard(model_path, images_path, shard: int, shard_size: int, explaine
     seconds = (time.perf_counter() - t0) / len(x)
     a = attribution.detach().float().cpu().numpy()  # (a plug-in's map is detached already: explainers.plugin)
     report_degenerate_maps(explainer, degenerate_maps(a), data["ids"])
-    return {"attributions": a.astype(np.float32), "targets": target.cpu().numpy(), "ids": data["ids"],
-            "labels": data["labels"], "seconds_per_image": np.float64(seconds)}
+    return {
+        "attributions": a.astype(np.float32),
+        "targets": target.cpu().numpy(),
+        "ids": data["ids"],
+        "labels": data["labels"],
+        "seconds_per_image": np.float64(seconds),
+    }
 
 
 def evaluate_maps(evaluator, model, x, y, attributions, ids, seed_key: tuple, labels=None, masks=None):
@@ -118,8 +149,7 @@ def evaluate_maps(evaluator, model, x, y, attributions, ids, seed_key: tuple, la
 
 def name_records(records, model: str, explainer: str, evaluator: str):
     """The columns that say whose records they are, first (in place)."""
-    for position, (column, value) in enumerate((("model", model), ("explainer", explainer),
-                                                ("evaluator", evaluator))):
+    for position, (column, value) in enumerate((("model", model), ("explainer", explainer), ("evaluator", evaluator))):
         records.insert(position, column, value)
     return records
 
@@ -148,8 +178,19 @@ class ShardEvaluation:
     model ...) and run for any number of explainers' attributions.
     ood_reference: the model's feature-OOD reference (rule ood_reference), or None."""
 
-    def __init__(self, model_path, images_path, shard: int, shard_size: int, evaluator: str, settings: dict,
-                 evaluation: dict, assets: dict, device, ood_reference=None):
+    def __init__(
+        self,
+        model_path,
+        images_path,
+        shard: int,
+        shard_size: int,
+        evaluator: str,
+        settings: dict,
+        evaluation: dict,
+        assets: dict,
+        device,
+        ood_reference=None,
+    ):
         from fudbench.evaluators import build_evaluator
         from fudbench.models.classifiers import load_classifier
 
@@ -165,9 +206,11 @@ class ShardEvaluation:
         self.masks = None
         if getattr(self.evaluator, "needs_masks", False):
             if not self.data["has_masks"]:
-                raise ValueError(f"evaluator {evaluator!r} reads ground-truth object masks, and {images_path} has "
-                                 f"none (has_masks false: ImageNet, or a folder without data.folder.masks); give "
-                                 f"masks (docs/your_own.md) or drop the entry")
+                raise ValueError(
+                    f"evaluator {evaluator!r} reads ground-truth object masks, and {images_path} has "
+                    f"none (has_masks false: ImageNet, or a folder without data.folder.masks); give "
+                    f"masks (docs/your_own.md) or drop the entry"
+                )
             self.masks = torch.from_numpy(self.data["masks"]).to(device)
 
     def run(self, attributions_path, seed_key: tuple):
@@ -175,22 +218,38 @@ class ShardEvaluation:
         attr = load_npz(attributions_path, made_by="explain")
         ids = self.data["ids"]
         if not np.array_equal(attr["ids"], ids):
-            raise RuntimeError(f"{attributions_path} holds images {attr['ids'].tolist()}, expected shard "
-                               f"{self.shard} = {ids.tolist()}; delete it so the explain job reruns")
+            raise RuntimeError(
+                f"{attributions_path} holds images {attr['ids'].tolist()}, expected shard "
+                f"{self.shard} = {ids.tolist()}; delete it so the explain job reruns"
+            )
         y = torch.from_numpy(attr["targets"]).to(self.device)
         a = torch.from_numpy(attr["attributions"]).to(self.device)
-        records, samples = evaluate_maps(self.evaluator, self.model, self.x, y, a, ids, seed_key,
-                                         labels=self.data["labels"], masks=self.masks)
+        records, samples = evaluate_maps(
+            self.evaluator, self.model, self.x, y, a, ids, seed_key, labels=self.data["labels"], masks=self.masks
+        )
         samples["ids"] = ids
         return records, samples
 
 
-def evaluate_shard(model_path, images_path, attributions_path, shard: int, shard_size: int, evaluator: str,
-                   settings: dict, evaluation: dict, assets: dict, seed_key: tuple, device, ood_reference=None):
+def evaluate_shard(
+    model_path,
+    images_path,
+    attributions_path,
+    shard: int,
+    shard_size: int,
+    evaluator: str,
+    settings: dict,
+    evaluation: dict,
+    assets: dict,
+    seed_key: tuple,
+    device,
+    ood_reference=None,
+):
     """One evaluator on one model x explainer x shard.
     Returns (records DataFrame, {curve: samples (N, steps, C, H, W) float16})."""
-    job = ShardEvaluation(model_path, images_path, shard, shard_size, evaluator, settings, evaluation, assets,
-                          device, ood_reference)
+    job = ShardEvaluation(
+        model_path, images_path, shard, shard_size, evaluator, settings, evaluation, assets, device, ood_reference
+    )
     return job.run(attributions_path, seed_key)
 
 
@@ -232,9 +291,25 @@ def evaluator_noise(entry: str, settings: dict | None) -> str:
     return f"{noise}#draw{draw}" if draw else noise
 
 
-def evaluate_explainers(model: str, evaluator: str, explainers: dict, *, model_path, images_path, shard: int,
-                        shard_size: int, settings: dict, evaluation: dict, assets: dict, seed: int, device,
-                        kept_images=None, cache=None, ood_reference=None, seed_group: str | None = None) -> dict:
+def evaluate_explainers(
+    model: str,
+    evaluator: str,
+    explainers: dict,
+    *,
+    model_path,
+    images_path,
+    shard: int,
+    shard_size: int,
+    settings: dict,
+    evaluation: dict,
+    assets: dict,
+    seed: int,
+    device,
+    kept_images=None,
+    cache=None,
+    ood_reference=None,
+    seed_group: str | None = None,
+) -> dict:
     """The evaluate job: one evaluator on one model x shard for every explainer.
 
     explainers: {name: (attributions path, records output path, samples output path)}.
@@ -268,12 +343,21 @@ def evaluate_explainers(model: str, evaluator: str, explainers: dict, *, model_p
     seed_key = paired_seed_key(seed, seed_group or model, evaluator_noise(evaluator, settings))
     for explainer, (attributions, records_out, samples_out) in explainers.items():
         outputs = {".parquet": records_out, ".npz": samples_out}
-        key = work_key({"evaluator": evaluator, "settings": settings, "evaluation": evaluation,
-                        "seed_key": seed_key, "shard": shard, "shard_size": shard_size,
-                        "kept_images": kept_images, "device": str(device),
-                        # auto precision resolves per machine: a bf16 result is not reused on an fp32 machine
-                        "precision": settings_precision(settings, device)},
-                       {**files, "attributions": attributions})
+        key = work_key(
+            {
+                "evaluator": evaluator,
+                "settings": settings,
+                "evaluation": evaluation,
+                "seed_key": seed_key,
+                "shard": shard,
+                "shard_size": shard_size,
+                "kept_images": kept_images,
+                "device": str(device),
+                # auto precision resolves per machine: a bf16 result is not reused on an fp32 machine
+                "precision": settings_precision(settings, device),
+            },
+            {**files, "attributions": attributions},
+        )
         hit = cache.get(explainer, key, outputs) if cache is not None else None
         if hit is not None and cache.restore(hit, outputs):  # False: a bad entry, dropped (logged): recompute
             done["cached"].append(explainer)
@@ -287,25 +371,53 @@ def evaluate_explainers(model: str, evaluator: str, explainers: dict, *, model_p
             log.info("%s: the same map as %s; its records copied (paired noise)", explainer, twin)
         else:
             if job is None:
-                job = ShardEvaluation(model_path, images_path, shard, shard_size, evaluator, settings, evaluation,
-                                      assets, device, ood_reference)
+                job = ShardEvaluation(
+                    model_path,
+                    images_path,
+                    shard,
+                    shard_size,
+                    evaluator,
+                    settings,
+                    evaluation,
+                    assets,
+                    device,
+                    ood_reference,
+                )
             records, samples = job.run(attributions, seed_key)
             same_map[digest] = (explainer, records.copy(), samples)
         name_records(records, model, explainer, evaluator)
         write_parquet(records_out, records)
         # keep the intermediate images of the first images only (quality and gallery read no more)
-        write_npz(samples_out, **{k: a if k.startswith("removed_") or kept_images is None else a[:kept_images]
-                                  for k, a in samples.items()})
+        write_npz(
+            samples_out,
+            **{
+                k: a if k.startswith("removed_") or kept_images is None else a[:kept_images] for k, a in samples.items()
+            },
+        )
         if cache is not None:
             cache.put(explainer, key, outputs)
         done["computed"].append(explainer)
-        log.info("%s: %d records in %.1f s (%.4f s per sample on average)", explainer, len(records),
-                 time.perf_counter() - t0, records["seconds"].mean())
+        log.info(
+            "%s: %d records in %.1f s (%.4f s per sample on average)",
+            explainer,
+            len(records),
+            time.perf_counter() - t0,
+            records["seconds"].mean(),
+        )
     return done
 
 
-def srg_reference_shard(model_path, images_path, shard: int, shard_size: int, settings: dict, target_mode: str,
-                        assets: dict, seed: int, device):
+def srg_reference_shard(
+    model_path,
+    images_path,
+    shard: int,
+    shard_size: int,
+    settings: dict,
+    target_mode: str,
+    assets: dict,
+    seed: int,
+    device,
+):
     """SRG's R-OMS curves (random superpixel orderings, so no explainer) of one
     model x shard, for every configured imputer: records as the srg evaluator
     writes them, before the label column."""
@@ -348,8 +460,18 @@ def sample_quality(images_path, samples: dict, shard: int, shard_size: int, metr
             image, step = np.nonzero(np.isfinite(arr[:n].reshape(n, steps, -1)).all(axis=2))
             s = torch.from_numpy(arr[:n][image, step].astype(np.float32))
             q = quality_metrics(s, originals[torch.from_numpy(image)], metrics=metrics)
-            frames.append(pd.DataFrame({"model": model, "explainer": explainer, "curve": curve,
-                                        "image": data["ids"][:n][image], "step": step, **q}))
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "model": model,
+                        "explainer": explainer,
+                        "curve": curve,
+                        "image": data["ids"][:n][image],
+                        "step": step,
+                        **q,
+                    }
+                )
+            )
     if not frames:  # evaluators that keep no intermediate samples (e.g. srg)
         return pd.DataFrame(columns=["model", "explainer", "curve", "image", "step", *metrics])
     return pd.concat(frames, ignore_index=True)

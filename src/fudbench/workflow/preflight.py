@@ -13,6 +13,7 @@ system has less free space than the run still needs, a rough estimate from the
 config (`estimated_run_mb`) less what the results directory already holds;
 FUD_MIN_FREE_MB=N sets the minimum instead (0 turns the check off).
 """
+
 from __future__ import annotations
 
 import math
@@ -51,8 +52,10 @@ def check_results_path(results_dir) -> None:
     results_dir = Path(results_dir).absolute()
     base = _nearest_existing(results_dir)
     if not base.is_dir():
-        raise PreflightError(f"results directory {results_dir} cannot be created: {base} is a file, not a "
-                             f"directory; move or delete {base}, or choose another config key 'run_name'")
+        raise PreflightError(
+            f"results directory {results_dir} cannot be created: {base} is a file, not a "
+            f"directory; move or delete {base}, or choose another config key 'run_name'"
+        )
 
 
 def check_results_writable(results_dir) -> None:
@@ -66,8 +69,10 @@ def check_results_writable(results_dir) -> None:
     check_results_path(results_dir)
     results_dir = Path(results_dir).absolute()
     base = _nearest_existing(results_dir)
-    fix = ("make it writable (e.g. chmod -R u+w, or remount it read-write), or run elsewhere with "
-           "--directory DIR or another config key 'run_name'; nothing was run or deleted")
+    fix = (
+        "make it writable (e.g. chmod -R u+w, or remount it read-write), or run elsewhere with "
+        "--directory DIR or another config key 'run_name'; nothing was run or deleted"
+    )
     bad = _unwritable_dirs(base) if base == results_dir else ([] if os.access(base, os.W_OK | os.X_OK) else [base])
     if not bad:
         # Permission bits can lie (ACLs, network file systems): try a real write.
@@ -103,8 +108,11 @@ def estimated_run_mb(config: dict) -> int:
     n_shards = -(-n_eval // shard)
     kept = n_eval if per_shard is None else min(n_eval, n_shards * max(per_shard, evaluation["gallery_images"]))
     pairs = len(config["models"]["classifiers"]) * len(config["explainers"])
-    total = (stored * image + pairs * n_eval * image * 4
-             + pairs * len(config["evaluators"]) * kept * len(evaluation["ratios"]) * image * 2)
+    total = (
+        stored * image
+        + pairs * n_eval * image * 4
+        + pairs * len(config["evaluators"]) * kept * len(evaluation["ratios"]) * image * 2
+    )
     return BASE_MB + int(total / 2**20)
 
 
@@ -132,8 +140,9 @@ def check_free_space(results_dir, config: dict, environ=os.environ) -> None:
         except ValueError:
             needed = math.nan
         if not math.isfinite(needed) or needed < 0:  # -5 or nan turned the check off silently (`needed <= 0`)
-            raise PreflightError(f"{MIN_FREE_ENV}={setting!r} is not a number of MB >= 0 (0 turns the free-space "
-                                 f"check off)") from None
+            raise PreflightError(
+                f"{MIN_FREE_ENV}={setting!r} is not a number of MB >= 0 (0 turns the free-space check off)"
+            ) from None
         how = f"{MIN_FREE_ENV}={setting}"
     else:
         held = _size_mb(results_dir) if results_dir.is_dir() else 0.0
@@ -144,7 +153,9 @@ def check_free_space(results_dir, config: dict, environ=os.environ) -> None:
         return
     free = shutil.disk_usage(_nearest_existing(results_dir)).free / 2**20
     if free < needed:
-        raise PreflightError(f"only {free:.0f} MB free on the file system of results directory {results_dir}, "
-                             f"this run needs about {needed:.0f} MB ({how}); free some space, or run elsewhere "
-                             f"with --directory DIR, or set {MIN_FREE_ENV}=N to require N MB instead (0 turns "
-                             f"this check off); nothing was run or deleted")
+        raise PreflightError(
+            f"only {free:.0f} MB free on the file system of results directory {results_dir}, "
+            f"this run needs about {needed:.0f} MB ({how}); free some space, or run elsewhere "
+            f"with --directory DIR, or set {MIN_FREE_ENV}=N to require N MB instead (0 turns "
+            f"this check off); nothing was run or deleted"
+        )

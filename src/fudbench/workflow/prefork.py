@@ -32,6 +32,7 @@ environment (a conda env) or of another checkout, a server that does not
 answer, or a machine with a GPU where the preloaded libraries touched CUDA
 (a forked child could not use it).
 """
+
 from __future__ import annotations
 
 import os
@@ -45,21 +46,35 @@ import sys
 import tempfile
 import time
 
-ENV = "FUD_PREFORK"   # the server's address "<where>|<its fudbench>|<socket>" (where: _locality()); "off": none
+ENV = "FUD_PREFORK"  # the server's address "<where>|<its fudbench>|<socket>" (where: _locality()); "off": none
 # What the jobs import, loaded once per Snakemake invocation (about 6 CPU s) instead of by each job
 # (2-3 CPU s for torch alone): module names, "module:name" for a name a package loads lazily, or
 # "module:name()" for a loader to call (piq's metric modules, loaded as the quality jobs load them,
 # without piq's __init__).
-PRELOAD = ("numpy", "torch", "torch.nn.functional", "pandas", "scipy.stats", "PIL.Image", "matplotlib",
-           "captum.attr", "skimage.segmentation", "cv2", "threadpoolctl", "snakemake.logging",
-           "snakemake.iocontainers", "fudbench.analysis.quality:_piq()", "diffusers:UNet2DModel",
-           "diffusers:DDIMScheduler")
+PRELOAD = (
+    "numpy",
+    "torch",
+    "torch.nn.functional",
+    "pandas",
+    "scipy.stats",
+    "PIL.Image",
+    "matplotlib",
+    "captum.attr",
+    "skimage.segmentation",
+    "cv2",
+    "threadpoolctl",
+    "snakemake.logging",
+    "snakemake.iocontainers",
+    "fudbench.analysis.quality:_piq()",
+    "diffusers:UNet2DModel",
+    "diffusers:DDIMScheduler",
+)
 # diffusers asks torch for its devices when it loads, which on a machine with a GPU poisons CUDA for every
 # forked child ("Cannot re-initialize CUDA in forked subprocess"): there it is left to the jobs.
 TOUCHES_CUDA = ("diffusers:UNet2DModel", "diffusers:DDIMScheduler")
 SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-_HEADER = struct.Struct("!Q")      # the request's length
-_MESSAGE = struct.Struct("!ci")    # b"P" + the child's pid, or b"S" + its exit status (in either order)
+_HEADER = struct.Struct("!Q")  # the request's length
+_MESSAGE = struct.Struct("!ci")  # b"P" + the child's pid, or b"S" + its exit status (in either order)
 
 # Set in a forked child: the job it runs must not hand itself over again, and its start-up includes
 # the job process's own (fudbench.workflow.jobs.process_age).
@@ -99,13 +114,54 @@ def process_age() -> float:
 
 
 # Snakemake options after which no job runs here (a dry run, a report, a listing, a graph, ...).
-_NO_JOBS = {"--dry-run", "--dryrun", "--dry", "--report", "--dag", "--d3dag", "--rulegraph", "--filegraph",
-            "--summary", "--detailed-summary", "-S", "-D", "--list-rules", "--list", "-l", "--list-target-rules",
-            "--lt", "--lint", "--unlock", "--touch", "-t", "--cleanup-metadata", "--cm", "--list-changes", "--lc",
-            "--list-code-changes", "--li", "--list-input-changes", "--lp", "--list-params-changes", "--lu",
-            "--list-untracked", "--delete-all-output", "--delete-temp-output", "--archive", "--containerize",
-            "--export-cwl", "--conda-create-envs-only", "--list-conda-envs", "--cleanup-shadow",
-            "--generate-unit-tests", "--print-compilation", "--version", "-v", "-h", "--help"}
+_NO_JOBS = {
+    "--dry-run",
+    "--dryrun",
+    "--dry",
+    "--report",
+    "--dag",
+    "--d3dag",
+    "--rulegraph",
+    "--filegraph",
+    "--summary",
+    "--detailed-summary",
+    "-S",
+    "-D",
+    "--list-rules",
+    "--list",
+    "-l",
+    "--list-target-rules",
+    "--lt",
+    "--lint",
+    "--unlock",
+    "--touch",
+    "-t",
+    "--cleanup-metadata",
+    "--cm",
+    "--list-changes",
+    "--lc",
+    "--list-code-changes",
+    "--li",
+    "--list-input-changes",
+    "--lp",
+    "--list-params-changes",
+    "--lu",
+    "--list-untracked",
+    "--delete-all-output",
+    "--delete-temp-output",
+    "--archive",
+    "--containerize",
+    "--export-cwl",
+    "--conda-create-envs-only",
+    "--list-conda-envs",
+    "--cleanup-shadow",
+    "--generate-unit-tests",
+    "--print-compilation",
+    "--version",
+    "-v",
+    "-h",
+    "--help",
+}
 
 
 def wanted(argv: list[str]) -> bool:
@@ -118,8 +174,9 @@ def wanted(argv: list[str]) -> bool:
         return False
     for i, arg in enumerate(argv):
         name, _, value = arg.partition("=")
-        if name in _NO_JOBS or (arg.startswith("-") and not arg.startswith("--") and "n" in arg[1:]
-                                and arg[1:].isalpha()):   # -n and its combinations (-np, -pn)
+        if name in _NO_JOBS or (
+            arg.startswith("-") and not arg.startswith("--") and "n" in arg[1:] and arg[1:].isalpha()
+        ):  # -n and its combinations (-np, -pn)
             return False
         if not value and i + 1 < len(argv):
             value = argv[i + 1]
@@ -149,6 +206,7 @@ def _profile_executor(profile: str):
 
 # --------------------------------------------------------------------------- the job's side
 
+
 def _recv_exact(conn: socket.socket, n: int) -> bytes:
     data = b""
     while len(data) < n:
@@ -167,25 +225,32 @@ def hand_over(main_globals: dict) -> None:
         return
     where, library, path = address
     if where != _locality() or library != _library():
-        return   # another machine, allocation, cgroup or environment, or a job of another checkout
+        return  # another machine, allocation, cgroup or environment, or a job of another checkout
     ignored = [int(s) for s in SIGNALS if signal.getsignal(s) is signal.SIG_IGN]
     try:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         conn.connect(path)
-        request = pickle.dumps({
-            "script": main_globals["__real_file__"], "argv": sys.argv, "cwd": os.getcwd(),
-            "env": dict(os.environ), "path": sys.path, "startup": process_age(), "ignored": ignored,
-        })
+        request = pickle.dumps(
+            {
+                "script": main_globals["__real_file__"],
+                "argv": sys.argv,
+                "cwd": os.getcwd(),
+                "env": dict(os.environ),
+                "path": sys.path,
+                "startup": process_age(),
+                "ignored": ignored,
+            }
+        )
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
         socket.send_fds(conn, [_HEADER.pack(len(request))], [0, 1, 2])
         conn.sendall(request)
         kind, value = _MESSAGE.unpack(_recv_exact(conn, _MESSAGE.size))
-    except OSError:   # no server (it ended, or never started): run here
+    except OSError:  # no server (it ended, or never started): run here
         return
     child = [0]
     for sig in SIGNALS:
-        if sig not in ignored:   # a signal the job ignores stays ignored, as in a fresh process
+        if sig not in ignored:  # a signal the job ignores stays ignored, as in a fresh process
             signal.signal(sig, lambda signum, _frame: _forward(child[0], signum))
     try:
         while kind != b"S":
@@ -215,6 +280,7 @@ def _forward(child: int, signum: int) -> None:
 
 
 # --------------------------------------------------------------------------- the server's side
+
 
 def _exit_code(code) -> int:
     if code is None:
@@ -251,16 +317,16 @@ def _become_the_job_process(request: dict, fds: list[int]) -> None:
         else:
             signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)   # blocked by the server around fork()
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)  # blocked by the server around fork()
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
-    sys.stdout.reconfigure(line_buffering=os.isatty(1))   # as a fresh process on that stdout
+    sys.stdout.reconfigure(line_buffering=os.isatty(1))  # as a fresh process on that stdout
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    os.environ.pop(ENV, None)   # nothing this job starts hands itself over to the server
-    tempfile.tempdir = None     # the job's TMPDIR (Snakemake sets it per job), not the server's
+    os.environ.pop(ENV, None)  # nothing this job starts hands itself over to the server
+    tempfile.tempdir = None  # the job's TMPDIR (Snakemake sets it per job), not the server's
     sys.path[:] = request["path"]
     sys.argv[:] = request["argv"]
     _match_thread_pools()
@@ -281,8 +347,8 @@ def _run_child(request: dict, fds: list[int], conn: socket.socket) -> None:
                 stream.flush()
             except (OSError, ValueError):
                 pass
-        if os.getpid() == me:   # not a process the job forked, ending through here
-            try:   # the status from the child itself: it reaches the job process even if the server is gone
+        if os.getpid() == me:  # not a process the job forked, ending through here
+            try:  # the status from the child itself: it reaches the job process even if the server is gone
                 conn.sendall(_MESSAGE.pack(b"S", code))
             except OSError:
                 pass
@@ -301,8 +367,9 @@ def _run_main(script: str) -> int:
     import types
 
     module = types.ModuleType("__main__")
-    module.__dict__.update(__file__=script, __builtins__=builtins, __cached__=None, __package__=None,
-                           __loader__=None, __spec__=None)
+    module.__dict__.update(
+        __file__=script, __builtins__=builtins, __cached__=None, __package__=None, __loader__=None, __spec__=None
+    )
     sys.modules["__main__"] = module
     code = 0
     try:
@@ -332,14 +399,14 @@ def _match_thread_pools() -> None:
     another order (a Mahalanobis score moved by 2e-9 before this)."""
     value = os.environ.get("OMP_NUM_THREADS", "")
     if not value.isdigit() or int(value) < 1:
-        return   # unset: the libraries' default, as in the server
+        return  # unset: the libraries' default, as in the server
     threads = int(value)
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(threads)
     try:
         from threadpoolctl import threadpool_limits
 
-        threadpool_limits(limits=threads)   # BLAS (numpy's OpenBLAS, MKL) and OpenMP pools already loaded
+        threadpool_limits(limits=threads)  # BLAS (numpy's OpenBLAS, MKL) and OpenMP pools already loaded
     except ImportError:
         pass
 
@@ -360,9 +427,9 @@ def serve(path: str, parent: int, libraries=PRELOAD) -> None:
     or a signal stops the server; fork one child per job and report its exit status."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        listener.bind(path)      # first: a job that starts meanwhile waits in the backlog, not in its own imports
+        listener.bind(path)  # first: a job that starts meanwhile waits in the backlog, not in its own imports
         listener.listen(64)
-    except OSError as exc:   # e.g. a socket path too long for AF_UNIX (a deep TMPDIR)
+    except OSError as exc:  # e.g. a socket path too long for AF_UNIX (a deep TMPDIR)
         print(f"fudbench.workflow.prefork: no job server ({exc}); every job starts in its own process", file=sys.stderr)
         return
     running: dict[int, socket.socket] = {}
@@ -373,13 +440,16 @@ def serve(path: str, parent: int, libraries=PRELOAD) -> None:
     try:
         preload(libraries)
         if _children_cannot_use_cuda():
-            print("fudbench.workflow.prefork: the preloaded libraries initialised CUDA, which a forked job could not use; "
-                  "every job starts in its own process", file=sys.stderr)
+            print(
+                "fudbench.workflow.prefork: the preloaded libraries initialised CUDA, which a forked job could not use; "
+                "every job starts in its own process",
+                file=sys.stderr,
+            )
             return
         import gc
 
         gc.collect()
-        gc.freeze()   # the preloaded objects: a child's collections neither scan nor copy them
+        gc.freeze()  # the preloaded objects: a child's collections neither scan nor copy them
         while not stopping and os.getppid() == parent:
             ready, _, _ = select.select([listener], [], [], 0.2)
             if ready:
@@ -387,12 +457,12 @@ def serve(path: str, parent: int, libraries=PRELOAD) -> None:
             _report_finished(running)
     finally:
         listener.close()
-        for remove, leftover in ((os.unlink, path), (os.rmdir, os.path.dirname(path))):   # the socket, its folder
+        for remove, leftover in ((os.unlink, path), (os.rmdir, os.path.dirname(path))):  # the socket, its folder
             try:
                 remove(leftover)
             except OSError:
                 pass
-        while running:   # jobs still running finish and report (each ends with its job process)
+        while running:  # jobs still running finish and report (each ends with its job process)
             _report_finished(running)
             time.sleep(0.05)
 
@@ -482,7 +552,7 @@ def _report_finished(running: dict) -> None:
         if conn is None:
             continue
         code = os.waitstatus_to_exitcode(status)
-        try:   # a child that could not report (killed by a signal) is reported here; otherwise a repeat
+        try:  # a child that could not report (killed by a signal) is reported here; otherwise a repeat
             conn.sendall(_MESSAGE.pack(b"S", code if code >= 0 else 128 - code))
         except OSError:
             pass
@@ -499,8 +569,11 @@ def _report_finished(running: dict) -> None:
 # docs/performance.md, "Third round"). A job keeps its high-water mark until it ends. The user's own
 # settings win: any MALLOC_* variable or glibc.malloc tunable leaves all of these out. Other C
 # libraries ignore them.
-MALLOC_TUNING = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(512 << 20),
-                 "MALLOC_TOP_PAD_": str(256 << 20)}
+MALLOC_TUNING = {
+    "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
+    "MALLOC_TRIM_THRESHOLD_": str(512 << 20),
+    "MALLOC_TOP_PAD_": str(256 << 20),
+}
 
 
 def malloc_tuning(environ) -> dict:
@@ -521,13 +594,16 @@ class Server:
 
     def __enter__(self):
         # a Unix socket's path has at most ~107 bytes: a deep TMPDIR falls back to /tmp
-        self.directory = tempfile.mkdtemp(prefix="fud-prefork-",
-                                          dir=None if len(tempfile.gettempdir()) < 60 else "/tmp")
+        self.directory = tempfile.mkdtemp(
+            prefix="fud-prefork-", dir=None if len(tempfile.gettempdir()) < 60 else "/tmp"
+        )
         self.path = path = os.path.join(self.directory, "jobs.sock")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "fudbench.workflow.prefork", path, str(os.getpid()), ",".join(self.libraries)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            env={**os.environ, **malloc_tuning(os.environ)})
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            env={**os.environ, **malloc_tuning(os.environ)},
+        )
         self.previous = os.environ.get(ENV)
         os.environ[ENV] = f"{_locality()}|{_library()}|{path}"
         return self

@@ -12,6 +12,7 @@ second) and the short ones tend to run first, so early ETAs are low; the
 line says which pace it is. The per-evaluator estimate before the run is
 fudbench.workflow.cost's.
 """
+
 from __future__ import annotations
 
 import re
@@ -82,6 +83,7 @@ def patch_progress(clock: Optional[Clock] = None) -> bool:
     format_progress._fud_eta = True
     DefaultFormatter.format_progress = format_progress
     if job_info is not None:
+
         def format_job_info(self, msg):
             clock.job_started()
             return job_info(self, msg)

@@ -22,6 +22,7 @@ report's files are checked first (check_report_files), and a missing one stops t
 report with an error that lists them and says which command finishes the run (the
 `./fud run` command that fudbench.config.files.report_argv passes in FUD_FINISH_COMMAND).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -71,10 +72,15 @@ def missing_report_files(dag) -> list[str]:
 
 def unfinished_message(missing: list[str], finish: str | None) -> str:
     listed = "\n  ".join(missing[:20]) + (f"\n  ... ({len(missing) - 20} more)" if len(missing) > 20 else "")
-    how = (f"finish it with `{finish}` (it reruns only what is missing), then make the report again"
-           if finish else "finish the run (the same command without --report), then make the report again")
-    return (f"the run is not finished: {len(missing)} file(s) that the report shows do not exist yet:\n  {listed}\n"
-            f"{how}; nothing was written")
+    how = (
+        f"finish it with `{finish}` (it reruns only what is missing), then make the report again"
+        if finish
+        else "finish the run (the same command without --report), then make the report again"
+    )
+    return (
+        f"the run is not finished: {len(missing)} file(s) that the report shows do not exist yet:\n  {listed}\n"
+        f"{how}; nothing was written"
+    )
 
 
 def check_report_files() -> bool:
@@ -105,7 +111,7 @@ def main(argv: list[str]) -> None:
     patch_scheduler()
     from fudbench.workflow.progress import patch_progress
 
-    patch_progress()   # "N of M steps (x%) done" with the elapsed time and an ETA (fudbench.workflow.progress)
+    patch_progress()  # "N of M steps (x%) done" with the elapsed time and an ETA (fudbench.workflow.progress)
     check_report_files()
     from snakemake.cli import main as snakemake_main
 
@@ -115,7 +121,7 @@ def main(argv: list[str]) -> None:
     if not prefork.wanted(argv):
         snakemake_main()
         return
-    with prefork.Server():   # script jobs start as forks of a process with torch & co. imported
+    with prefork.Server():  # script jobs start as forks of a process with torch & co. imported
         snakemake_main()
 
 

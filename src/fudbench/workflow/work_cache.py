@@ -24,6 +24,7 @@ it) and its work recomputed.
 Only the newest entry per (explainer, job) is kept. Deleting the folder, or
 FUD_NO_CACHE=1, makes every job recompute.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -65,8 +66,13 @@ def library_digest() -> str:
 def work_key(settings: Mapping, files: Mapping[str, Optional[str]]) -> str:
     """The key of one unit of work: its JSON-serialisable settings and the
     content of its input files (None = not used)."""
-    return fingerprint({"settings": settings, "library": library_digest(),
-                        "files": {k: (digest_of(v) if v else None) for k, v in sorted(files.items())}})[:20]
+    return fingerprint(
+        {
+            "settings": settings,
+            "library": library_digest(),
+            "files": {k: (digest_of(v) if v else None) for k, v in sorted(files.items())},
+        }
+    )[:20]
 
 
 class WorkCache:
@@ -145,8 +151,9 @@ class WorkCache:
 
     def _drop(self, paths: Mapping[str, Path], why: str) -> None:
         entry = _entry(paths)
-        log.warning("work cache entry %s (%s) dropped: %s; recomputing its work", entry,
-                    ", ".join([*paths, DIGESTS]), why)
+        log.warning(
+            "work cache entry %s (%s) dropped: %s; recomputing its work", entry, ", ".join([*paths, DIGESTS]), why
+        )
         for p in [*paths.values(), entry + DIGESTS]:
             try:
                 Path(p).unlink(missing_ok=True)
@@ -157,4 +164,4 @@ class WorkCache:
 def _entry(paths: Mapping[str, Path]) -> str:
     """The common stem of an entry's files: <root>/<name>/<key>."""
     suffix, path = next(iter(paths.items()))
-    return str(path)[:-len(suffix)]
+    return str(path)[: -len(suffix)]

@@ -1,6 +1,7 @@
 """`irof`: IROF (Rieger & Hansen 2020): SLIC superpixels removed in order of mean
 attribution, filled with the image's mean (fudbench.protocols.faithfulness.irof). Score: the
 area over the curve of p(target) / p(target | clean), higher is better."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,21 +35,43 @@ def area_over_curve(g) -> float:
 
 
 def curves(settings: dict) -> list[CurveSpec]:
-    return [CurveSpec("irof", "IROF", True, area_over_curve, table="appendix_scores", keeps_samples=True,
-                      samples_label="IROF", samples_tables=(APPENDIX_SAMPLES,), value_range=(-np.inf, 1.0),
-                      ranking_only=deterministic_fill(settings, settings["fill"]),
-                      caption="IROF (area over the normalised-probability curve as superpixels are removed, "
-                              "higher better)")]
+    return [
+        CurveSpec(
+            "irof",
+            "IROF",
+            True,
+            area_over_curve,
+            table="appendix_scores",
+            keeps_samples=True,
+            samples_label="IROF",
+            samples_tables=(APPENDIX_SAMPLES,),
+            value_range=(-np.inf, 1.0),
+            ranking_only=deterministic_fill(settings, settings["fill"]),
+            caption="IROF (area over the normalised-probability curve as superpixels are removed, higher better)",
+        )
+    ]
 
 
 def build(settings: dict, evaluation: dict, assets: dict, device):
     from fudbench.evaluators.base import Evaluator
     from fudbench.protocols.faithfulness.irof import IROF
 
-    protocol = IROF(n_segments=settings["n_segments"], compactness=settings["compactness"],
-                    reduction=evaluation["reduction"], batch_size=settings["batch_size"], keep_samples=True)
+    protocol = IROF(
+        n_segments=settings["n_segments"],
+        compactness=settings["compactness"],
+        reduction=evaluation["reduction"],
+        batch_size=settings["batch_size"],
+        keep_samples=True,
+    )
     return Evaluator("irof", [(protocol, IROFSettings.build_fill(settings, assets, device))])
 
 
-SPEC = EvaluatorSpec("irof", __doc__.splitlines()[0], IROFSettings, curves, f"{__name__}:build",
-                     assets=IROFSettings.assets, quick={"n_segments": 6})
+SPEC = EvaluatorSpec(
+    "irof",
+    __doc__.splitlines()[0],
+    IROFSettings,
+    curves,
+    f"{__name__}:build",
+    assets=IROFSettings.assets,
+    quick={"n_segments": 6},
+)

@@ -8,9 +8,10 @@ a random explainer; Table srg_scores). R-OMS does not depend on the explainer:
 with assets["srg_reference"] (rule srg_reference) it is read from there and
 only MIF and LIF are computed here.
 """
+
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from fudbench.core.auc import auc_removed
@@ -26,16 +27,22 @@ GAINS = ("mrg", "lrg", "srg")
 class SRGSettings(Settings):
     segmentation: Literal["slic", "squares"] = setting("slic")
     n_segments: int = setting(16, minimum=1, description="SLIC's target number of superpixels (it may produce fewer)")
-    compactness: float = setting(10.0, exclusiveMinimum=0,
-                                 description="SLIC compactness (scikit-image default 10; seeds/002: 1 at 224 px)")
+    compactness: float = setting(
+        10.0, exclusiveMinimum=0, description="SLIC compactness (scikit-image default 10; seeds/002: 1 at 224 px)"
+    )
     square_side: int = setting(8, minimum=1, description="side of the square superpixels (segmentation squares)")
     n_steps: int = setting(15, minimum=1, description="occlusion steps n = {0, round(geomspace(1, K, n_steps)), K}")
     n_imputations: int = setting(3, minimum=1, description="fills averaged per point for stochastic imputers")
     n_random: int = setting(8, minimum=1, description="random orderings averaged into R-OMS")
     reduction: Literal["abs_sum", "sum", "max_abs", "l2"] = setting(
-        "sum", description="per-pixel relevance before the superpixel mean (sum = signed)")
-    imputers: list[str] = setting(default_factory=lambda: ["telea", "mean"], minItems=1, uniqueItems=True,
-                                  description="imputer names (or aliases in imputer_options)")
+        "sum", description="per-pixel relevance before the superpixel mean (sum = signed)"
+    )
+    imputers: list[str] = setting(
+        default_factory=lambda: ["telea", "mean"],
+        minItems=1,
+        uniqueItems=True,
+        description="imputer names (or aliases in imputer_options)",
+    )
     imputer_options: dict = setting(default_factory=dict, schema=IMPUTER_OPTIONS_SCHEMA)
     batch_size: int = setting(128, minimum=1)
 
@@ -50,16 +57,27 @@ def curve_name(kind: str, imputer: str) -> str:
 def curves(settings: dict) -> list[CurveSpec]:
     out = []
     for imp in settings["imputers"]:
-        out += [CurveSpec(curve_name("mif", imp), f"MIF ({imp})", False, auc_removed, value_range=PROBABILITY_AREA),
-                CurveSpec(curve_name("lif", imp), f"LIF ({imp})", True, auc_removed, value_range=PROBABILITY_AREA),
-                CurveSpec(curve_name("roms", imp), f"R-OMS ({imp})", True, auc_removed, value_range=PROBABILITY_AREA,
-                          reference=True)]
+        out += [
+            CurveSpec(curve_name("mif", imp), f"MIF ({imp})", False, auc_removed, value_range=PROBABILITY_AREA),
+            CurveSpec(curve_name("lif", imp), f"LIF ({imp})", True, auc_removed, value_range=PROBABILITY_AREA),
+            CurveSpec(
+                curve_name("roms", imp),
+                f"R-OMS ({imp})",
+                True,
+                auc_removed,
+                value_range=PROBABILITY_AREA,
+                reference=True,
+            ),
+        ]
     return out
 
 
 def gain_curves(settings: dict) -> list[CurveSpec]:
-    return [CurveSpec(f"{gain}__{imp}", f"{gain.upper()} ({imp})", True, table="srg_scores")
-            for imp in settings["imputers"] for gain in GAINS]
+    return [
+        CurveSpec(f"{gain}__{imp}", f"{gain.upper()} ({imp})", True, table="srg_scores")
+        for imp in settings["imputers"]
+        for gain in GAINS
+    ]
 
 
 def catalogue_variants() -> list[dict]:
@@ -79,15 +97,28 @@ def relevance_gains(per_image):
     d = per_image.assign(kind=parts["kind"], imputer=parts["imputer"]).dropna(subset=["kind"])
     if d.empty:
         return pd.DataFrame(columns=cols)
-    wide = d.pivot_table(index=["model", "explainer", "imputer", "image"], columns="kind", values="score",
-                         aggfunc="first")
+    wide = d.pivot_table(
+        index=["model", "explainer", "imputer", "image"], columns="kind", values="score", aggfunc="first"
+    )
     if not set(KINDS) <= set(wide.columns):
         return pd.DataFrame(columns=cols)
     wide = wide.dropna(subset=list(KINDS)).reset_index()
     gains = {"mrg": wide["roms"] - wide["mif"], "lrg": wide["lif"] - wide["roms"], "srg": wide["lif"] - wide["mif"]}
-    return pd.concat([pd.DataFrame({"model": wide["model"], "explainer": wide["explainer"],
-                                    "curve": name + "__" + wide["imputer"], "image": wide["image"], "score": v})
-                      for name, v in gains.items()], ignore_index=True)[cols]
+    return pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "model": wide["model"],
+                    "explainer": wide["explainer"],
+                    "curve": name + "__" + wide["imputer"],
+                    "image": wide["image"],
+                    "score": v,
+                }
+            )
+            for name, v in gains.items()
+        ],
+        ignore_index=True,
+    )[cols]
 
 
 def srg_curves(settings: dict, assets: dict, device, kinds=KINDS) -> list:
@@ -97,11 +128,24 @@ def srg_curves(settings: dict, assets: dict, device, kinds=KINDS) -> list:
     names = list(settings["imputers"])
     if len(set(names)) != len(names):
         raise ValueError(f"config key 'evaluators.srg.imputers': {names} names an imputer twice")
-    protocol_settings = {k: settings[k] for k in ("segmentation", "n_segments", "compactness", "square_side",
-                                                  "n_steps", "n_imputations", "n_random", "reduction",
-                                                  "batch_size")}
-    return [(SRG(imputer_name=name, kinds=kinds, **protocol_settings), imputer)
-            for name, imputer in zip(names, build_imputers(settings, names, assets, device))]
+    protocol_settings = {
+        k: settings[k]
+        for k in (
+            "segmentation",
+            "n_segments",
+            "compactness",
+            "square_side",
+            "n_steps",
+            "n_imputations",
+            "n_random",
+            "reduction",
+            "batch_size",
+        )
+    }
+    return [
+        (SRG(imputer_name=name, kinds=kinds, **protocol_settings), imputer)
+        for name, imputer in zip(names, build_imputers(settings, names, assets, device))
+    ]
 
 
 def build(settings: dict, evaluation: dict, assets: dict, device):
@@ -119,16 +163,24 @@ def build(settings: dict, evaluation: dict, assets: dict, device):
     stored = pd.read_parquet(reference)
     pairs = []
     for protocol, imputer in srg_curves(settings, assets, device, kinds=("mif", "lif")):
-        pairs += [(protocol, imputer),
-                  (StoredCurve(curve_name("roms", protocol.imputer_name), stored, reference), None)]
+        pairs += [
+            (protocol, imputer),
+            (StoredCurve(curve_name("roms", protocol.imputer_name), stored, reference), None),
+        ]
     return Evaluator("srg", pairs)
 
 
-SPEC = EvaluatorSpec("srg", __doc__.splitlines()[0], SRGSettings, curves, f"{__name__}:build",
-                     assets=lambda s: imputer_assets(s, s["imputers"]) | {"srg_reference"},
-                     optional_assets=frozenset({"srg_reference"}),  # without it, R-OMS is computed in the job
-                     catalogue_variants=catalogue_variants,
-                     derived=lambda records, per_image: relevance_gains(per_image), derived_curves=gain_curves,
-                     quick={"segmentation": "squares", "square_side": 4, "n_steps": 4, "n_imputations": 1,
-                            "n_random": 2},
-                     reduction=OWN_SETTING)
+SPEC = EvaluatorSpec(
+    "srg",
+    __doc__.splitlines()[0],
+    SRGSettings,
+    curves,
+    f"{__name__}:build",
+    assets=lambda s: imputer_assets(s, s["imputers"]) | {"srg_reference"},
+    optional_assets=frozenset({"srg_reference"}),  # without it, R-OMS is computed in the job
+    catalogue_variants=catalogue_variants,
+    derived=lambda records, per_image: relevance_gains(per_image),
+    derived_curves=gain_curves,
+    quick={"segmentation": "squares", "square_side": 4, "n_steps": 4, "n_imputations": 1, "n_random": 2},
+    reduction=OWN_SETTING,
+)

@@ -16,6 +16,7 @@ relevance as mass too). A uniform map scores the mask's share of the pixels,
 so read it against `random` (about that share); the ground-truth `oracle`
 scores 1 by construction.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,23 +30,32 @@ from fudbench.core.settings import Settings, setting
 @dataclass(frozen=True)
 class RMASettings(Settings):
     reduction: Literal["abs_sum", "sum", "max_abs", "l2"] = setting(
-        "sum", description="per-pixel relevance before its positive part is summed (sum = signed, Arras et al.)")
-    batch_size: int = setting(64, minimum=1, description="clean images per classifier forward (the records' "
-                                                          "confidence columns)")
+        "sum", description="per-pixel relevance before its positive part is summed (sum = signed, Arras et al.)"
+    )
+    batch_size: int = setting(
+        64, minimum=1, description="clean images per classifier forward (the records' confidence columns)"
+    )
 
 
 def curves(settings: dict) -> list[CurveSpec]:
-    return [CurveSpec("rma", "RMA", True, mean_of("mass_inside"), table="appendix_scores", value_range=(0.0, 1.0),
-                      caption="Relevance Mass Accuracy (share of the positive relevance inside the object mask, "
-                              "higher better)")]
+    return [
+        CurveSpec(
+            "rma",
+            "RMA",
+            True,
+            mean_of("mass_inside"),
+            table="appendix_scores",
+            value_range=(0.0, 1.0),
+            caption="Relevance Mass Accuracy (share of the positive relevance inside the object mask, higher better)",
+        )
+    ]
 
 
 def build(settings: dict, evaluation: dict, assets: dict, device):
     from fudbench.evaluators.base import Evaluator
     from fudbench.protocols.localisation.rma import RelevanceMass
 
-    return Evaluator("rma", [(RelevanceMass(reduction=settings["reduction"], batch_size=settings["batch_size"]),
-                              None)])
+    return Evaluator("rma", [(RelevanceMass(reduction=settings["reduction"], batch_size=settings["batch_size"]), None)])
 
 
 def cost(settings: dict, evaluation: dict) -> dict:
@@ -54,5 +64,13 @@ def cost(settings: dict, evaluation: dict) -> dict:
     return {"forwards": 1, "note": "1 forward per explainer (the mass is a sum over the mask)"}
 
 
-SPEC = EvaluatorSpec("rma", __doc__.splitlines()[0], RMASettings, curves, f"{__name__}:build",
-                     reduction=OWN_SETTING, needs_masks=True, cost=cost)
+SPEC = EvaluatorSpec(
+    "rma",
+    __doc__.splitlines()[0],
+    RMASettings,
+    curves,
+    f"{__name__}:build",
+    reduction=OWN_SETTING,
+    needs_masks=True,
+    cost=cost,
+)

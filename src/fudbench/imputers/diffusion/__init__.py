@@ -12,22 +12,39 @@
 The names below are imported on first use, so that the torch-free settings
 module can be imported without torch.
 """
+
 import importlib
 
 _EXPORTS = {
-    "AMP_DTYPE_NAMES": "settings", "CONSTRAINTS": "settings", "FUD_SAMPLER_SETTINGS": "settings",
-    "PLAIN_SAMPLER_SETTINGS": "settings", "ConstraintSettings": "settings", "GuidanceSettings": "settings",
-    "KnownSettings": "settings", "PlainStepSettings": "settings", "ResampleSettings": "settings",
+    "AMP_DTYPE_NAMES": "settings",
+    "CONSTRAINTS": "settings",
+    "FUD_SAMPLER_SETTINGS": "settings",
+    "PLAIN_SAMPLER_SETTINGS": "settings",
+    "ConstraintSettings": "settings",
+    "GuidanceSettings": "settings",
+    "KnownSettings": "settings",
+    "PlainStepSettings": "settings",
+    "ResampleSettings": "settings",
     "RuntimeSettings": "settings",
-    "StepSettings": "settings", "settings_defaults": "settings",
-    "AMP_DTYPES": "runtime", "ScoreModelRuntime": "runtime", "group_norm_in_fp32": "runtime",
-    "DDIMSteps": "steps", "ddim_step": "steps", "renoise": "steps", "resample_schedule": "steps",
-    "AntiClassGuidance": "guidance", "NoGuidance": "guidance",
-    "HardConstraint": "constraints", "DDIMRenoiseConstraint": "constraints",
-    "FreshRenoiseConstraint": "constraints", "SoftConstraint": "constraints",
+    "StepSettings": "settings",
+    "settings_defaults": "settings",
+    "AMP_DTYPES": "runtime",
+    "ScoreModelRuntime": "runtime",
+    "group_norm_in_fp32": "runtime",
+    "DDIMSteps": "steps",
+    "ddim_step": "steps",
+    "renoise": "steps",
+    "resample_schedule": "steps",
+    "AntiClassGuidance": "guidance",
+    "NoGuidance": "guidance",
+    "HardConstraint": "constraints",
+    "DDIMRenoiseConstraint": "constraints",
+    "FreshRenoiseConstraint": "constraints",
+    "SoftConstraint": "constraints",
     "constraint_part": "constraints",
     "DiffusionImputer": "loop",
-    "fud_sampler": "builders", "plain_sampler": "builders",
+    "fud_sampler": "builders",
+    "plain_sampler": "builders",
 }
 __all__ = sorted(_EXPORTS)
 

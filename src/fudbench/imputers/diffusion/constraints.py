@@ -42,6 +42,7 @@ initial(), then calls its eps() and project() at every step, and project()
 after every re-noising jump of RePaint's resampling too (loop.py), so the
 kept pixels follow their rule at the level jumped back to.
 """
+
 from __future__ import annotations
 
 import math
@@ -76,7 +77,7 @@ class _GaussianObservation:
     def __init__(self, x_clean: torch.Tensor, m: torch.Tensor, sigma: float):
         self.x_clean = x_clean
         self.m = m
-        self.weight = m / sigma ** 2
+        self.weight = m / sigma**2
 
     def initial(self, noise, abar_start):
         """x_T = M * x + (1 - M) * eps, as the hard constraint's (the observation is the clean x)."""
@@ -132,6 +133,7 @@ class FreshRenoiseConstraint(HardConstraint):
         def known(abar_prev):
             noise = torch.stack([torch.randn(x_clean.shape[1:], generator=g) for g in generators]).to(x_clean)
             return math.sqrt(abar_prev) * x_clean + math.sqrt(1 - abar_prev) * noise
+
         return _Overwrite(m, known)
 
 

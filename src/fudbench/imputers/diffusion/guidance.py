@@ -22,6 +22,7 @@ n - 1 effective guided steps at every step count >= n, where threshold keeps
 reaches back to larger t (t = 400 at 10 steps), where guidance acts on the
 coarse structure of the fill rather than on its details.
 """
+
 from __future__ import annotations
 
 import math
@@ -58,7 +59,7 @@ class AntiClassGuidance:
         self.scale = check(settings).guidance_scale
         self.schedule = settings.guidance_schedule
         self.switch = settings.guidance_start * num_train_timesteps  # threshold: guidance on for t < switch
-        self.n_last = last_steps_count(settings.guidance_start)      # last_steps: the last n_last steps
+        self.n_last = last_steps_count(settings.guidance_start)  # last_steps: the last n_last steps
 
     def applies(self, context: ImputeContext) -> bool:
         """Whether this call is guided: a scale > 0 and a classifier to guide away from."""
@@ -72,7 +73,7 @@ class AntiClassGuidance:
         timesteps = list(timesteps)
         if self.schedule == "threshold":
             return [t for t in timesteps if t < self.switch]
-        return timesteps[max(len(timesteps) - self.n_last, 0):]
+        return timesteps[max(len(timesteps) - self.n_last, 0) :]
 
     def eps(self, e: torch.Tensor, x_t: torch.Tensor, abar_t: float, context: ImputeContext) -> torch.Tensor:
         """The guided eps at a guided timestep (the loop asks only at those)."""

@@ -39,6 +39,7 @@ each draw reaches the device in one asynchronous copy from pinned memory per
 sample() call (per step only for renoise_fresh and resampling jumps), and
 the timesteps are made on the device once per call, not per step.
 """
+
 from __future__ import annotations
 
 import copy
@@ -85,8 +86,15 @@ class DiffusionImputer(Imputer):
     name = "diffusion"
     stochastic = True  # the fill depends on context.seeds
 
-    def __init__(self, runtime: ScoreModelRuntime, ddim: DDIMSteps, guidance, constraint, name: str = "diffusion",
-                 resampling: ResampleSettings = ResampleSettings()):
+    def __init__(
+        self,
+        runtime: ScoreModelRuntime,
+        ddim: DDIMSteps,
+        guidance,
+        constraint,
+        name: str = "diffusion",
+        resampling: ResampleSettings = ResampleSettings(),
+    ):
         self.runtime = runtime
         self.ddim = ddim
         self.guidance = guidance
@@ -130,8 +138,9 @@ class DiffusionImputer(Imputer):
         return self.constraint.exact
 
     @torch.no_grad()
-    def sample(self, x: torch.Tensor, keep_mask: torch.Tensor, context: ImputeContext,
-               trace: bool = False, callback=None) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+    def sample(
+        self, x: torch.Tensor, keep_mask: torch.Tensor, context: ImputeContext, trace: bool = False, callback=None
+    ) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
         """Returns (x_0 in [0, 1], and, if trace, the (N, 1 + steps taken) L2 distances
         ||x_t - x|| in [0, 1] space, from x_T on; steps taken = steps without
         resampling, the redone steps included with it). With the hard constraint the

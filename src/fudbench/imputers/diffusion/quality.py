@@ -6,6 +6,7 @@ energy score separates them from real test images. AUROC near 0.5 means the
 classifier cannot tell the samples from real data (good); near 1.0 means the
 samples are obviously out of distribution.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,13 +18,23 @@ from fudbench.imputers.diffusion import fud_sampler
 from fudbench.core.seeding import derive_seed
 
 
-def unconditional_samples(unet, schedule: dict, n: int, image_size: int, steps: int, seed: int,
-                          device="cpu", batch_size: int = 64, amp_dtype=None, channels_last: bool = False
-                          ) -> torch.Tensor:
+def unconditional_samples(
+    unet,
+    schedule: dict,
+    n: int,
+    image_size: int,
+    steps: int,
+    seed: int,
+    device="cpu",
+    batch_size: int = 64,
+    amp_dtype=None,
+    channels_last: bool = False,
+) -> torch.Tensor:
     """n DDIM samples of the score model (FUD's sampler with nothing kept and no
     guidance), in the precision and layout FUD runs it in."""
-    sampler = fud_sampler(unet, schedule, {"steps": steps, "guidance_scale": 0.0, "amp_dtype": amp_dtype,
-                                           "channels_last": channels_last})
+    sampler = fud_sampler(
+        unet, schedule, {"steps": steps, "guidance_scale": 0.0, "amp_dtype": amp_dtype, "channels_last": channels_last}
+    )
     out = []
     for start in range(0, n, batch_size):
         b = min(batch_size, n - start)

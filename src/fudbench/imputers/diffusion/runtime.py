@@ -17,6 +17,7 @@ change beyond rounding) when that costs less than eager; a compilation
 that fails is logged once and the U-Net runs eager from then on. warm_up()
 compiles a shape before the caller starts its clock.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -29,8 +30,9 @@ import torch.nn.functional as F
 
 from fudbench.imputers.diffusion.settings import AMP_DTYPE_NAMES, RuntimeSettings, check
 
-AMP_DTYPES = {name: None if dtype is None else getattr(torch, dtype)
-              for name, dtype in AMP_DTYPE_NAMES.items() if dtype != "auto"}
+AMP_DTYPES = {
+    name: None if dtype is None else getattr(torch, dtype) for name, dtype in AMP_DTYPE_NAMES.items() if dtype != "auto"
+}
 
 
 def _group_norm_fp32(self, x):
@@ -58,7 +60,7 @@ def _upsample_keeping_layout(self, hidden_states, output_size=None, *args, **kwa
     or more: that guard works around a GPU kernel (diffusers issue 984); on a CPU it turned
     every channels_last upsampling at batch >= 64 into NCHW and the next convolution back."""
     scale = 2 if output_size is None else max(f / s for f, s in zip(output_size, hidden_states.shape[-2:]))
-    if hidden_states.numel() * scale > 2 ** 31:  # diffusers' other guard (pytorch issue 141831): kept
+    if hidden_states.numel() * scale > 2**31:  # diffusers' other guard (pytorch issue 141831): kept
         hidden_states = hidden_states.contiguous()
     if output_size is None:
         hidden_states = F.interpolate(hidden_states, scale_factor=2.0, mode="nearest")
@@ -81,8 +83,15 @@ def keep_upsampling_layout(module: torch.nn.Module) -> int:
         return 0
     patched = 0
     for m in module.modules():
-        if (isinstance(m, Upsample2D) and not getattr(m, "_fud_layout", False) and m.interpolate and m.use_conv
-                and not m.use_conv_transpose and m.norm is None and getattr(m, "name", None) == "conv"):
+        if (
+            isinstance(m, Upsample2D)
+            and not getattr(m, "_fud_layout", False)
+            and m.interpolate
+            and m.use_conv
+            and not m.use_conv_transpose
+            and m.norm is None
+            and getattr(m, "name", None) == "conv"
+        ):
             m.forward = types.MethodType(_upsample_keeping_layout, m)
             m._fud_layout = True
             patched += 1
@@ -104,7 +113,7 @@ class CompiledForward:
         self.unet = unet
         self.compiled = torch.compile(unet, dynamic=False)
         self.pad_limit = pad_limit
-        self.shapes: set = set()      # input shapes compiled (batch, C, H, W)
+        self.shapes: set = set()  # input shapes compiled (batch, C, H, W)
         self.failed: Optional[str] = None
 
     def target_batch(self, shape) -> Optional[int]:
@@ -123,8 +132,11 @@ class CompiledForward:
             if is_out_of_memory(exc):
                 raise
             self.failed = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:500]
-            log.warning("torch.compile of the score U-Net failed (%s); running it eager (set "
-                        "evaluators.fud.compile: false to skip compiling)", self.failed)
+            log.warning(
+                "torch.compile of the score U-Net failed (%s); running it eager (set "
+                "evaluators.fud.compile: false to skip compiling)",
+                self.failed,
+            )
             return self.unet(x, t).sample
         self.shapes.add(tuple(x.shape))
         return out
@@ -154,8 +166,7 @@ class ScoreModelRuntime:
         self.unet = unet
         self.settings = check(settings)
         device = next(iter(unet.parameters()), torch.empty(0)).device
-        self.precision = resolve_precision(settings.amp_dtype, settings.channels_last, device,
-                                           compile=settings.compile)
+        self.precision = resolve_precision(settings.amp_dtype, settings.channels_last, device, compile=settings.compile)
         self.amp_dtype = AMP_DTYPES[self.precision.amp_dtype]
         self.channels_last = self.precision.channels_last
         log.info("score model U-Net on %s: %s (%s)", device, self.precision.label, self.precision.reason)
@@ -218,6 +229,7 @@ class ScoreModelRuntime:
             return None
         key = (tuple(sample_shape), str(device))
         if key not in self._bytes_per_sample:
+
             def run(b):
                 with torch.no_grad():
                     xb = torch.zeros(b, *sample_shape, device=device)

@@ -6,6 +6,7 @@ calling diffusers' DDIMScheduler.step per step; tests check it equals that
 scheduler (use_clipped_model_output=True). The scheduler only supplies the
 respaced timesteps and the alphas.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -33,8 +34,10 @@ def resample_schedule(n_steps: int, jump_length: int = 10, resamplings: int = 1)
     times, the steps in between redone each time. resamplings = 1: the plain
     loop, ("step", 0) ... ("step", n_steps - 1)."""
     if resamplings > 1 and jump_length >= n_steps:
-        raise ValueError(f"jump_length ({jump_length}) must be below the number of DDIM steps ({n_steps}) for "
-                         f"resamplings ({resamplings}) to resample anything")
+        raise ValueError(
+            f"jump_length ({jump_length}) must be below the number of DDIM steps ({n_steps}) for "
+            f"resamplings ({resamplings}) to resample anything"
+        )
     left = {k: resamplings - 1 for k in range(n_steps, jump_length, -jump_length)}
     ops, level = [], 0
     while level < n_steps:

@@ -36,6 +36,7 @@ kept / removed over the samples, target, sparsity, fidelity, and for the
 step's first sample (the "intermediate sample") confidence, prediction,
 energy, l2; seconds = mean imputer + model time per sample.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -64,8 +65,9 @@ class ClassifierMeanImputer(Imputer):
         return compose(x, keep_mask, value.expand_as(x))
 
 
-def sample_removals(candidates: torch.Tensor, alpha: float, cap: Optional[int], n_samples: int,
-                    g: torch.Generator) -> torch.Tensor:
+def sample_removals(
+    candidates: torch.Tensor, alpha: float, cap: Optional[int], n_samples: int, g: torch.Generator
+) -> torch.Tensor:
     """(n_samples, P) bool: which pixels each sample removes.
 
     candidates: (P,) bool, the pixels that may be removed. Each candidate is
@@ -89,11 +91,11 @@ def sample_removals(candidates: torch.Tensor, alpha: float, cap: Optional[int], 
 
 @dataclass
 class FidelityCurve(Protocol):
-    curve: str                          # record name, e.g. ffid_plus
-    side: str                           # plus: remove from the explanation; minus: from its complement
+    curve: str  # record name, e.g. ffid_plus
+    side: str  # plus: remove from the explanation; minus: from its complement
     sparsities: Sequence[float] = DEFAULT_SPARSITIES
-    alpha: float = 0.5                  # removal probability of each candidate pixel
-    beta: Optional[float] = None        # cap: at most floor(beta * H*W) pixels removed; None = no cap
+    alpha: float = 0.5  # removal probability of each candidate pixel
+    beta: Optional[float] = None  # cap: at most floor(beta * H*W) pixels removed; None = no cap
     n_samples: int = 50
     model: Optional[torch.nn.Module] = None  # evaluate this model (the surrogate) instead of the given one
     batch_size: int = 256
@@ -124,7 +126,8 @@ class FidelityCurve(Protocol):
         ks = [n_pixels(s, total) for s in self.sparsities]
         clean_correct = self.per_image(shard, lambda xb, yb: (shard.model(xb).argmax(1) == yb).float().cpu().numpy())
         points = Points.empty(shard.x, steps, self.keep_samples, draws=S)
-        hits = np.zeros((n, steps), dtype=np.int64); n_removed = np.zeros((n, steps), dtype=np.int64)
+        hits = np.zeros((n, steps), dtype=np.int64)
+        n_removed = np.zeros((n, steps), dtype=np.int64)
 
         def removals(i: int, j: int) -> torch.Tensor:
             """(S, H*W) bool: the pixels each sample of image i at step j removes."""
@@ -145,6 +148,7 @@ class FidelityCurve(Protocol):
         self.fill_items(shard, [Item(i, j, s) for i in range(n) for j in range(steps) for s in range(S)], masks, scored)
         removed = n_removed / (S * total)
         fidelity = clean_correct[:, None] - hits / S
-        records = points.frame(self.curve, shard, kept=1 - removed, removed=removed, sparsity=np.array(ks) / total,
-                               fidelity=fidelity)
+        records = points.frame(
+            self.curve, shard, kept=1 - removed, removed=removed, sparsity=np.array(ks) / total, fidelity=fidelity
+        )
         return CurveResult(records, points.samples)

@@ -30,6 +30,7 @@ the last (model, imputer, images, ids, targets, seed key) and only recomputes
 the cells' attribution mass and the correlations (issue 47); the records'
 seconds are those of the explainer that computed the responses.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -89,13 +90,21 @@ class IDSDS(Protocol):
         a = torch.nan_to_num(a, nan=0.0, posinf=0.0, neginf=0.0)
         mass = np.array([[float(a[i][cell].sum()) for cell in cells] for i in range(n)])
         points, drop = self.attribution_free(shard, lambda s: self._responses(s, cells))
-        corr = np.empty(n); degenerate = np.zeros(n, bool)
+        corr = np.empty(n)
+        degenerate = np.zeros(n, bool)
         for i in range(n):
             corr[i], degenerate[i] = spearman(mass[i], drop[i])
-        frac = np.array([(cell[0].stop - cell[0].start) * (cell[1].stop - cell[1].start) / (h * w)
-                         for cell in cells])
-        records = points.frame(self.curve, shard, kept=1 - frac, removed=frac, cell_attribution=mass,
-                               output_drop=drop, correlation=corr[:, None], degenerate=degenerate[:, None])
+        frac = np.array([(cell[0].stop - cell[0].start) * (cell[1].stop - cell[1].start) / (h * w) for cell in cells])
+        records = points.frame(
+            self.curve,
+            shard,
+            kept=1 - frac,
+            removed=frac,
+            cell_attribution=mass,
+            output_drop=drop,
+            correlation=corr[:, None],
+            degenerate=degenerate[:, None],
+        )
         return CurveResult(records, None if points.samples is None else points.samples.copy())
 
     def _responses(self, shard: Shard, cells) -> tuple[Points, np.ndarray]:

@@ -52,6 +52,7 @@ the classifier's work in the default profile (issue 47). The records'
 seconds are those of the explainer that computed the responses (the cost of
 the protocol on its own, not the marginal cost of one more explainer).
 """
+
 from __future__ import annotations
 
 import logging
@@ -90,7 +91,7 @@ class Infidelity(Protocol):
     curve: str = "infidelity"
     perturbation: str = "authors"
     n_perturb: int = 100
-    sigma: float = 0.2          # noise std of "authors" and "gaussian"
+    sigma: float = 0.2  # noise std of "authors" and "gaussian"
     blur_kernel: int = 11
     blur_sigma: float = 5.0
     blur_fraction: float = 0.5
@@ -99,8 +100,7 @@ class Infidelity(Protocol):
 
     def __post_init__(self):
         if self.perturbation not in PERTURBATIONS:
-            raise ValueError(f"unknown perturbation {self.perturbation!r}; "
-                             f"choose from {', '.join(PERTURBATIONS)}")
+            raise ValueError(f"unknown perturbation {self.perturbation!r}; choose from {', '.join(PERTURBATIONS)}")
         if self.blur_kernel % 2 == 0:
             raise ValueError(f"blur kernel size must be odd, got {self.blur_kernel}")
 
@@ -168,8 +168,15 @@ class Infidelity(Protocol):
         records = points.frame(self.curve, shard, kept=1 - removed, removed=removed, infidelity=score[:, None])
         return CurveResult(records, points.samples)
 
-    def _infidelity(self, model, xb: torch.Tensor, attr: torch.Tensor, target: torch.Tensor,
-                    pert: torch.Tensor, shared: "_GroupResponses") -> np.ndarray:
+    def _infidelity(
+        self,
+        model,
+        xb: torch.Tensor,
+        attr: torch.Tensor,
+        target: torch.Tensor,
+        pert: torch.Tensor,
+        shared: "_GroupResponses",
+    ) -> np.ndarray:
         """captum's normalised infidelity of a group of images, with their drawn
         perturbations pert (b, n_perturb, C, H, W) served in captum's order.
         shared.outputs: the model's outputs for captum's forward calls, in call
@@ -185,7 +192,7 @@ class Infidelity(Protocol):
             k = inputs.shape[0] // b
             if inputs.shape[0] != b * k or not torch.equal(inputs.view(b, k, c, h, w)[:, 0], xb):
                 raise RuntimeError("captum's perturbation batch layout is not the expected repeat_interleave")
-            chunk = pert[:, offset[0]:offset[0] + k].reshape(b * k, c, h, w)
+            chunk = pert[:, offset[0] : offset[0] + k].reshape(b * k, c, h, w)
             offset[0] += k
             return chunk, inputs - chunk
 
@@ -197,16 +204,26 @@ class Infidelity(Protocol):
             if not shared.complete:
                 outputs.append(model(inputs).float())
             elif i >= len(outputs) or outputs[i].shape[0] != inputs.shape[0]:
-                raise RuntimeError(f"captum's forward call {i} ({inputs.shape[0]} inputs) does not match the "
-                                   f"responses kept from the first explainer ({len(outputs)} calls): its calls "
-                                   f"changed between explainers")
+                raise RuntimeError(
+                    f"captum's forward call {i} ({inputs.shape[0]} inputs) does not match the "
+                    f"responses kept from the first explainer ({len(outputs)} calls): its calls "
+                    f"changed between explainers"
+                )
             return outputs[i]
 
         if not shared.complete:
             outputs.clear()  # what a call that ran out of memory part-way left
 
-        values = infidelity(forward, perturb_func, xb, attr, target=target,
-                            n_perturb_samples=p, max_examples_per_batch=min(self.batch_size, b * p), normalize=True)
+        values = infidelity(
+            forward,
+            perturb_func,
+            xb,
+            attr,
+            target=target,
+            n_perturb_samples=p,
+            max_examples_per_batch=min(self.batch_size, b * p),
+            normalize=True,
+        )
         if values.is_cuda:
             torch.cuda.synchronize()
         if offset[0] != p:
@@ -221,9 +238,9 @@ class Infidelity(Protocol):
 class _GroupResponses:
     """The attribution-free work of one group of images (Infidelity's "Shared work")."""
 
-    stop: int                                   # the group is images [start, stop)
-    pert: Optional[torch.Tensor] = None         # (b, n_perturb, C, H, W), on the CPU
+    stop: int  # the group is images [start, stop)
+    pert: Optional[torch.Tensor] = None  # (b, n_perturb, C, H, W), on the CPU
     outputs: list = field(default_factory=list)  # captum's forward outputs, in call order
-    complete: bool = False                      # outputs hold every call of a finished captum run
-    seconds: Optional[float] = None             # perturbation + captum time per perturbed input
+    complete: bool = False  # outputs hold every call of a finished captum run
+    seconds: Optional[float] = None  # perturbation + captum time per perturbed input
     first_logits: Optional[torch.Tensor] = None  # the model's logits for x - I_0

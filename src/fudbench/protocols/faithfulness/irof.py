@@ -13,6 +13,7 @@ fractions) and `region_fraction` = k / K, the x axis of the score: the area
 over the curve of p(target) / p(target | clean image) over the fraction of
 superpixels removed (fudbench.evaluators.faithfulness.irof).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from fudbench.core.superpixels import region_means, segment
 @dataclass
 class IROF(Protocol):
     curve: str = "irof"
-    n_segments: int = 16          # SLIC's target (it may return fewer or more)
+    n_segments: int = 16  # SLIC's target (it may return fewer or more)
     compactness: float = 10.0
     reduction: str = "abs_sum"
     batch_size: int = 64
@@ -41,22 +42,28 @@ class IROF(Protocol):
         scores = reduce_attribution(attribution, self.reduction).cpu().numpy()
         # regions most relevant first (ties by the image's seeded permutation), as FUD's slic granularity ranks
         # them; cuts[i][k] = the pixels of image i's first k regions, so step k removes ranks < cuts[i][k]
-        order, cuts = region_order([region_means(s, lab) for s, lab in zip(scores, labels)], labels,
-                                   [shard.seed("order", i) for i in shard.ids])
+        order, cuts = region_order(
+            [region_means(s, lab) for s, lab in zip(scores, labels)],
+            labels,
+            [shard.seed("order", i) for i in shard.ids],
+        )
         ranks = ranks_from_order(order).to(x.device)
         steps = np.array([len(c) for c in cuts])
         points = Points.empty(x, steps, self.keep_samples)
 
         def masks(batch):
-            return torch.stack([(ranks[it.image] >= int(cuts[it.image][it.step])).float().view(1, h, w)
-                                for it in batch])
+            return torch.stack(
+                [(ranks[it.image] >= int(cuts[it.image][it.step])).float().view(1, h, w) for it in batch]
+            )
 
         items = [Item(i, k) for i in range(n) for k in range(steps[i])]
         self.fill_items(shard, items, masks, points.record)
         width = int(steps.max())
         removed = np.full((n, width), np.nan)
         for i, c in enumerate(cuts):
-            removed[i, :steps[i]] = c.numpy() / (h * w)
+            removed[i, : steps[i]] = c.numpy() / (h * w)
         region_fraction = np.arange(width)[None, :] / (steps[:, None] - 1)
-        return CurveResult(points.frame(self.curve, shard, kept=1 - removed, removed=removed,
-                                        region_fraction=region_fraction), points.samples)
+        return CurveResult(
+            points.frame(self.curve, shard, kept=1 - removed, removed=removed, region_fraction=region_fraction),
+            points.samples,
+        )

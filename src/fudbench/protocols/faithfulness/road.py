@@ -24,6 +24,7 @@ about 1 - p for LeRF). The jitter seed leaves out the curve name, so MoRF and
 LeRF rank pixels identically. Samples: the fills (N, steps, C, H, W) float16
 if keep_samples (MoRF's are the intermediate samples of Tables 9 and 11).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,8 +40,9 @@ from fudbench.core.seeding import derive_seed
 NORMALISE_EPS = 1e-5
 
 
-def road_scores(attribution: torch.Tensor, image_ids: Sequence[int], seed_key: tuple,
-                jitter: float = 1e-4) -> torch.Tensor:
+def road_scores(
+    attribution: torch.Tensor, image_ids: Sequence[int], seed_key: tuple, jitter: float = 1e-4
+) -> torch.Tensor:
     """(N, H*W) ordering scores on the CPU: channel sum, min-max normalised, plus seeded jitter."""
     a = attribution.detach().float().cpu()
     s = (a.sum(1) if a.dim() == 4 else a).flatten(1).double()
@@ -50,15 +52,23 @@ def road_scores(attribution: torch.Tensor, image_ids: Sequence[int], seed_key: t
     hi = torch.where(finite, s, torch.full_like(s, -np.inf)).amax(1, keepdim=True)
     lo, hi = torch.nan_to_num(lo, posinf=0.0), torch.nan_to_num(hi, neginf=0.0)
     s = torch.where(finite, (s - lo) / (hi - lo + NORMALISE_EPS), torch.full_like(s, -1.0))
-    noise = torch.stack([torch.randn(s.shape[1], generator=torch.Generator().manual_seed(
-        derive_seed(*seed_key, "jitter", int(i))), dtype=torch.float64) for i in image_ids])
+    noise = torch.stack(
+        [
+            torch.randn(
+                s.shape[1],
+                generator=torch.Generator().manual_seed(derive_seed(*seed_key, "jitter", int(i))),
+                dtype=torch.float64,
+            )
+            for i in image_ids
+        ]
+    )
     return s + jitter * noise
 
 
 @dataclass
 class ROAD(Protocol):
-    fractions: Sequence[float]       # p
-    order: str = "morf"              # morf | lerf; records curve road_<order>
+    fractions: Sequence[float]  # p
+    order: str = "morf"  # morf | lerf; records curve road_<order>
     jitter: float = 1e-4
     batch_size: int = 64
     keep_samples: bool = False
@@ -97,7 +107,13 @@ class ROAD(Protocol):
         items = [Item(i, j) for i in range(n) for j in range(len(self.fractions))]
         self.fill_items(shard, items, masks, scored, target=original.to(shard.x.device))
         orig = original.numpy()
-        records = points.frame(self.curve, shard, kept=1 - removed, removed=removed, target=orig,
-                               explained=shard.y.cpu().numpy()[:, None],
-                               accuracy=(points.prediction == orig[:, None]).astype(float))
+        records = points.frame(
+            self.curve,
+            shard,
+            kept=1 - removed,
+            removed=removed,
+            target=orig,
+            explained=shard.y.cpu().numpy()[:, None],
+            accuracy=(points.prediction == orig[:, None]).astype(float),
+        )
         return CurveResult(records, points.samples)

@@ -39,6 +39,7 @@ the step's first subset (this evaluator's "intermediate sample"): confidence
 x|| over all entries, [0, 1] space); seconds = mean imputer + model time per
 subset of the step. Samples: (N, steps, C, H, W) float16 of the first subset.
 """
+
 from __future__ import annotations
 
 import logging
@@ -62,8 +63,9 @@ def signed_pixel_attribution(attribution: torch.Tensor) -> torch.Tensor:
     a = reduce_attribution(attribution, "sum").reshape(attribution.shape[0], -1).double().cpu()
     bad = ~torch.isfinite(a)
     if bad.any():
-        log.warning("%d non-finite attribution values in %d image(s): counted as 0",
-                    int(bad.sum()), int(bad.any(1).sum()))
+        log.warning(
+            "%d non-finite attribution values in %d image(s): counted as 0", int(bad.sum()), int(bad.any(1).sum())
+        )
         a = a.masked_fill(bad, 0.0)
     return a
 
@@ -75,10 +77,12 @@ def _is_constant(v: np.ndarray) -> bool:
 
 def pearson(a: np.ndarray, b: np.ndarray) -> tuple[float, bool]:
     """Pearson correlation in float64; (0.0, True) when either side is constant."""
-    a = np.asarray(a, np.float64); b = np.asarray(b, np.float64)
+    a = np.asarray(a, np.float64)
+    b = np.asarray(b, np.float64)
     if a.size < 2 or _is_constant(a) or _is_constant(b):
         return 0.0, True
-    a = a - a.mean(); b = b - b.mean()
+    a = a - a.mean()
+    b = b - b.mean()
     return float(np.clip((a * b).sum() / np.sqrt((a * a).sum() * (b * b).sum()), -1.0, 1.0)), False
 
 
@@ -109,13 +113,15 @@ class SensitivityN(Protocol):
         for i in range(n):
             for j in range(steps):
                 attr_sum[i, j] = a_pix[i][self._subsets(shard, i, j)].sum(1).numpy()
-        corr = np.empty((n, steps)); degenerate = np.zeros((n, steps), bool)
+        corr = np.empty((n, steps))
+        degenerate = np.zeros((n, steps), bool)
         for i in range(n):
             for j in range(steps):
                 corr[i, j], degenerate[i, j] = pearson(attr_sum[i, j], drop[i, j])
         removed = np.array([n_pixels(f, h * w) for f in self.fractions]) / (h * w)
-        records = points.frame(self.curve, shard, kept=1 - removed, removed=removed, correlation=corr,
-                               degenerate=degenerate)
+        records = points.frame(
+            self.curve, shard, kept=1 - removed, removed=removed, correlation=corr, degenerate=degenerate
+        )
         return CurveResult(records, None if points.samples is None else points.samples.copy())
 
     def _subsets(self, shard: Shard, i: int, j: int) -> torch.Tensor:
@@ -131,8 +137,9 @@ class SensitivityN(Protocol):
         n, c, h, w = shard.x.shape
         steps, S = len(self.fractions), self.n_subsets
         # f_y(x) on the clean images
-        clean = self.per_image(shard, lambda xb, yb: shard.model(xb).float().gather(1, yb.view(-1, 1)).squeeze(1)
-                               .cpu().numpy()).astype(np.float64)
+        clean = self.per_image(
+            shard, lambda xb, yb: shard.model(xb).float().gather(1, yb.view(-1, 1)).squeeze(1).cpu().numpy()
+        ).astype(np.float64)
         drop = np.empty((n, steps, S))
         points = Points.empty(shard.x, steps, self.keep_samples, draws=S)
 

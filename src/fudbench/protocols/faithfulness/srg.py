@@ -34,6 +34,7 @@ of pixels occluded, mean over orderings). confidence = the averaged y(n);
 prediction, energy and l2 describe the first fill (first ordering); seconds =
 mean imputer + model time per fill.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -51,7 +52,7 @@ from fudbench.core.superpixels import SEGMENTATIONS, region_means, segment
 
 KINDS = ("mif", "lif", "roms")
 RESPONSE = ("confidence", "prediction", "energy", "l2")  # sample_response's order
-TALLIED = ("removed_pixels", *RESPONSE, "seconds")       # per curve, image and step
+TALLIED = ("removed_pixels", *RESPONSE, "seconds")  # per curve, image and step
 
 
 def srg_curve_name(kind: str, imputer_name: str) -> str:
@@ -81,7 +82,7 @@ class Fill(NamedTuple):
 
 @dataclass
 class SRG(Protocol):
-    imputer_name: str                 # curve suffix (one SRG protocol per imputer)
+    imputer_name: str  # curve suffix (one SRG protocol per imputer)
     segmentation: str = "slic"
     n_segments: int = 16
     compactness: float = 10.0
@@ -91,7 +92,7 @@ class SRG(Protocol):
     n_random: int = 8
     reduction: str = "sum"
     batch_size: int = 128
-    kinds: tuple = KINDS              # which curves to compute (R-OMS alone needs no attribution)
+    kinds: tuple = KINDS  # which curves to compute (R-OMS alone needs no attribution)
 
     def __post_init__(self):
         if not self.kinds or set(self.kinds) - set(KINDS):
@@ -116,14 +117,21 @@ class SRG(Protocol):
         # by the imputer's short name: `dataset_mean` draws what `mean` draws (imputers.registry.ALIASES)
         shared = (shard.seed_key[0], "srg_shared", f"srg__{canonical(self.imputer_name)}")
         n_fill = self.n_imputations if shard.imputer.stochastic else 1
-        labels = segment(shard.x.detach().float().cpu().numpy(), self.segmentation, self.n_segments,
-                             self.compactness, self.square_side)
+        labels = segment(
+            shard.x.detach().float().cpu().numpy(),
+            self.segmentation,
+            self.n_segments,
+            self.compactness,
+            self.square_side,
+        )
         steps = [occlusion_steps(int(lab.max()) + 1, self.n_steps) for lab in labels]
         orders = self._orders(shard, attribution, labels, steps, shared)
         n_orders = {"mif": 1, "lif": 1, "roms": self.n_random}
         width = max(len(s) for s in steps)
-        tally = {kd: {col: np.zeros((n, width), np.int64 if col == "prediction" else np.float64) for col in TALLIED}
-                 for kd in self.kinds}
+        tally = {
+            kd: {col: np.zeros((n, width), np.int64 if col == "prediction" else np.float64) for col in TALLIED}
+            for kd in self.kinds
+        }
 
         # The clean image (n = 0) needs no fill.
         clean = self.per_image(shard, lambda xb, yb: sample_response(shard.model(xb), yb, xb, xb))
@@ -134,8 +142,11 @@ class SRG(Protocol):
         def masks(batch):
             keep = torch.ones(len(batch), 1, *shard.x.shape[-2:])
             for b, it in enumerate(batch):
-                occluded = (torch.arange(steps[it.image][-1]) if it.kind == "full"
-                            else orders[it.image][(it.kind, it.order)][:steps[it.image][it.step]])
+                occluded = (
+                    torch.arange(steps[it.image][-1])
+                    if it.kind == "full"
+                    else orders[it.image][(it.kind, it.order)][: steps[it.image][it.step]]
+                )
                 keep[b, 0] = torch.from_numpy(~np.isin(labels[it.image], occluded.numpy())).float()
             return keep
 
@@ -143,7 +154,7 @@ class SRG(Protocol):
             cf, pf, ef, df = batch.response
             frac = (1 - batch.masks.flatten(1).mean(1)).numpy()
             for b, it in enumerate(batch.items):
-                for kd in (self.kinds if it.kind == "full" else (it.kind,)):
+                for kd in self.kinds if it.kind == "full" else (it.kind,):
                     t, at = tally[kd], (it.image, it.step)
                     share = n_fill * (1 if it.kind == "full" else n_orders[kd])
                     t["confidence"][at] += cf[b] / share
@@ -165,24 +176,37 @@ class SRG(Protocol):
             k_all = steps[i][-1]
             for k in range(n_fill):
                 items.append(Fill(i, len(steps[i]) - 1, k, "full", 0, derive_seed(*shared, "full", image_id, k)))
-            for (kind, r) in orders[i]:
+            for kind, r in orders[i]:
                 for j, s in enumerate(steps[i]):
                     if s == 0 or s == k_all:
                         continue
                     for k in range(n_fill):
-                        seed = (derive_seed(*shared, "random", image_id, r, s, k) if kind == "roms"
-                                else shard.seed(kind, image_id, s, k))
+                        seed = (
+                            derive_seed(*shared, "random", image_id, r, s, k)
+                            if kind == "roms"
+                            else shard.seed(kind, image_id, s, k)
+                        )
                         items.append(Fill(i, j, k, kind, r, seed))
         return items
 
     def _frame(self, kind: str, shard: Shard, steps, tally: dict):
         """The records of one curve: one row per (image, step), steps varying per image."""
         rows = [(i, j, s) for i in range(len(steps)) for j, s in enumerate(steps[i])]
-        ii = np.array([i for i, _, _ in rows]); jj = np.array([j for _, j, _ in rows])
-        occ = np.array([s for _, _, s in rows]); total = np.array([steps[i][-1] for i, _, _ in rows])
-        return records_frame(srg_curve_name(kind, self.imputer_name), image=np.array(shard.ids)[ii], step=jj,
-                             kept=1 - occ / total, removed=occ / total, target=shard.y.cpu().numpy()[ii],
-                             n_occluded=occ, n_segments=total, **{col: tally[col][ii, jj] for col in TALLIED})
+        ii = np.array([i for i, _, _ in rows])
+        jj = np.array([j for _, j, _ in rows])
+        occ = np.array([s for _, _, s in rows])
+        total = np.array([steps[i][-1] for i, _, _ in rows])
+        return records_frame(
+            srg_curve_name(kind, self.imputer_name),
+            image=np.array(shard.ids)[ii],
+            step=jj,
+            kept=1 - occ / total,
+            removed=occ / total,
+            target=shard.y.cpu().numpy()[ii],
+            n_occluded=occ,
+            n_segments=total,
+            **{col: tally[col][ii, jj] for col in TALLIED},
+        )
 
     def _orders(self, shard: Shard, attribution, labels, steps, shared) -> list[dict]:
         """Per image: {(kind, r): superpixel order} of the computed curves."""
@@ -193,8 +217,9 @@ class SRG(Protocol):
             if scores is not None:
                 rel = region_means(scores[i], labels[i])
                 mif = pixel_order(torch.from_numpy(rel).view(1, 1, -1), [shard.seed("order", image_id)])[0]
-                o.update({kd: order for kd, order in ((("mif", 0), mif), (("lif", 0), mif.flip(0)))
-                          if kd[0] in self.kinds})
+                o.update(
+                    {kd: order for kd, order in ((("mif", 0), mif), (("lif", 0), mif.flip(0))) if kd[0] in self.kinds}
+                )
             if "roms" in self.kinds:
                 for r in range(self.n_random):
                     g = torch.Generator().manual_seed(derive_seed(*shared, "random", image_id, r))

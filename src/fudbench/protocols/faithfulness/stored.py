@@ -6,6 +6,7 @@ superpixel orderings only. The workflow computes them once per model x shard
 evaluate job passes them through this protocol, so its records look exactly
 as if it had computed them itself.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from fudbench.protocols.base import CurveResult, Protocol, Shard
 @dataclass
 class StoredCurve(Protocol):
     curve: str
-    records: pd.DataFrame           # rows of any curves; those named `curve` are used
+    records: pd.DataFrame  # rows of any curves; those named `curve` are used
     source: str = "stored records"  # named in errors
 
     needs_attribution: ClassVar[bool] = False
@@ -29,12 +30,16 @@ class StoredCurve(Protocol):
         ids = shard.ids
         missing = sorted(set(ids) - set(rows["image"].tolist()))
         if missing:
-            raise ValueError(f"{self.source} holds no {self.curve} records for images {missing[:5]}; "
-                             f"delete it so that it is recomputed")
+            raise ValueError(
+                f"{self.source} holds no {self.curve} records for images {missing[:5]}; "
+                f"delete it so that it is recomputed"
+            )
         picked = pd.concat([rows[rows["image"] == i] for i in ids], ignore_index=True)
         expected = dict(zip(ids, shard.y.cpu().tolist()))
         stale = sorted({int(i) for i, t in zip(picked["image"], picked["target"]) if expected[int(i)] != int(t)})
         if stale:
-            raise ValueError(f"{self.source} explains other target classes than this job for images {stale[:5]} "
-                             f"(was `target` changed?); delete it so that it is recomputed")
+            raise ValueError(
+                f"{self.source} explains other target classes than this job for images {stale[:5]} "
+                f"(was `target` changed?); delete it so that it is recomputed"
+            )
         return CurveResult(picked, None)

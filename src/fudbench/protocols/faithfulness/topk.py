@@ -26,6 +26,7 @@ FUD's variants (the defaults leave the curve as described above):
   second curve, filled under the same noise as the top (the fill seeds are
   keyed by image and step only), so that top and bottom differ only in the mask.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,8 +36,15 @@ import numpy as np
 import pandas as pd
 import torch
 
-from fudbench.core.masks import (keep_mask, pixel_order, ranks_from_order, reduce_attribution, region_order, reverse_order,
-                            top_count)
+from fudbench.core.masks import (
+    keep_mask,
+    pixel_order,
+    ranks_from_order,
+    reduce_attribution,
+    region_order,
+    reverse_order,
+    top_count,
+)
 from fudbench.protocols.base import CurveResult, Item, Points, Protocol, Shard
 from fudbench.core.superpixels import region_means, segment
 
@@ -45,16 +53,16 @@ GRANULARITIES = ("pixel", "patch", "slic")
 
 @dataclass
 class TopKCurve(Protocol):
-    curve: str                  # name of the curve in the records
+    curve: str  # name of the curve in the records
     fractions: Sequence[float]  # fractions kept ('keep') or removed ('remove')
     mode: str = "keep"
     batch_size: int = 64
     reduction: str = "abs_sum"
     keep_samples: bool = False
     granularity: str = "pixel"  # the units taken whole: pixel | patch | slic
-    patch_size: int = 4         # patch: side of the squares, pixels
-    n_segments: int = 64        # slic: target number of superpixels
-    compactness: float = 10.0   # slic
+    patch_size: int = 4  # patch: side of the squares, pixels
+    n_segments: int = 64  # slic: target number of superpixels
+    compactness: float = 10.0  # slic
     bottom_curve: Optional[str] = None  # also write this curve, from the bottom of the ranking
 
     def __post_init__(self):
@@ -85,15 +93,26 @@ class TopKCurve(Protocol):
             return segment(images, "squares", square_side=self.patch_size)
         return segment(images, "slic", n_segments=self.n_segments, compactness=self.compactness)
 
-    def _curve(self, shard: Shard, curve: str, order: torch.Tensor, cuts: Optional[list],
-               keep_samples: bool) -> CurveResult:
+    def _curve(
+        self, shard: Shard, curve: str, order: torch.Tensor, cuts: Optional[list], keep_samples: bool
+    ) -> CurveResult:
         n, c, h, w = shard.x.shape
         ranks = ranks_from_order(order)
         points = Points.empty(shard.x, len(self.fractions), keep_samples)
 
         def masks(batch):
-            return torch.cat([keep_mask(ranks[it.image:it.image + 1], self.fractions[it.step], self.mode, (h, w),
-                                        None if cuts is None else cuts[it.image:it.image + 1]) for it in batch])
+            return torch.cat(
+                [
+                    keep_mask(
+                        ranks[it.image : it.image + 1],
+                        self.fractions[it.step],
+                        self.mode,
+                        (h, w),
+                        None if cuts is None else cuts[it.image : it.image + 1],
+                    )
+                    for it in batch
+                ]
+            )
 
         items = [Item(i, j) for i in range(n) for j in range(len(self.fractions))]
         self.fill_items(shard, items, masks, points.record)

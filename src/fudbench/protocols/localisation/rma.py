@@ -19,6 +19,7 @@ per image: confidence, prediction, energy; l2 = 0) beside the score columns
 images (Protocol.needs_masks: the evaluate job's eval npz, fudbench.evaluate's
 `masks=`), one per image in the images' order: ids are not positions.
 """
+
 from __future__ import annotations
 
 import time
@@ -45,7 +46,7 @@ def relevance_mass(attribution: torch.Tensor, masks: torch.Tensor, reduction: st
 class RelevanceMass(Protocol):
     curve: str = "rma"
     reduction: str = "sum"
-    batch_size: int = 64      # clean images per classifier forward (the records' response columns)
+    batch_size: int = 64  # clean images per classifier forward (the records' response columns)
 
     needs_masks: ClassVar[bool] = True
 
@@ -61,9 +62,20 @@ class RelevanceMass(Protocol):
         confidence, prediction, energy, l2 = self.per_image(shard, respond)
         seconds = (time.perf_counter() - t0) / max(len(shard.x), 1)
         n = len(shard.x)
-        frame = records_frame(self.curve, image=np.asarray(shard.ids, np.int64), step=np.zeros(n, np.int64),
-                              kept=np.ones(n), removed=np.zeros(n), target=shard.y.cpu().numpy(),
-                              mass_inside=mass, mask_fraction=fraction, degenerate=np.isnan(mass),
-                              confidence=confidence, prediction=prediction, energy=energy, l2=l2,
-                              seconds=np.full(n, seconds))
+        frame = records_frame(
+            self.curve,
+            image=np.asarray(shard.ids, np.int64),
+            step=np.zeros(n, np.int64),
+            kept=np.ones(n),
+            removed=np.zeros(n),
+            target=shard.y.cpu().numpy(),
+            mass_inside=mass,
+            mask_fraction=fraction,
+            degenerate=np.isnan(mass),
+            confidence=confidence,
+            prediction=prediction,
+            energy=energy,
+            l2=l2,
+            seconds=np.full(n, seconds),
+        )
         return CurveResult(frame, None)
