@@ -15,6 +15,8 @@ from fudbench.core.io import load_npz, write_csv, write_text
 from fudbench.workflow.jobs import setup_job
 from fudbench.report.latex import booktabs, escape, fmt_ci
 
+# the caption names fudbench.meta.inference by its path before 0.2.0, as the committed tables do (src/fudbench/report/cue.py)
+
 log = setup_job(snakemake)
 p = snakemake.params
 masks = load_npz(snakemake.input.images)["masks"]
@@ -66,7 +68,7 @@ write_text(
         rows_tex,
         caption=f"Family gate on the ground-truth masks (share of the attribution mass inside): the best member "
         f"minus random, paired per image, and the mean per-image Spearman of the members' mass inside with "
-        f"the family's order ({p.ci:.0%} intervals, fudbench.meta.inference); a family counts on a model "
+        f"the family's order ({p.ci:.0%} intervals, fudbench.analysis.inference); a family counts on a model "
         f"only where both lie above 0. Reported, not deciding: the same Spearman for a metric that sees only the "
         f"scatter of the keep-top sets (minus their boundary share): above 0, the members differ in scatter too.",
         label="tab:family_gate",

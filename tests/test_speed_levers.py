@@ -239,7 +239,7 @@ print("ok")
     assert res.returncode == 0 and res.stdout.strip() == "ok", res.stdout + res.stderr[-3000:]
 
 
-def test_the_issue47_benches_run(repo):
+def test_the_speed_benches_run(repo):
     """bench/fud_profile.py and bench/unet_layout.py at toy settings (the figures in docs/performance.md
     come from them at full settings)."""
     import importlib.util

@@ -21,9 +21,10 @@ package imports only from packages on lower floors):
 __version__ = "0.2.0"
 
 # Modules that moved when the library was regrouped (0.2.0): the old import path still works, with a
-# DeprecationWarning naming the new one, until 0.3.0.
+# DeprecationWarning naming the new one, until 0.3.0 (`python -m <old path>` too). fudbench.config and
+# fudbench.assets, modules before, are packages now that hand out the names of config/validate.py and
+# assets/check.py.
 MOVED = {
-    "config": "config.validate",
     "configfiles": "config.files",
     "settings": "core.settings",
     "names": "config.names",
@@ -51,7 +52,6 @@ MOVED = {
     "invocations": "workflow.invocations",
     "cost": "workflow.cost",
     "work_cache": "workflow.work_cache",
-    "assets": "assets.check",
     "stand_ins": "assets.stand_ins",
     "analysis.meta": "meta.families",
     "analysis.order_stats": "meta.order_stats",
@@ -131,6 +131,14 @@ class _MovedModules:
     @staticmethod
     def exec_module(module):
         pass
+
+    @staticmethod
+    def get_code(fullname):
+        """`python -m <old path>`: run the module at its new path as __main__."""
+        new = "fudbench." + MOVED[fullname[len("fudbench.") :]]
+        return compile(
+            f"import runpy\nrunpy.run_module({new!r}, run_name='__main__', alter_sys=True)", fullname, "exec"
+        )
 
 
 def _install_moved_modules():

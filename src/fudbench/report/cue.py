@@ -9,6 +9,9 @@ import pandas as pd
 from fudbench.meta.cue import TRUTHS
 from fudbench.report.latex import booktabs, escape
 
+# The captions name the interval's module by its path before 0.2.0 (fudbench.analysis.inference, an alias of
+# fudbench.meta.inference until 0.3.0), so that a study's rerun gives its committed tables byte for byte.
+
 
 def _interval(lo, hi, digits=2) -> str:
     return f"[{lo:.{digits}f}, {hi:.{digits}f}]" if np.isfinite(lo) and np.isfinite(hi) else "--"
@@ -81,7 +84,7 @@ def verdict_table(verdicts: pd.DataFrame, ci: float = 0.95) -> str:
         f"Planted cue, metric verdicts: mean over images of the Spearman correlation between the metric's "
         f"scores of the explainers (oriented, higher = better) and their cue coverage ({truth}), with its "
         f"{ci:.0%} interval (a t-interval with two pseudo-observations at -1 and +1, "
-        "fudbench.meta.inference); macro = the same correlation on the per-explainer means, with a "
+        "fudbench.analysis.inference); macro = the same correlation on the per-explainer means, with a "
         "percentile bootstrap interval over images. Recovers: interval above 0; reverses: below 0. "
         "no\\_controls leaves out the oracle, background, random and the families of known order; "
         "without ISA leaves out ISA, whose maps miss the cue on every image. $\\dagger$: the model failed "
@@ -111,7 +114,7 @@ def dose_table(table: pd.DataFrame, ci: float = 0.95) -> str:
         f"Planted cue, dose-response on the test split: a share (dose) of each cue's pixels removed, "
         "nested across doses, in a random order or by distance to the cue's centre; removed pixels take "
         "the background the generator drew under the cue. Accuracy and the label's probability with "
-        f"{ci:.0%} intervals (fudbench.meta.inference, bounds 0 and 1); step: the paired change of the "
+        f"{ci:.0%} intervals (fudbench.analysis.inference, bounds 0 and 1); step: the paired change of the "
         "label's probability from the previous dose (falls / flat / rises by its interval)."
     ).replace("%", "\\%")
     return booktabs(header, rows, caption=caption, label="tab:cue_dose", align="llrrrrrll")

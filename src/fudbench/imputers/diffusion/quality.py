@@ -1,4 +1,4 @@
-"""Quality gates of the trained models.
+"""The score model's quality gate.
 
 Score model: draw unconditional DDIM samples (the FUD sampler with nothing
 kept and no guidance) and measure, under each classifier, how well the

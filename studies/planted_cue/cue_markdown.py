@@ -3,7 +3,7 @@ quote what the run wrote): the dose-response, the verdicts of the paper explaine
 the three truths with and without ISA (per-image mean beside macro), the undecided
 cells, and the endpoint cells.
 
-    ./fud python scripts/cue_markdown.py results/cue/tables [--explainers no_controls]
+    ./fud python studies/planted_cue/cue_markdown.py results/cue/tables [--explainers no_controls]
 
 Not a Snakemake script: run by hand on a run's tables (or studies/planted_cue/results).
 """

@@ -4,7 +4,7 @@ not finished (e.g. FUD's evaluate jobs still running), the other metrics' verdic
 already final (each metric's per-image Spearman reads only its own records; the macro
 bootstrap's resamples do not depend on the metric). Not a Snakemake script.
 
-    ./fud python scripts/cue_partial.py results/cue OUT --configfile studies/planted_cue/cue.yaml [overlay.yaml ...]
+    ./fud python studies/planted_cue/cue_partial.py results/cue OUT --configfile studies/planted_cue/cue.yaml [overlay.yaml ...]
 
 Writes OUT/cue_verdict.csv, OUT/cue_spearman_per_image.csv and OUT/cue_endpoint.csv
 (the endpoint is empty until FUD's records exist); needs the run's cue_coverage.parquet.
@@ -16,7 +16,6 @@ import argparse
 import glob
 from pathlib import Path
 
-import _fudbench_path  # noqa: F401  (puts this checkout's src/ first on sys.path)
 import pandas as pd
 
 from fudbench.meta.cue import CueCheck, cue_verdict_frames, endpoint_rows
