@@ -196,6 +196,7 @@ def test_lock_entries_read_pins_only_and_the_cli_prints_them(tmp_path):
     tools/wheelhouse.sh: pins at the start of a line, without markers, hashes or comments."""
     import subprocess
 
+    from fudbench.core import lockfile
     from fudbench.core.lockfile import lock_entries
 
     lock = tmp_path / "lock.txt"
@@ -205,18 +206,12 @@ def test_lock_entries_read_pins_only_and_the_cli_prints_them(tmp_path):
     )
     assert lock_entries(lock) == [("A_b.c", "1.2.3+cpu"), ("torch", "2.1"), ("x", "4")]
     printed = subprocess.run(
-        [sys.executable, str(hardware_src() / "fudbench" / "lockfile.py"), str(lock)],
+        [sys.executable, lockfile.__file__, str(lock)],  # run as a script, as tools/wheelhouse.sh does
         capture_output=True,
         text=True,
         check=True,
     ).stdout.split()
     assert printed == ["A_b.c==1.2.3+cpu", "torch==2.1", "x==4"]
-
-
-def hardware_src():
-    from pathlib import Path
-
-    return Path(hardware.__file__).resolve().parents[1]
 
 
 def test_cpu_info_reads_the_model_and_relevant_flags():
