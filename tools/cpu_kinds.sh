@@ -13,8 +13,8 @@
 #   avx512   ATEN_CPU_CAPABILITY=avx512 ONEDNN_MAX_CPU_ISA=AVX512_CORE (an AVX512 CPU without AMX)
 #   avx2     ATEN_CPU_CAPABILITY=avx2   ONEDNN_MAX_CPU_ISA=AVX2        (an AVX2-only CPU)
 #   default  ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41      (no vector extensions beyond SSE4.1)
-# A cap cannot raise a CPU above what it has: on an AVX2-only machine `avx512` runs as `avx2`, and the
-# script says so. What no cap emulates (docs/numerics.md): MKL's own code paths (FFT, BLAS in numpy),
+# A cap cannot raise a CPU above what it has: on an AVX2-only machine `avx512` is skipped (ATen would run
+# AVX-512 kernels and die of SIGILL), and the script says so. What no cap emulates (docs/numerics.md): MKL's own code paths (FFT, BLAS in numpy),
 # which pick by CPU vendor and model; AMX and native bf16 on a CPU without them; thread counts other
 # than this machine's.
 set -euo pipefail
@@ -33,7 +33,10 @@ for kind in "${kinds[@]}"; do
   case "$kind" in
     native)  env_caps=() ;;
     avx512)  env_caps=(ATEN_CPU_CAPABILITY=avx512 ONEDNN_MAX_CPU_ISA=AVX512_CORE)
-             case "$flags" in *avx512f*) ;; *) echo "[cpu_kinds] this CPU has no AVX512: avx512 runs as avx2" ;; esac ;;
+             # ATen takes the capability it is told: AVX-512 kernels on a CPU without them die of SIGILL
+             case "$flags" in *avx512f*) ;; *)
+               echo "[cpu_kinds] avx512: skipped, this CPU has no AVX-512 (a cap cannot raise a CPU above what it has)"
+               result[$kind]="skipped (no AVX-512 here)"; continue ;; esac ;;
     avx2)    env_caps=(ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2) ;;
     default) env_caps=(ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=SSE41) ;;
     *) echo "[cpu_kinds] unknown kind '$kind' (native, avx512, avx2, default)" >&2; exit 2 ;;
