@@ -4,14 +4,6 @@ CONFIG`), and stand-ins with random contents for tests and the GPU suite (stand_
 Floor 6, beside analysis: imports the floors below (core, data, models, config).
 """
 
+from fudbench.core.moved import names_of
 
-def __getattr__(name):  # the names of check.py, as when fudbench.assets was one module
-    import importlib
-
-    if name.startswith("__"):
-        raise AttributeError(name)
-    check = importlib.import_module("fudbench.assets.check")
-    try:
-        return getattr(check, name)
-    except AttributeError:
-        raise AttributeError(f"module 'fudbench.assets' has no attribute {name!r}") from None
+__getattr__ = names_of(__name__, "fudbench.assets.check")  # the names of check.py, as when this package was one module

@@ -10,14 +10,8 @@ Torch-free: the Snakefile reads it at parse time. Floor 5: above the stages it c
 below analysis, report and workflow. `from fudbench.config import validate_config, ConfigError` keeps working (names of validate.py).
 """
 
+from fudbench.core.moved import names_of
 
-def __getattr__(name):  # the names of validate.py, as when fudbench.config was one module
-    import importlib
-
-    if name.startswith("__"):
-        raise AttributeError(name)
-    validate = importlib.import_module("fudbench.config.validate")
-    try:
-        return getattr(validate, name)
-    except AttributeError:
-        raise AttributeError(f"module 'fudbench.config' has no attribute {name!r}") from None
+__getattr__ = names_of(
+    __name__, "fudbench.config.validate"
+)  # the names of validate.py, as when this package was one module

@@ -7,6 +7,7 @@
 - declaring and finding components: settings.py (settings declared once, as dataclasses; the config
   schema is generated from them), registry.py and plugins.py (name -> "module:attr" registries; a
   researcher's own object by import path), paths.py (paths in a config)
+- moved.py: the old names of packages that were modules before 0.2.0
 - the machine and files: batching.py (batches that survive out-of-memory), device.py, hardware.py (what
   the CPU/GPU computes natively; provenance), io.py and damage.py (atomic writes; the damage ledger),
   lockfile.py (requirements.lock's pins), bars.py (progress: a bar in a terminal, plain lines in a log)
