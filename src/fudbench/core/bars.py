@@ -20,20 +20,16 @@ class PlainProgress:
         self.stream = stream if stream is not None else sys.stderr
         self.n = 0
         self.start = self._last_time = time.monotonic()
-        self._last_tenth = 0
         self._written = 0  # the count the last line showed
         self._closed = False
 
     def update(self, n: int = 1) -> None:
         self.n += n
         now = time.monotonic()
-        tenth = int(10 * self.n / self.total) if self.total else 0
         # each new tenth of the work gets a line, but not more often than every fifth of `every`
-        if now - self._last_time >= self.every or (
-            tenth > self._last_tenth and now - self._last_time >= self.every / 5
-        ):
+        new_tenth = self.total and int(10 * self.n / self.total) > int(10 * self._written / self.total)
+        if now - self._last_time >= self.every or (new_tenth and now - self._last_time >= self.every / 5):
             self._write(now)
-            self._last_tenth = tenth
 
     def _write(self, now: float) -> None:
         self._last_time, self._written = now, self.n
