@@ -33,6 +33,18 @@ NON_NEGATIVE = (0.0, float("inf"))
 # and the appendix protocols' (Tables 9, 11, with FUD as the reference row).
 MAIN_SAMPLES, APPENDIX_SAMPLES = "main", "appendix"
 
+# What kind of property a metric measures (Quantus's grouping). It decides how the report reads a score:
+# faithfulness against the random map, localisation against the mask itself as its ceiling, robustness and
+# complexity against the trivial maps that win them, randomisation as a pass/fail sanity check.
+FAITHFULNESS, LOCALISATION, ROBUSTNESS, RANDOMISATION, COMPLEXITY = (
+    "faithfulness",
+    "localisation",
+    "robustness",
+    "randomisation",
+    "complexity",
+)
+CATEGORIES = (FAITHFULNESS, LOCALISATION, ROBUSTNESS, RANDOMISATION, COMPLEXITY)
+
 
 @dataclass(frozen=True)
 class CurveSpec:
@@ -106,6 +118,19 @@ class EvaluatorSpec:
     # `unet_steps`, `weight`, `note`). None: the estimate lists the entry as unknown. The registered
     # evaluators' counts are in fudbench.workflow.cost.BUILTIN_PASSES.
     cost: Optional[Callable[[dict, dict], object]] = None
+    # The kind of property it measures (CATEGORIES), or settings -> one (the quantus entry: its metric's).
+    category: Union[str, Callable[[dict], str]] = FAITHFULNESS
+    # It calls the explainer again on inputs it makes (robustness, randomisation): True, or settings -> bool.
+    # Then the evaluate job builds the entry's explainer from its config entry and hands it over.
+    needs_explainer: Union[bool, Callable[[dict], bool]] = False
+
+    def category_of(self, resolved: dict) -> str:
+        """The category of an entry with these (resolved) settings."""
+        return self.category(resolved) if callable(self.category) else self.category
+
+    def explainer_needed(self, resolved: dict) -> bool:
+        """Whether an entry with these (resolved) settings calls the explainer again."""
+        return bool(self.needs_explainer(resolved) if callable(self.needs_explainer) else self.needs_explainer)
 
     def masks_needed(self, resolved: dict) -> bool:
         """Whether an entry with these (resolved) settings reads ground-truth masks."""

@@ -83,6 +83,7 @@ class Passes:
     forwards: float = 0.0  # classifier forwards per image and explainer
     shared: float = 0.0  # classifier forwards per image, shared by every explainer of the job
     unet_steps: float = 0.0  # score-model steps per image and explainer
+    explains: float = 0.0  # explainer calls per image and explainer (metrics that explain again)
     weight: float = 1.0  # cost of one of its forwards in forward-equivalents (fills heavier, batching)
     note: str = ""  # what the counts are, for the printout
     batch: Optional[int] = None  # forwards per batch (default: the entry's batch_size setting)

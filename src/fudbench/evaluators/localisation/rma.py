@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from fudbench.core.auc import mean_of
-from fudbench.evaluators.base import OWN_SETTING, CurveSpec, EvaluatorSpec
+from fudbench.evaluators.base import LOCALISATION, OWN_SETTING, CurveSpec, EvaluatorSpec
 from fudbench.core.settings import Settings, setting
 
 
@@ -73,4 +73,5 @@ SPEC = EvaluatorSpec(
     reduction=OWN_SETTING,
     needs_masks=True,
     cost=cost,
+    category=LOCALISATION,
 )
