@@ -184,6 +184,12 @@ def _check_per_image(values, n: int, name: str, where: str, distinct: bool = Fal
     return ints
 
 
+def _progress_problems(progress) -> list:
+    if not isinstance(progress, bool):
+        return [f"progress must be True (show progress bars) or False (silent), got {progress!r}"]
+    return []
+
+
 # --- explain ---------------------------------------------------------------------------------------------------
 
 
@@ -235,11 +241,22 @@ def _explainer_problems(method, settings: dict) -> list:
     return problems
 
 
-def explain(model, images, targets, method: str, *, seeds: Optional[Sequence[int]] = None, references=None, **settings):
+def explain(
+    model,
+    images,
+    targets,
+    method: str,
+    *,
+    seeds: Optional[Sequence[int]] = None,
+    references=None,
+    progress: bool = False,
+    **settings,
+):
     """Attribution maps (float32, the images' shape) of `method` (a registered name,
     e.g. "ig", or an import path "pkg.mod:MyMethod" / "file.py:fn") with its settings.
     references: images the method may draw baselines from (Expected Gradients),
     default the images themselves. seeds: one per image (default 0, 1, ...).
+    progress: show progress bars of the work (default silent; fudbench.core.bars).
     Degenerate maps (constant, all-zero, non-finite) are counted in the log.
 
     Checked before any work, each error naming the argument (InputError):
@@ -250,11 +267,12 @@ def explain(model, images, targets, method: str, *, seeds: Optional[Sequence[int
     and float64 images are converted (float32), not refused; 8-bit images are
     refused (pass images.float() / 255)."""
     from fudbench.explainers import build_explainer
+    from fudbench.core.bars import shown
     from fudbench.core.masks import degenerate_maps
     from fudbench.workflow.pipeline import nonfinite_model_ids, report_degenerate_maps
 
     where = "fudbench.explain"
-    _raise(where, _explainer_problems(method, settings))
+    _raise(where, _progress_problems(progress) + _explainer_problems(method, settings))
     x = _as_images(images, "images", where)
     y = _as_targets(targets, len(x), where, x.device)
     seeds = list(range(len(x))) if seeds is None else _check_per_image(seeds, len(x), "seeds", where)
@@ -262,9 +280,10 @@ def explain(model, images, targets, method: str, *, seeds: Optional[Sequence[int
     model.eval()  # explanations of the deployed model: no dropout, batch-norm in inference mode
     _check_target_range(model, x, y, where)
 
-    explainer = build_explainer(method, {"method": method, **settings})
-    explainer.prepare(refs)
-    maps = explainer.explain(model, x, y, seeds=seeds)
+    with shown(progress):  # a plug-in's own bars too
+        explainer = build_explainer(method, {"method": method, **settings})
+        explainer.prepare(refs)
+        maps = explainer.explain(model, x, y, seeds=seeds)
     kinds = degenerate_maps(maps.detach().cpu())  # a model with NaN logits is named, not the method
     report_degenerate_maps(method, kinds, range(len(x)), nonfinite_model_ids(model, x, kinds, range(len(x))))
     return maps
@@ -499,6 +518,7 @@ def evaluate(
     explainer: str = "explainer",
     device=None,
     masks=None,
+    progress: bool = False,
 ):
     """Evaluate attribution maps with the named metrics (evaluators).
 
@@ -521,7 +541,8 @@ def evaluate(
     `rma`; its spec's needs_masks): one H x W mask per image, non-zero = the
     object, either in the images' order ((N, H, W) or (N, 1, H, W)) or as a dict
     {image_id: mask} looked up by image_ids (ids are not positions); ignored by
-    the other metrics.
+    the other metrics. progress: show the protocols' progress bars (default
+    silent; the workflow's jobs always write theirs).
 
     Checked before any work, each error naming the argument (InputError, a
     ValueError): every metric's settings as the config checks an evaluator entry
@@ -541,6 +562,7 @@ def evaluate(
     import torch
 
     from fudbench.analysis.curves import derived_scores, per_image_scores
+    from fudbench.core.bars import shown
     from fudbench.core.checks import check_attribution
     from fudbench.evaluators import build_evaluator, use_plugins
     from fudbench.workflow.pipeline import (
@@ -565,6 +587,7 @@ def evaluate(
     assets = dict(assets or {})
     problems += _asset_problems(assets, specs)
     problems += _masks_problems(specs, masks)
+    problems += _progress_problems(progress)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         problems.append(f"seed must be an integer, got {seed!r}")
     elif seed < 0:  # the config's seed is >= 0 (schema); a negative one fails inside numpy's generator
@@ -596,11 +619,12 @@ def evaluate(
     tap = attach_ood_reference(model, reference, model_name) if reference is not None else None
     frames = []
     try:
-        for name, settings in entries.items():
-            evaluator = build_evaluator(name, settings, evaluation, assets, device)
-            key = paired_seed_key(seed, model_name, evaluator_noise(name, settings))  # as the workflow's
-            records, _ = evaluate_maps(evaluator, model, x, y, a, ids, key, masks=masks)
-            frames.append(name_records(records, model_name, explainer, name))
+        with shown(progress):
+            for name, settings in entries.items():
+                evaluator = build_evaluator(name, settings, evaluation, assets, device)
+                key = paired_seed_key(seed, model_name, evaluator_noise(name, settings))  # as the workflow's
+                records, _ = evaluate_maps(evaluator, model, x, y, a, ids, key, masks=masks)
+                frames.append(name_records(records, model_name, explainer, name))
     finally:
         if tap is not None:
             tap.close()  # the caller's model is left without our hooks

@@ -4,12 +4,46 @@ Outside a terminal (a job's log file, `./fud run > run.log`, SLURM output) a bar
 frames pile up as unreadable text, so there progress is a plain line written every `every` seconds or
 each 10% of the work (at most every `every` / 5 seconds), and at the end of a loop that wrote a line on
 its way; a quick loop writes nothing.
+
+Shown by default (the workflow's jobs, training); `shown(False)` silences every bar made inside its block,
+in this thread: the Python API's calls (fudbench.explain / evaluate) run their work inside
+`shown(progress)`, silent unless the caller asks (`progress=True`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import sys
 import time
+
+_SHOWN = contextvars.ContextVar("fudbench_progress_shown", default=True)
+
+
+@contextlib.contextmanager
+def shown(on: bool):
+    """Bars made inside the block are shown (on) or silent; the setting before it comes back after."""
+    token = _SHOWN.set(bool(on))
+    try:
+        yield
+    finally:
+        _SHOWN.reset(token)
+
+
+class Silent:
+    """A bar that writes nothing (inside shown(False))."""
+
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
 
 
 class PlainProgress:
@@ -52,7 +86,10 @@ class PlainProgress:
 
 def progress(iterable=None, *, total: int | None = None, desc: str = "", mininterval: float = 10.0, stream=None):
     """A tqdm bar where `stream` (stderr by default) is a terminal, else PlainProgress. With an iterable,
-    an iterator over it that counts; without, the progress object (update / close)."""
+    an iterator over it that counts; without, the progress object (update / close). Inside shown(False):
+    the iterable itself, or a Silent bar."""
+    if not _SHOWN.get():
+        return Silent() if iterable is None else iterable
     stream = stream if stream is not None else sys.stderr
     if total is None and iterable is not None:
         try:
