@@ -15,7 +15,7 @@ package imports only from packages on lower floors):
   meta/        meta-evaluation: families of known order, gates, endpoint, claims    (floor 7)
   report/      LaTeX tables, figures, the results page                              (floor 8)
   workflow/    running the workflow's jobs: command line, job server, job functions (floor 9)
-  api.py       fudbench.explain / fudbench.evaluate: your own model and images       (floor 10)
+  api.py       fudbench.explain / evaluate / load_example: your own model and images (floor 10)
 """
 
 __version__ = "0.2.0"
@@ -93,9 +93,9 @@ MOVED = {
 
 
 def __getattr__(name):
-    """fudbench.explain and fudbench.evaluate (fudbench.api), imported on first use:
-    importing fudbench itself stays torch-free (the Snakefile does at parse time)."""
-    if name in ("explain", "evaluate"):
+    """fudbench.explain, fudbench.evaluate and fudbench.load_example (fudbench.api), imported on first
+    use: importing fudbench itself stays torch-free (the Snakefile does at parse time)."""
+    if name in ("explain", "evaluate", "load_example", "Example"):
         from fudbench import api
 
         return getattr(api, name)

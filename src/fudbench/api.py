@@ -6,6 +6,9 @@ same code as the workflow (docs/your_own.md).
     frame = fudbench.evaluate(model, images, targets, maps, metrics=["insdel", "fud"],
                               assets={"score_model": "results/synthetic/models/score_model.pt"})
 
+`fudbench.load_example()` gives a model and images to try them on: the default run's shipped
+classifier and evaluated images of the synthetic benchmark, with labels, masks and ids (offline).
+
 `model` is any torch.nn.Module that takes images in [0, 1] and returns logits
 (wrap a network that expects normalised inputs with
 `fudbench.models.classifiers.Classifier(net, mean, std)`). Metrics are
@@ -29,6 +32,7 @@ integer targets of any width become int64. Not converted: 8-bit images
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 import re
@@ -636,3 +640,84 @@ def evaluate(
     if len(derived):
         tidy = pd.concat([tidy, derived.assign(step=-1)], ignore_index=True)
     return tidy.astype({"score": float})
+
+
+# --- the example -----------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Example:
+    """The default run's model and evaluated images, ready for explain / evaluate:
+
+        ex = fudbench.load_example()
+        maps = fudbench.explain(ex.model, ex.images, ex.targets, "ig")
+        fudbench.evaluate(ex.model, ex.images, ex.targets, maps, metrics=["insdel", "rma"], masks=ex.masks,
+                          image_ids=ex.ids, seed=ex.seed, model_name=ex.model_name)
+
+    With ids, seed and model_name as here, evaluate gives the default run's numbers for these images."""
+
+    model: object  # fudbench.models.classifiers.Classifier: takes images in [0, 1], returns logits; eval mode
+    images: object  # (N, 3, H, W) float32 in [0, 1]
+    labels: object  # (N,) int64 class indices (class_names)
+    targets: object  # (N,) int64: the class the default run explains (config `target`: predicted or label)
+    masks: object  # (N, H, W) float32, 1 = the object (for localisation metrics and the oracle map)
+    ids: list  # the default run's image ids (its seeds and paired noise are keyed by them)
+    class_names: list
+    model_name: str  # the default run's model name (its seed group)
+    seed: int  # the default run's seed
+    assets: dict  # the shipped files the metrics that need one read: score_model (fud), surrogate (ffid)
+
+
+def load_example(model: str = "cnn", n: Optional[int] = None, device=None) -> Example:
+    """The default run's shipped classifier (`model`: a classifier entry of config/config.yaml with
+    source: shipped, "cnn" or "vit"; its sha256 and training settings verified) and the synthetic
+    benchmark's evaluated images: the first `n` test images (default data.n_eval), generated here
+    as the workflow's make_dataset job does (no download, no run needed), with their labels, object
+    masks and ids. device: where the model and tensors go (default cpu)."""
+    import torch
+
+    from fudbench.config.files import REPO, resolve_config
+    from fudbench.core.fingerprint import classifier_training_inputs
+    from fudbench.data.synthetic import SyntheticSpec, generate_split
+    from fudbench.models.classifiers import load_classifier
+    from fudbench.models.shipped import verify_shipped_checkpoint
+    from fudbench.workflow.pipeline import _targets
+
+    where = "fudbench.load_example"
+    config = resolve_config([])
+    classifiers = config["models"]["classifiers"]
+    shipped = [m for m, c in classifiers.items() if c.get("source") == "shipped"]
+    if model not in shipped:
+        raise InputError(
+            f"{where}: model must be one of the default run's shipped classifiers {shipped}, got {model!r}"
+        )
+    data = config["data"]
+    n_test, offset = data["synthetic"]["n_test"], data.get("eval_offset", 0)
+    n = data["n_eval"] if n is None else n
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or not 1 <= n <= n_test - offset:
+        raise InputError(
+            f"{where}: n must be an integer in [1, {n_test - offset}] (the benchmark's test images), got {n!r}"
+        )
+    device = torch.device("cpu" if device is None else device)
+
+    path = REPO / classifiers[model]["shipped"]
+    verify_shipped_checkpoint(path, classifier_training_inputs(config, model), f"the shipped classifier {model}")
+    net = load_classifier(path, device)
+    spec = SyntheticSpec.from_config(data["synthetic"])
+    images, labels, masks = (a[offset : offset + n] for a in generate_split(spec, n_test, config["seed"], "test"))
+    x = (torch.from_numpy(images).float() / 255).to(device)  # as load_eval_shard reads the eval npz
+    y = torch.from_numpy(labels).to(device)
+    assets = {"score_model": config["models"]["score_model"].get("shipped")}
+    assets["surrogate"] = classifiers[model].get("shipped_surrogate")
+    return Example(
+        model=net,
+        images=x,
+        labels=y,
+        targets=_targets(net, x, y, config["target"], what=f"the shipped classifier {model}"),
+        masks=torch.from_numpy(masks).float().to(device),
+        ids=list(range(n)),  # the workflow's ids: positions among the evaluated images
+        class_names=list(spec.class_names),
+        model_name=model,
+        seed=int(config["seed"]),
+        assets={k: str(REPO / v) for k, v in assets.items() if v},
+    )
