@@ -78,3 +78,17 @@ def test_the_other_shipped_model_and_more_images_and_bad_arguments():
         fudbench.load_example(n=401)
     with pytest.raises(InputError, match=r"n must be an integer"):
         fudbench.load_example(n=2.5)
+
+
+def test_the_docs_python_snippet_uses_the_example_as_it_is():
+    """docs/your_own.md, "From Python": the snippet parses, and every field it reads is the Example's."""
+    import ast
+    import dataclasses
+    import re
+
+    docs = (REPO / "docs/your_own.md").read_text()
+    snippet = re.search(r"## From Python\n\n```python\n(.*?)```", docs, re.S).group(1)
+    tree = ast.parse(snippet)
+    used = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and getattr(n.value, "id", "") == "ex"}
+    fields = {f.name for f in dataclasses.fields(fudbench.Example)}
+    assert "fudbench.load_example()" in snippet and used and used <= fields, used - fields
