@@ -288,12 +288,15 @@ WORKFLOW_FILL = textwrap.dedent('''
 ''')
 
 
+EXAMPLE_METRIC = "examples/your_own/my_metric.py:SPEC"  # tests/test_example_plugin.py checks its values
+
+
 @pytest.mark.workflow
 def test_plugin_explainer_through_the_workflow_gives_the_api_scores(repo, tmp_path):
     """The smoke workflow with an explainer from a module outside the package (beside a
-    built-in one), insdel and ROAD with a plug-in fill: the plug-in's per-image scores equal
-    fudbench.evaluate's on the same inputs. Then (issue 26, case 3) the plug-ins' helper
-    modules are edited: a dry-run reruns exactly the plug-in explainer's explain jobs and the
+    built-in one), insdel and ROAD with a plug-in fill, two plug-in metrics (one the shipped example
+    by its repository path): the per-image scores equal fudbench.evaluate's on the same inputs.
+    Then (issue 26, case 3) the plug-ins' helper modules are edited: a dry-run reruns exactly the plug-in explainer's explain jobs and the
     plug-in fill's evaluate jobs, for those files, and the rest only downstream of them."""
     from test_reruns import UPSTREAM, planned_jobs
     from workflow_support import snakemake
@@ -326,6 +329,7 @@ def test_plugin_explainer_through_the_workflow_gives_the_api_scores(repo, tmp_pa
             "imputer_options": {"grey": {"method": f"{plugins}/my_fills.py:GreyFill"}},
         },
         "mine_drop": {"method": f"{plugins}/my_metric.py:SPEC"},
+        "top_mass": {"method": EXAMPLE_METRIC},  # the example docs/your_own.md uses, by its repository path
         "qt_fc": {
             "method": "quantus",
             "metric": "FaithfulnessCorrelation",
@@ -356,7 +360,7 @@ def test_plugin_explainer_through_the_workflow_gives_the_api_scores(repo, tmp_pa
         x,
         torch.from_numpy(attr["targets"]),
         torch.from_numpy(attr["attributions"]),
-        metrics={"insdel": config["evaluators"]["insdel"]},
+        metrics={"insdel": config["evaluators"]["insdel"], "top_mass": {"method": f"{repo}/{EXAMPLE_METRIC}"}},
         evaluation=evaluation,
         image_ids=attr["ids"],
         seed=config["seed"],
@@ -365,8 +369,11 @@ def test_plugin_explainer_through_the_workflow_gives_the_api_scores(repo, tmp_pa
     )
     api_scores = api.dropna(subset=["score"]).drop_duplicates(["curve", "image"]).set_index(["curve", "image"])["score"]
     shared = workflow_scores.dropna().index.intersection(api_scores.index)
-    assert len(shared) == 2 * len(attr["ids"])  # insertion and deletion, every image
-    np.testing.assert_array_equal(api_scores[shared].to_numpy(), workflow_scores[shared].to_numpy())
+    assert len(shared) == 3 * len(attr["ids"])  # insertion, deletion and the example metric, every image
+    insdel = [c for c in shared if c[0] != "top_mass@top_mass"]
+    np.testing.assert_array_equal(api_scores[insdel].to_numpy(), workflow_scores[insdel].to_numpy())
+    np.testing.assert_allclose(api_scores[shared].to_numpy(), workflow_scores[shared].to_numpy(), rtol=1e-12)
+    assert "Top-10% mass [top_mass]" in set(pd.read_csv(results / "tables/appendix_scores.csv")["metric"])
     # the plug-in evaluator's curve is scored by the analysis and reaches the appendix score table
     plugin_scores = per_image[per_image["curve"] == "top_drop@mine_drop"]
     assert len(plugin_scores) == len(config["explainers"]) * len(attr["ids"]) and plugin_scores["score"].notna().all()

@@ -76,7 +76,7 @@ def build(settings: dict, evaluation: dict, assets: dict, device):
     """The runtime: imported only when a job or fudbench.evaluate builds the entry (the spec above
     stays torch-free, so the Snakefile can read it at parse time)."""
     from fudbench.evaluators.base import Evaluator
-    from fudbench.protocols.base import CurveResult, Protocol, records_frame, sample_response
+    from fudbench.protocols.base import CurveResult, Protocol
 
     @dataclass
     class TopMass(Protocol):
@@ -89,28 +89,8 @@ def build(settings: dict, evaluation: dict, assets: dict, device):
             t0 = time.perf_counter()
             share = top_mass(attribution, self.fraction, self.reduction)
 
-            def respond(x, y):  # the clean image's response: the columns every protocol's records share
-                return tuple(sample_response(shard.model(x), y, x, x))[:4]
-
-            confidence, prediction, energy, l2 = self.per_image(shard, respond)
-            n = len(shard.x)
-            return CurveResult(
-                records_frame(
-                    self.curve,
-                    image=np.asarray(shard.ids, np.int64),
-                    step=np.zeros(n, np.int64),
-                    kept=np.ones(n),
-                    removed=np.zeros(n),
-                    target=shard.y.cpu().numpy(),
-                    top_mass=share,
-                    confidence=confidence,
-                    prediction=prediction,
-                    energy=energy,
-                    l2=l2,
-                    seconds=np.full(n, (time.perf_counter() - t0) / max(n, 1)),
-                ),
-                None,
-            )
+            # one record per image with the clean image's response (the columns every protocol records)
+            return self.clean_records(shard, t0, top_mass=share)
 
     protocol = TopMass(
         fraction=settings["fraction"], reduction=evaluation["reduction"], batch_size=settings["batch_size"]

@@ -417,6 +417,34 @@ class Protocol(ABC):
             return tuple(np.concatenate(p) for p in zip(*parts))
         return np.concatenate(parts)
 
+    def clean_records(self, shard: Shard, started: float, **columns) -> CurveResult:
+        """One record per image for a metric that removes nothing (localisation, complexity): step 0,
+        kept 1, its per-image `columns`, the clean image's response (one forward per image) and the
+        seconds per image since `started` (time.perf_counter())."""
+        model = shard.model
+
+        def respond(x, y):
+            return tuple(sample_response(model(x), y, x, x))[:4]
+
+        confidence, prediction, energy, l2 = self.per_image(shard, respond)
+        seconds = (time.perf_counter() - started) / max(len(shard.x), 1)
+        n = len(shard.x)
+        frame = records_frame(
+            self.curve,
+            image=np.asarray(shard.ids, np.int64),
+            step=np.zeros(n, np.int64),
+            kept=np.ones(n),
+            removed=np.zeros(n),
+            target=shard.y.cpu().numpy(),
+            **columns,
+            confidence=confidence,
+            prediction=prediction,
+            energy=energy,
+            l2=l2,
+            seconds=np.full(n, seconds),
+        )
+        return CurveResult(frame, None)
+
     def fill_items(
         self,
         shard: Shard,

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from fudbench.core.masks import reduce_attribution
-from fudbench.protocols.base import CurveResult, Protocol, Shard, records_frame, sample_response
+from fudbench.protocols.base import CurveResult, Protocol, Shard
 
 
 def relevance_mass(attribution: torch.Tensor, masks: torch.Tensor, reduction: str = "sum") -> np.ndarray:
@@ -54,28 +54,4 @@ class RelevanceMass(Protocol):
         t0 = time.perf_counter()
         mass = relevance_mass(attribution, shard.masks, self.reduction)
         fraction = shard.masks.flatten(1).double().mean(1).cpu().numpy()
-        model = shard.model
-
-        def respond(x, y):
-            return tuple(sample_response(model(x), y, x, x))[:4]
-
-        confidence, prediction, energy, l2 = self.per_image(shard, respond)
-        seconds = (time.perf_counter() - t0) / max(len(shard.x), 1)
-        n = len(shard.x)
-        frame = records_frame(
-            self.curve,
-            image=np.asarray(shard.ids, np.int64),
-            step=np.zeros(n, np.int64),
-            kept=np.ones(n),
-            removed=np.zeros(n),
-            target=shard.y.cpu().numpy(),
-            mass_inside=mass,
-            mask_fraction=fraction,
-            degenerate=np.isnan(mass),
-            confidence=confidence,
-            prediction=prediction,
-            energy=energy,
-            l2=l2,
-            seconds=np.full(n, seconds),
-        )
-        return CurveResult(frame, None)
+        return self.clean_records(shard, t0, mass_inside=mass, mask_fraction=fraction, degenerate=np.isnan(mass))
