@@ -79,15 +79,14 @@ def _raise(where: str, problems: list) -> None:
 def _settings_problems(schema: dict, values: dict, render, extra_check=None) -> list:
     """Problems of a settings dict under a settings dataclass's JSON schema and, if the
     schema passes, its cross-field checks (extra_check(key) -> config-style messages)."""
-    from jsonschema import Draft202012Validator
-
     from fudbench.config.validate import _describe, non_finite_numbers
+    from fudbench.core.settings import schema_validator
 
     problems = non_finite_numbers(values, (_MARK,))
     if not problems:
         problems = [
             _describe(e, prefix=(_MARK,))
-            for e in sorted(Draft202012Validator(schema).iter_errors(values), key=lambda e: list(map(str, e.path)))
+            for e in sorted(schema_validator(schema).iter_errors(values), key=lambda e: list(map(str, e.path)))
         ]
     if not problems and extra_check is not None:
         problems = extra_check(_MARK)
