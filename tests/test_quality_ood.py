@@ -378,3 +378,41 @@ def test_sample_quality_skips_the_steps_an_image_does_not_have(tmp_path):
     q = sample_quality(tmp_path / "eval.npz", {("m", "e"): tmp_path / "samples.npz"}, 0, 2, ["PSNR"])
     assert list(zip(q["image"], q["step"])) == [(0, 0), (1, 0), (1, 1), (1, 2)]
     assert np.isfinite(q["PSNR"]).all()
+
+
+def test_table2_n_unchanged_counts_each_detectors_own_ood_samples():
+    """n_unchanged is 'of the n_ood samples' (the docstring), per detector: an unchanged sample a
+    detector has no finite score for is in that detector's n_nonfinite, not its n_unchanged. On
+    13c472e it was one count for every detector (knn: n_unchanged 10 of n_ood 0)."""
+    n = 10
+    clean = pd.DataFrame(
+        {"model": "cnn", "image": np.arange(n), "energy": np.arange(n, dtype=float), "knn": np.arange(n, dtype=float)}
+    )
+    rows = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "model": "cnn",
+                    "explainer": "ig",
+                    "curve": "irof",
+                    "image": np.arange(n),
+                    "step": step,
+                    "kept": kept,
+                    "l2": 0.0 if kept == 1.0 else 0.3,
+                    "energy": np.arange(n) + (0.0 if kept == 1.0 else 1.0),
+                    # knn scores only the changed samples and the first 4 unchanged ones
+                    "knn": np.where(np.arange(n) < 4, 0.0, np.nan) + np.arange(n)
+                    if kept == 1.0
+                    else np.arange(n) + 1.0,
+                }
+            )
+            for step, kept in enumerate((1.0, 0.5))
+        ],
+        ignore_index=True,
+    )
+    for pooling in ("all", "run"):
+        s = table2_ood(rows, clean, {"irof": "IROF"}, ["cnn"], n_boot=0, pooling=pooling)[0]
+        per = s.groupby("detector")[["n_ood", "n_nonfinite", "n_unchanged"]].first()
+        assert per.loc["energy"].tolist() == [2 * n, 0, n]
+        assert per.loc["knn"].tolist() == [n + 4, n - 4, 4]
+        assert (per["n_unchanged"] <= per["n_ood"]).all()
