@@ -29,6 +29,7 @@ integer targets of any width become int64. Not converted: 8-bit images
 
 from __future__ import annotations
 
+import logging
 import math
 import numbers
 import re
@@ -547,6 +548,7 @@ def evaluate(
         evaluate_maps,
         evaluator_noise,
         name_records,
+        nonfinite_output_problems,
         paired_seed_key,
     )
 
@@ -600,6 +602,8 @@ def evaluate(
             key = paired_seed_key(seed, model_name, evaluator_noise(name, settings))  # as the workflow's
             records, _ = evaluate_maps(evaluator, model, x, y, a, ids, key, masks=masks)
             frames.append(name_records(records, model_name, explainer, name))
+            for line in nonfinite_output_problems(records, model_name, name, explainer):  # as the evaluate job
+                logging.getLogger(__name__).warning("%s; their scores are NaN", line)
     finally:
         if tap is not None:
             tap.close()  # the caller's model is left without our hooks
