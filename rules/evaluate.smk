@@ -49,7 +49,12 @@ rule evaluate:
         runtime=240,
     params:
         evaluator=lambda w: evaluator_settings(w.evaluator),
-        evaluation={k: config["evaluation"][k] for k in ("ratios", "reduction")},
+        # strict_nonfinite only when set: a config without it keeps the params its jobs were run with
+        evaluation={
+            k: config["evaluation"][k]
+            for k in ("ratios", "reduction", "strict_nonfinite")
+            if k in config["evaluation"]
+        },
         explainers=EXPLAINERS,
         shard_size=config["data"]["shard_size"],
         kept_images=samples_kept_per_shard(),

@@ -173,6 +173,22 @@ def test_table2_per_run_pooling_is_balanced():
     assert s_all[["ci_low", "ci_high"]].isna().all().all()  # n_boot = 0: no interval
 
 
+def _irof_samples(model: str, n: int, step: int, kept: float, **scores) -> pd.DataFrame:
+    """One IROF step's records of images 0 .. n-1: unchanged (l2 = 0) at kept = 1, else changed."""
+    return pd.DataFrame(
+        {
+            "model": model,
+            "explainer": "ig",
+            "curve": "irof",
+            "image": np.arange(n),
+            "step": step,
+            "kept": kept,
+            "l2": 0.0 if kept == 1.0 else 0.3,
+            **scores,
+        }
+    )
+
+
 def test_table2_unchanged_samples_tie_exactly_with_their_clean_images(caplog):
     """A step that leaves the image unchanged (l2 = 0) is the clean image: whatever the classifier gave
     it in its batch (here clean +- 1e-6, as oneDNN's batch-size-dependent kernels did for the ViT), it
@@ -193,20 +209,7 @@ def test_table2_unchanged_samples_tie_exactly_with_their_clean_images(caplog):
     for m, g in clean.groupby("model"):
         for step, kept in enumerate((1.0, 0.5)):
             shift = 0.0 if kept == 1.0 else 1.0
-            rows.append(
-                pd.DataFrame(
-                    {
-                        "model": m,
-                        "explainer": "ig",
-                        "curve": "irof",
-                        "image": np.arange(n),
-                        "step": step,
-                        "kept": kept,
-                        "l2": 0.0 if kept == 1.0 else 0.3,
-                        **{d: g[d].to_numpy() + shift for d in dets},
-                    }
-                )
-            )
+            rows.append(_irof_samples(m, n, step, kept, **{d: g[d].to_numpy() + shift for d in dets}))
     exact = pd.concat(rows, ignore_index=True)
     unchanged = exact["l2"] == 0
 
@@ -378,3 +381,28 @@ def test_sample_quality_skips_the_steps_an_image_does_not_have(tmp_path):
     q = sample_quality(tmp_path / "eval.npz", {("m", "e"): tmp_path / "samples.npz"}, 0, 2, ["PSNR"])
     assert list(zip(q["image"], q["step"])) == [(0, 0), (1, 0), (1, 1), (1, 2)]
     assert np.isfinite(q["PSNR"]).all()
+
+
+def test_table2_n_unchanged_counts_each_detectors_own_ood_samples():
+    """n_unchanged is 'of the n_ood samples' (the docstring), per detector: an unchanged sample a
+    detector has no finite score for is in that detector's n_nonfinite, not its n_unchanged. On
+    13c472e it was one count for every detector (knn: n_unchanged 10 of n_ood 0)."""
+    n = 10
+    clean = pd.DataFrame(
+        {"model": "cnn", "image": np.arange(n), "energy": np.arange(n, dtype=float), "knn": np.arange(n, dtype=float)}
+    )
+    ids = np.arange(n)
+    rows = pd.concat(
+        [
+            # knn scores the changed samples and only the first 4 unchanged ones
+            _irof_samples("cnn", n, 0, 1.0, energy=ids + 0.0, knn=np.where(ids < 4, ids, np.nan)),
+            _irof_samples("cnn", n, 1, 0.5, energy=ids + 1.0, knn=ids + 1.0),
+        ],
+        ignore_index=True,
+    )
+    for pooling in ("all", "run"):
+        s = table2_ood(rows, clean, {"irof": "IROF"}, ["cnn"], n_boot=0, pooling=pooling)[0]
+        per = s.groupby("detector")[["n_ood", "n_nonfinite", "n_unchanged"]].first()
+        assert per.loc["energy"].tolist() == [2 * n, 0, n]
+        assert per.loc["knn"].tolist() == [n + 4, n - 4, 4]
+        assert (per["n_unchanged"] <= per["n_ood"]).all()

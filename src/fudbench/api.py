@@ -33,6 +33,7 @@ integer targets of any width become int64. Not converted: 8-bit images
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import numbers
 import re
@@ -83,15 +84,14 @@ def _raise(where: str, problems: list) -> None:
 def _settings_problems(schema: dict, values: dict, render, extra_check=None) -> list:
     """Problems of a settings dict under a settings dataclass's JSON schema and, if the
     schema passes, its cross-field checks (extra_check(key) -> config-style messages)."""
-    from jsonschema import Draft202012Validator
-
     from fudbench.config.validate import _describe, non_finite_numbers
+    from fudbench.core.settings import schema_validator
 
     problems = non_finite_numbers(values, (_MARK,))
     if not problems:
         problems = [
             _describe(e, prefix=(_MARK,))
-            for e in sorted(Draft202012Validator(schema).iter_errors(values), key=lambda e: list(map(str, e.path)))
+            for e in sorted(schema_validator(schema).iter_errors(values), key=lambda e: list(map(str, e.path)))
         ]
     if not problems and extra_check is not None:
         problems = extra_check(_MARK)
@@ -574,6 +574,7 @@ def evaluate(
         evaluate_maps,
         evaluator_noise,
         name_records,
+        nonfinite_output_problems,
         paired_seed_key,
     )
 
@@ -629,6 +630,8 @@ def evaluate(
                 key = paired_seed_key(seed, model_name, evaluator_noise(name, settings))  # as the workflow's
                 records, _ = evaluate_maps(evaluator, model, x, y, a, ids, key, masks=masks)
                 frames.append(name_records(records, model_name, explainer, name))
+                for line in nonfinite_output_problems(records, model_name, name, explainer):  # as the evaluate job
+                    logging.getLogger(__name__).warning("%s; their scores are NaN", line)
     finally:
         if tap is not None:
             tap.close()  # the caller's model is left without our hooks

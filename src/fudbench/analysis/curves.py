@@ -80,13 +80,32 @@ def configured_curve_scores(evaluators: dict) -> dict:
     return {c: (s.label, s.higher_is_better, s.score) for c, s in configured_curves(evaluators).items()}
 
 
+# The model's outputs a protocol records of each perturbed input: NaN or inf there (a model finite on the
+# clean images, NaN on a constant one) makes the image's score NaN.
+OUTPUT_COLUMNS = ("confidence", "energy")
+
+
+def nonfinite_outputs(records: pd.DataFrame) -> pd.Series:
+    """Per records row: the model's output on that perturbed input (OUTPUT_COLUMNS) is NaN or inf."""
+    import numpy as np
+
+    bad = pd.Series(False, index=records.index)
+    for column in OUTPUT_COLUMNS:
+        if column in records.columns:
+            bad |= ~np.isfinite(records[column].to_numpy(dtype=float))
+    return bad
+
+
 def per_image_scores(records: pd.DataFrame) -> pd.DataFrame:
-    """One row per (model, explainer, curve, image): the curve's score and,
-    for the TAU_CURVES, Kendall's tau of its removal sequence."""
+    """One row per (model, explainer, curve, image): the curve's score,
+    n_nonfinite (how many of the image's records have a NaN or inf model output:
+    nonfinite_outputs; its score is then not the explainer's and the tables mark
+    it) and, for the TAU_CURVES, Kendall's tau of its removal sequence."""
     from fudbench.analysis.kendall import is_constant, removal_tau
 
     rows = []
     keys = ["model", "explainer", "curve", "image"]
+    records = records.assign(_nonfinite=nonfinite_outputs(records))
     for (model, explainer, curve, image), g in records.groupby(keys, sort=True):
         row = {"model": model, "explainer": explainer, "curve": curve, "image": image}
         scored = curve_score(curve)
@@ -96,8 +115,10 @@ def per_image_scores(records: pd.DataFrame) -> pd.DataFrame:
         if spec is not None and spec.tau:
             row["tau"] = removal_tau(g["removed"].to_numpy(), g["confidence"].to_numpy())
             row["constant"] = is_constant(g["confidence"].to_numpy())
+        row["n_nonfinite"] = int(g["_nonfinite"].sum())
         rows.append(row)
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    return frame[[c for c in frame.columns if c != "n_nonfinite"] + ["n_nonfinite"]] if rows else frame
 
 
 def derived_scores(records: pd.DataFrame, per_image: pd.DataFrame) -> pd.DataFrame:

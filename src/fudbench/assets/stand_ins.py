@@ -165,6 +165,7 @@ def write_paper_standin(
     minutes."""
     import yaml
 
+    from fudbench.config.files import load_yaml_file
     from fudbench.models.guided_diffusion import ADM256, ADMConfig
 
     work = Path(work)
@@ -193,7 +194,7 @@ def write_paper_standin(
     write_gd_checkpoint(work / "gd.pt", adm)
     explainers = list(explainers or (["sm", "ig"] if tiny else ["sm", "ig", "big", "mfaba"]))
     keep = set(explainers)
-    paper = yaml.safe_load((Path(__file__).resolve().parents[3] / "config" / "paper.yaml").read_text())
+    paper = load_yaml_file(Path(__file__).resolve().parents[3] / "config" / "paper.yaml")
     overlay = {
         "run_name": "paper_standin",
         "device": device,
@@ -235,7 +236,7 @@ def write_paper_standin(
 
 
 def _default_explainers() -> list[str]:
-    import yaml
+    from fudbench.config.files import load_yaml_file
 
-    cfg = yaml.safe_load((Path(__file__).resolve().parents[3] / "config" / "config.yaml").read_text())
+    cfg = load_yaml_file(Path(__file__).resolve().parents[3] / "config" / "config.yaml")
     return list(cfg.get("explainers", {}))

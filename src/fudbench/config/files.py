@@ -60,6 +60,72 @@ class ConfigFileError(ValueError):
     """A --configfile argument is not a config file; the message names it and the fix."""
 
 
+class DuplicateKeyError(ValueError):
+    """A YAML mapping gives a key twice (YAML keeps the last one silently); the message names the file,
+    the key and both lines (`detail`: the same without the file)."""
+
+    def __init__(self, detail: str, source: str | None = None):
+        super().__init__(f"{source}: {detail}" if source else detail)
+        self.detail = detail
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _duplicate_keys(loader, node, path=(), seen_nodes=None) -> None:
+    """DuplicateKeyError for the first key a mapping under `node` gives twice (`<<` merges excepted: a
+    key given beside a merge overrides it, as YAML means)."""
+    seen_nodes = set() if seen_nodes is None else seen_nodes
+    if id(node) in seen_nodes:  # an alias of a node already checked
+        return
+    seen_nodes.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        lines = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE_TAG:
+                continue
+            key = loader.construct_object(key_node, deep=True) if isinstance(key_node, yaml.ScalarNode) else None
+            here = key_node.start_mark.line + 1
+            try:
+                first = lines.setdefault(key, here) if key is not None else here
+            except TypeError:  # an unhashable key: YAML refuses it itself
+                first = here
+            if first != here:
+                where = ".".join(map(str, (*path, key)))
+                raise DuplicateKeyError(
+                    f"config key '{where}' is given twice, on line {first} and on line {here}; YAML would "
+                    f"keep the second silently: remove one"
+                )
+            _duplicate_keys(loader, value_node, (*path, key), seen_nodes)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _duplicate_keys(loader, item, (*path, i), seen_nodes)
+
+
+def load_yaml_text(stream, source: str | None = None):
+    """yaml.safe_load, but a mapping that gives a key twice is a DuplicateKeyError naming the key and
+    both lines (and `source`, the file), not its last value: the one loader of config YAML (config
+    files, overlays, --configfile, the schema)."""
+    loader = yaml.SafeLoader(stream)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        try:
+            _duplicate_keys(loader, node)
+        except DuplicateKeyError as exc:
+            raise DuplicateKeyError(exc.detail, source) from None
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def load_yaml_file(path):
+    """A YAML (or JSON) file by load_yaml_text."""
+    with open(path, encoding="utf-8") as fh:
+        return load_yaml_text(fh, str(path))
+
+
 # A mapping in an overlay that carries `_replace: true` replaces the one below it instead of merging into it
 # (the paper profile's ImageNet classifiers and score model share nothing with the default's small ones).
 REPLACE = "_replace"
@@ -237,8 +303,9 @@ def load_config_file(path, where: str | None = None) -> dict:
         why = "is a directory" if path.is_dir() else "does not exist"
         raise ConfigFileError(f"{where} {why}, so it is not a config file; {TARGETS_HINT}")
     try:
-        with open(path, encoding="utf-8") as fh:
-            config = yaml.safe_load(fh)
+        config = load_yaml_file(path)
+    except DuplicateKeyError as exc:
+        raise ConfigFileError(f"{where}: {exc.detail}") from None
     except (UnicodeDecodeError, yaml.YAMLError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else ""
         raise ConfigFileError(
@@ -254,8 +321,7 @@ def load_config_file(path, where: str | None = None) -> dict:
 
 
 def _schema(schema_path=SCHEMA) -> dict:
-    with open(schema_path) as fh:
-        return yaml.safe_load(fh)
+    return load_yaml_file(schema_path)
 
 
 def required_keys(schema_path=SCHEMA) -> list[str]:

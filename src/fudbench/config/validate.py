@@ -10,8 +10,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-import yaml
-from jsonschema import Draft202012Validator
+from fudbench.core.settings import integral_float_message, schema_validator
 
 
 class ConfigError(ValueError):
@@ -19,8 +18,14 @@ class ConfigError(ValueError):
 
 
 def load_yaml(path) -> dict:
-    with open(path) as fh:
-        return yaml.safe_load(fh)
+    """A YAML file (a config, an overlay, the schema) read by the one loader that refuses duplicate keys
+    (fudbench.config.files.load_yaml_file)."""
+    from fudbench.config.files import DuplicateKeyError, load_yaml_file
+
+    try:
+        return load_yaml_file(path)
+    except DuplicateKeyError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _key(path) -> str:
@@ -32,6 +37,17 @@ def _describe(error, prefix=()) -> str:
     the validated value inside the config)."""
     key = _key((*prefix, *error.absolute_path))
     v = error.validator
+    why = (
+        f" ({error.schema['description']})" if isinstance(error.schema, dict) and "description" in error.schema else ""
+    )
+    wrong_number = integral_float_message(error)
+    if wrong_number:
+        return f"config key '{key}': {wrong_number}"
+    if v == "uniqueItems" and isinstance(error.instance, list):
+        repeated = [x for i, x in enumerate(error.instance) if x in error.instance[:i]]
+        return f"config key '{key}': {', '.join(dict.fromkeys(map(repr, repeated)))} listed more than once{why}"
+    if v in ("minimum", "exclusiveMinimum", "minItems") and why:
+        return f"config key '{key}': {error.message}{why}"
     if v == "enum":
         allowed = ", ".join(repr(a) for a in error.validator_value)
         return f"config key '{key}': {error.instance!r} is not allowed; allowed values: {allowed}"
@@ -47,7 +63,7 @@ def _describe(error, prefix=()) -> str:
 
 
 def validate_schema(config: dict, schema: dict) -> None:
-    validator = Draft202012Validator(schema)
+    validator = schema_validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         lines = "\n  ".join(_describe(e) for e in errors)
@@ -200,7 +216,7 @@ def _explainer_settings_problems(name: str, method: str, settings: dict, path: t
         ]
     base_settings = values.get("base_settings") or {}
     errors = sorted(
-        Draft202012Validator(settings_schema(SETTINGS[base])).iter_errors(base_settings),
+        schema_validator(settings_schema(SETTINGS[base])).iter_errors(base_settings),
         key=lambda e: list(map(str, e.absolute_path)),
     )
     if errors:

@@ -22,7 +22,14 @@ import numpy as np
 
 
 def derive_seed(*keys) -> int:
-    """A 63-bit seed from any sequence of printable keys (stable across runs)."""
+    """A 63-bit seed from any sequence of printable keys (stable across runs). The first key is the
+    run's seed: an integer, since keys are compared as text and 1.0 would draw other noise than 1
+    (the config's integers are ints: fudbench.core.settings.schema_validator)."""
+    if keys and isinstance(keys[0], (bool, float, np.floating)):
+        raise TypeError(
+            f"the seed {keys[0]!r} is not an integer: seed keys are text, so {keys[0]!r} would draw other noise "
+            f"than an integer seed; give an int"
+        )
     text = "\x1f".join(str(k) for k in keys)
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") >> 1
 

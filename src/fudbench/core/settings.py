@@ -125,3 +125,42 @@ def with_defaults(cls, settings: dict | None, *, keep=("method",)) -> dict:
     if missing:
         raise ValueError(f"missing setting(s) {missing}")
     return {**defaults(cls), **settings}
+
+
+def _is_integer(checker, instance) -> bool:
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+_VALIDATOR = None
+
+
+def schema_validator(schema: dict):
+    """A draft 2020-12 JSON-schema validator whose `integer` is an int only. JSON Schema counts 6.0 as an
+    integer, and such a float then broke a slice (`data.n_eval: 6.0`: "slice indices must be integers",
+    naming no key) or became another seed key (`seed: 1.0` is the string "1.0" in derive_seed, so it drew
+    other noise than `seed: 1`). Every config and settings check uses this one (integral_float_message)."""
+    global _VALIDATOR
+    if _VALIDATOR is None:
+        from jsonschema import Draft202012Validator, validators
+
+        checker = Draft202012Validator.TYPE_CHECKER.redefine("integer", _is_integer)
+        _VALIDATOR = validators.extend(Draft202012Validator, type_checker=checker)
+    return _VALIDATOR(schema)
+
+
+def _wants_integer(error) -> bool:
+    """The schema error is an integer type check (directly, or one branch of an anyOf/oneOf)."""
+    if error.validator == "type":
+        types = error.validator_value
+        return "integer" in ([types] if isinstance(types, str) else types)
+    return error.validator in ("anyOf", "oneOf") and any(_wants_integer(e) for e in error.context or ())
+
+
+def integral_float_message(error) -> str | None:
+    """'6.0 is a float; write 6' for a float where an integer is meant (else None)."""
+    value = error.instance
+    if isinstance(value, float) and _wants_integer(error):
+        if value.is_integer():
+            return f"{value!r} is a float; write {int(value)} (an integer is meant here)"
+        return f"{value!r} is not an integer"
+    return None

@@ -69,12 +69,10 @@ def imputer_options_schema() -> dict:
 def imputer_problems(names, imputer_options: dict, key: str, defaults: Optional[dict] = None) -> list[str]:
     """Problems: names neither registered, aliased (`method:`) in imputer_options nor
     import paths; an alias's options that its registered method does not take."""
-    from jsonschema import Draft202012Validator
-
     from fudbench.imputers.registry import IMPUTERS
     from fudbench.imputers.settings import IMPUTER_SETTINGS
     from fudbench.core.plugins import is_import_path
-    from fudbench.core.settings import settings_schema
+    from fudbench.core.settings import integral_float_message, schema_validator, settings_schema
 
     options = merged_options(defaults or {}, imputer_options)
     unknown = [n for n in names if n not in IMPUTERS and "method" not in options.get(n, {}) and not is_import_path(n)]
@@ -92,9 +90,11 @@ def imputer_problems(names, imputer_options: dict, key: str, defaults: Optional[
         if name in IMPUTERS or method not in IMPUTER_SETTINGS:
             continue  # registered names: the schema checks them; plug-ins: checked when built
         schema = settings_schema(IMPUTER_SETTINGS[method], extra={"method": {}})
-        for error in Draft202012Validator(schema).iter_errors(opts):
+        for error in schema_validator(schema).iter_errors(opts):
             where = ".".join([options_key, name, *map(str, error.absolute_path)])
-            problems.append(f"config key '{where}': {error.message} (options of {method})")
+            problems.append(
+                f"config key '{where}': {integral_float_message(error) or error.message} (options of {method})"
+            )
     return problems
 
 

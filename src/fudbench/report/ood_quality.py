@@ -285,7 +285,8 @@ def table2_ood(
     model, label): every detector of a (model, label) uses the same image draws.
     Summary columns: evaluator, [detector,] model, metric, value, ci_low,
     ci_high, n_images, n_id, n_ood, n_runs, n_nonfinite, n_unchanged (of the
-    n_ood samples, how many are bitwise their clean images: IROF's k = 0 point).
+    detector's n_ood samples, how many are bitwise their clean images: IROF's k = 0 point;
+    an unchanged sample without a finite score of that detector is in its n_nonfinite).
 
     pooling="all" (default) pools every sample into one OOD set, which is ~99x
     the ID set for 11 explainers x 9 steps, so AUPR-In (ID = positive) is small
@@ -354,18 +355,19 @@ def table2_ood(
             keys = [c for c in RUN_KEYS if c in g.columns] if pooling == "run" else []
             groups = [h for _, h in g.groupby(keys, sort=True)] if keys else [g]
             counts = _resample_counts(len(ids), n_boot, derive_seed(seed, "bootstrap", "table2", model, label))
-            n_unchanged = int((g["l2"].to_numpy(float) == 0.0).sum()) if "l2" in g.columns else 0
             for det in detectors:
                 e_in, img_in = cleans[det].to_numpy(float), np.arange(len(ids))
                 fin_in = np.isfinite(e_in)
                 e_in, img_in = e_in[fin_in], img_in[fin_in]
-                outs, n_bad, n_ood = [], int((~fin_in).sum()), 0
+                outs, n_bad, n_ood, n_unchanged = [], int((~fin_in).sum()), 0, 0
                 for h in groups:
                     e_out = h[det].to_numpy(float) if det in h.columns else np.full(len(h), np.nan)
                     img_out = pos[h["image"].to_numpy()].to_numpy()
                     fin = np.isfinite(e_out)
                     n_bad += int((~fin).sum())
                     n_ood += int(fin.sum())
+                    # of this detector's n_ood samples (a sample it has no score for is in n_nonfinite)
+                    n_unchanged += int((fin & (h["l2"].to_numpy(float) == 0.0)).sum()) if "l2" in h.columns else 0
                     if fin.any():
                         outs.append((e_out[fin], img_out[fin]))
                 point, boot = _ood_cell(e_in, img_in, outs if len(e_in) else [], counts)

@@ -46,6 +46,7 @@ import pandas as pd
 from fudbench.meta.claims import difference_bounds
 from fudbench.meta.inference import PSEUDO_WEIGHT, holm, mean_interval
 from fudbench.meta.order_stats import pair_images_needed
+from fudbench.report.tables import nonfinite_images, nonfinite_note
 
 COLUMNS = [
     "model",
@@ -104,7 +105,9 @@ def shown_curves(per_image: pd.DataFrame, evaluators: dict) -> dict:
 
     if "score" not in per_image.columns:
         return {}
-    scored = set(per_image.loc[np.isfinite(per_image["score"].to_numpy(dtype=float)), "curve"])
+    # a curve whose every score is NaN from non-finite model outputs is shown, marked (summarise)
+    finite = np.isfinite(per_image["score"].to_numpy(dtype=float))
+    scored = set(per_image.loc[finite | nonfinite_images(per_image), "curve"])
     return {c: s for c, s in configured_curves(evaluators).items() if c in scored and not s.reference}
 
 
@@ -213,14 +216,17 @@ def summarise(
     shown = shown_explainers(explainers)
     ref = random_explainer(explainers)
     d = per_image[per_image["curve"].isin(list(curves))] if curves else per_image.iloc[:0]
-    d = d[np.isfinite(d["score"].to_numpy(dtype=float))] if len(d) else d
+    flagged = d[nonfinite_images(d)] if len(d) else d  # non-finite model outputs: counted, not averaged
+    d = d[np.isfinite(d["score"].to_numpy(dtype=float)) & ~nonfinite_images(d)] if len(d) else d
     models = list(models) if models is not None else list(dict.fromkeys(d["model"])) if len(d) else []
     rows, pairs = [], []
     for model in models:
         first = len(rows)
         for curve, spec in curves.items():
             m = d[(d["model"] == model) & (d["curve"] == curve)]
+            bad = flagged[(flagged["model"] == model) & (flagged["curve"] == curve)].groupby("explainer").size()
             if not len(m):
+                rows += [_nonfinite_row(model, curve, spec, ex, int(bad[ex]), ref) for ex in shown if ex in bad]
                 continue
             wide = m.pivot_table(index="image", columns="explainer", values="score", aggfunc="mean")
             lo, hi, source = score_bounds(m["score"], spec.value_range)
@@ -228,6 +234,8 @@ def summarise(
             sign = 1.0 if spec.higher_is_better else -1.0
             for ex in shown:
                 if ex not in wide.columns or not wide[ex].notna().any():
+                    if ex in bad:
+                        rows.append(_nonfinite_row(model, curve, spec, ex, int(bad[ex]), ref))
                     continue
                 v = wide[ex].dropna().to_numpy(dtype=float)
                 mean, low, high, _ = _interval(v, lo, hi, ci)
@@ -256,6 +264,7 @@ def summarise(
                     "images_to_decide_z": math.nan,
                     "images_to_decide_z_low": math.nan,
                     "images_to_decide_z_high": math.nan,
+                    **({"n_nonfinite": int(bad[ex])} if ex in bad else {}),
                 }
                 if ref is not None and ex != ref and ref in wide.columns:
                     both = wide[[ex, ref]].dropna()
@@ -297,9 +306,31 @@ def summarise(
         tested = [r for r in rows[first:] if math.isfinite(r["p"])]
         for r, p_adj in zip(tested, holm([r["p"] for r in tested])):
             r["p_holm"] = float(p_adj)
-    summary = pd.DataFrame(rows, columns=COLUMNS)
+    # n_nonfinite only where some model output was NaN or inf: a run without any writes the columns it always did
+    summary = pd.DataFrame(rows, columns=COLUMNS + (["n_nonfinite"] if len(flagged) else []))
+    if len(flagged):
+        summary["n_nonfinite"] = summary["n_nonfinite"].fillna(0).astype(int)
     paired = pd.DataFrame(pairs, columns=["model", "curve", "metric", "explainer", "image", "difference"])
     return summary, paired
+
+
+def _nonfinite_row(model: str, curve: str, spec, explainer: str, n_nonfinite: int, ref) -> dict:
+    """The summary row of an explainer whose every image had non-finite model outputs: kept (n/a), not dropped."""
+    row = {c: math.nan for c in COLUMNS}
+    row.update(
+        model=model,
+        curve=curve,
+        metric=spec.label,
+        higher_is_better=spec.higher_is_better,
+        explainer=explainer,
+        n_images=0,
+        bounds_from="",
+        versus=ref or "",
+        n_pairs=0,
+        verdict="",
+        n_nonfinite=n_nonfinite,
+    )
+    return row
 
 
 # ------------------------------------------------------------------ words
@@ -664,6 +695,10 @@ def html_table(summary: pd.DataFrame, model: str, explainers) -> str:
                 continue
             r = g.loc[e]
             text = _interval_text(r["mean"], r["ci_low"], r["ci_high"])
+            bad = int(r.get("n_nonfinite", 0) or 0)  # images whose model outputs were NaN or inf
+            if bad:
+                note = nonfinite_note(bad, bad + int(r["n_images"]))
+                text = note if not r["n_images"] else f"{text} ({note})"
             text = f"<b>{esc(text)}</b>" if e == best else esc(text)
             if r["n_pairs"]:
                 colour = _COLOUR.get(r["verdict"], "#667085")

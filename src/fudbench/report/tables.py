@@ -7,6 +7,7 @@ intervals over images.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from fudbench.analysis.bootstrap import bootstrap_ci
@@ -15,12 +16,50 @@ from fudbench.report.latex import booktabs, escape, fmt_ci
 from fudbench.core.seeding import derive_seed
 
 
+def nonfinite_images(per_image: pd.DataFrame) -> np.ndarray:
+    """Per per-image row (a bool array): the model's outputs were NaN or inf on some of its perturbed
+    inputs (n_nonfinite > 0, fudbench.analysis.curves.per_image_scores; False where the column is absent)."""
+    if "n_nonfinite" not in per_image.columns:
+        return np.zeros(len(per_image), bool)
+    return per_image["n_nonfinite"].fillna(0).to_numpy(dtype=float) > 0
+
+
+def nonfinite_note(n_nonfinite: int, n_images: int) -> str:
+    """How a table cell says that n_nonfinite of its n_images images had NaN or inf model outputs (left out
+    of the mean): 'n/a: 20 of 20 non-finite' when none is left, else '3 of 20 non-finite'."""
+    note = f"{n_nonfinite} of {n_images} non-finite"
+    return f"n/a: {note}" if n_nonfinite >= n_images else note
+
+
+def score_cell(row) -> str:
+    """A summary row as a LaTeX cell: fmt_ci, with nonfinite_note where images were left out."""
+    text = fmt_ci(row["mean"], row["ci_low"], row["ci_high"])
+    bad = row.get("n_nonfinite", 0)
+    if not bad or pd.isna(bad):
+        return text
+    note = nonfinite_note(int(bad), int(bad) + int(row["n_images"]))
+    return note if int(row["n_images"]) == 0 else f"{text} ({note})"
+
+
 def _summarise(per_image: pd.DataFrame, value: str, keys: list[str], n_boot: int, ci: float, seed: int):
+    """Mean and bootstrap interval per group. Images whose model outputs were non-finite
+    (nonfinite_images) are left out of the mean and counted in an n_nonfinite column (absent when
+    there are none, so a run without them writes the columns it always wrote), never dropped
+    silently: a group with none left keeps its row, mean NaN."""
+    flagged = pd.Series(nonfinite_images(per_image), index=per_image.index)
     rows = []
     for key, g in per_image.groupby(keys, sort=False):
+        bad = flagged.loc[g.index]
+        g = g[~bad] if bad.any() else g
         mean, lo, hi = bootstrap_ci(g[value], n_boot, ci, derive_seed(seed, "bootstrap", *key))
-        rows.append({**dict(zip(keys, key)), "mean": mean, "ci_low": lo, "ci_high": hi, "n_images": len(g)})
-    return pd.DataFrame(rows)
+        row = {**dict(zip(keys, key)), "mean": mean, "ci_low": lo, "ci_high": hi, "n_images": len(g)}
+        if bad.any():
+            row["n_nonfinite"] = int(bad.sum())
+        rows.append(row)
+    summary = pd.DataFrame(rows)
+    if "n_nonfinite" in summary.columns:
+        summary["n_nonfinite"] = summary["n_nonfinite"].fillna(0).astype(int)
+    return summary
 
 
 def _order(df, models, explainers):
@@ -48,7 +87,7 @@ def table4_kendall(per_image: pd.DataFrame, models, explainers, n_boot: int, ci:
             cells = []
             for ex in explainers:
                 r = summary[(summary.model == model) & (summary.evaluator == ev) & (summary.explainer == ex)]
-                cells.append(fmt_ci(*r[["mean", "ci_low", "ci_high"]].iloc[0]) if len(r) else "--")
+                cells.append(score_cell(r.iloc[0]) if len(r) else "--")
             rows.append([escape(model), escape(ev), *cells])
         breaks.append(len(rows) - 1)
     tex = booktabs(
@@ -79,7 +118,11 @@ def score_table(
     """Per-image scores of the given curves, per model x explainer: mean over
     images with a bootstrap CI. labels: {curve: (column name, higher is better)};
     columns follow the order of `curves`, keeping those present."""
-    d = per_image[per_image["curve"].isin(list(curves)) & per_image["score"].notna()].copy()
+    # a NaN score is left out, except where the model's outputs were non-finite: those rows are counted
+    # and marked (_summarise), so a metric whose every image is NaN there keeps its column
+    d = per_image[
+        per_image["curve"].isin(list(curves)) & (per_image["score"].notna() | nonfinite_images(per_image))
+    ].copy()
     d["metric"] = d["curve"].map({c: labels[c][0] for c in curves})
     summary = _summarise(d, "score", ["model", "explainer", "metric"], n_boot, ci, seed)
     metrics = [labels[c][0] for c in curves if labels[c][0] in set(summary.get("metric", []))]
@@ -97,7 +140,7 @@ def score_table(
             cells = []
             for m in metrics:
                 r = summary[(summary.model == model) & (summary.explainer == ex) & (summary.metric == m)]
-                cells.append(fmt_ci(*r[["mean", "ci_low", "ci_high"]].iloc[0]) if len(r) else "--")
+                cells.append(score_cell(r.iloc[0]) if len(r) else "--")
             rows.append([escape(model), escape(ex.upper()), *cells])
         breaks.append(len(rows) - 1)
     tex = booktabs(

@@ -127,6 +127,29 @@ def explain_shard(
     }
 
 
+class NonFiniteOutputsError(RuntimeError):
+    """evaluation.strict_nonfinite: the model's outputs were NaN or inf on perturbed inputs."""
+
+
+def nonfinite_output_problems(records, model: str, evaluator: str, explainer: str) -> list[str]:
+    """One line per curve of an evaluate job's records whose model outputs were NaN or inf on some
+    perturbed inputs (fudbench.analysis.curves.nonfinite_outputs), naming model, evaluator, curve,
+    explainer, the images and how the tables show them."""
+    from fudbench.analysis.curves import nonfinite_outputs
+
+    bad = nonfinite_outputs(records)
+    problems = []
+    for curve, g in records.assign(_bad=bad).groupby("curve", sort=False):
+        images = sorted(int(i) for i in g.loc[g["_bad"], "image"].unique())
+        if images:
+            problems.append(
+                f"model {model}, evaluator {evaluator}, curve {curve}, explainer {explainer}: the model's outputs "
+                f"are NaN or inf on the perturbed inputs of {len(images)} of {g['image'].nunique()} images "
+                f"(ids {images[:20]}{' ...' if len(images) > 20 else ''}; finite on the clean images)"
+            )
+    return problems
+
+
 def evaluate_maps(evaluator, model, x, y, attributions, ids, seed_key: tuple, labels=None, masks=None):
     """An evaluator run on in-memory maps, as the evaluate job and fudbench.evaluate
     both record it: the records get each image's label (if given) and what is
@@ -329,12 +352,15 @@ def evaluate_explainers(
     on the attribution (Sensitivity-N).
     Returns {"computed": [names], "cached": [names]}.
     """
-    from fudbench.core.io import write_npz, write_parquet
+    from fudbench.core.io import read_parquet, write_npz, write_parquet
     from fudbench.core.hardware import settings_precision
     from fudbench.core.plugins import entry_sources
     from fudbench.workflow.work_cache import work_key
 
-    job, done, same_map = None, {"computed": [], "cached": []}, {}
+    job, done, same_map, nonfinite = None, {"computed": [], "cached": []}, {}, []
+    # not a setting of the evaluator: it decides whether non-finite outputs fail the job, not any number
+    strict = bool(evaluation.get("strict_nonfinite", False))
+    evaluation = {k: v for k, v in evaluation.items() if k != "strict_nonfinite"}
     files = {"model": model_path, "images": images_path, **assets}
     # plug-in imputers' source files (their helpers included): an edit reruns the job and must not hit the cache
     files.update({f"plugin:{f}": f for f in entry_sources(settings)})
@@ -362,6 +388,7 @@ def evaluate_explainers(
         if hit is not None and cache.restore(hit, outputs):  # False: a bad entry, dropped (logged): recompute
             done["cached"].append(explainer)
             log.info("%s: unchanged inputs and settings, copied from the work cache", explainer)
+            nonfinite += nonfinite_output_problems(read_parquet(records_out), model, evaluator, explainer)
             continue
         t0 = time.perf_counter()
         digest = map_digest(attributions)
@@ -386,6 +413,7 @@ def evaluate_explainers(
             records, samples = job.run(attributions, seed_key)
             same_map[digest] = (explainer, records.copy(), samples)
         name_records(records, model, explainer, evaluator)
+        nonfinite += nonfinite_output_problems(records, model, evaluator, explainer)
         write_parquet(records_out, records)
         # keep the intermediate images of the first images only (quality and gallery read no more)
         write_npz(
@@ -403,6 +431,17 @@ def evaluate_explainers(
             len(records),
             time.perf_counter() - t0,
             records["seconds"].mean(),
+        )
+    for line in nonfinite:
+        log.warning(
+            "%s; their scores are left out of the means and marked in the tables ('n/a: N of M non-finite')", line
+        )
+    if nonfinite and strict:
+        raise NonFiniteOutputsError(
+            "evaluation.strict_nonfinite is true and the model's outputs are non-finite:\n  "
+            + "\n  ".join(nonfinite)
+            + "\nfix the model (e.g. an epsilon where it divides by a per-image statistic), or set "
+            "evaluation.strict_nonfinite: false to run on with those scores marked n/a"
         )
     return done
 
