@@ -14,7 +14,7 @@ sys.path.insert(0, str(REPO / "src"))
 
 from fudbench.config.validate import validate_config
 from fudbench.config.files import command_line_config, typed_overrides, with_default
-from fudbench.workflow.preflight import check_free_space, check_results_path, check_results_writable
+from fudbench.workflow.preflight import check_results_path
 
 # `config` holds the --configfile files merged in order (later keys win, mappings
 # merge) and --config. Files that lack a top-level key the schema requires are an
@@ -65,19 +65,15 @@ include: "rules/provenance.smk"
 # Real runs only (Snakemake skips onstart in dry-runs): a read-only results
 # directory fails here, before any job, instead of in the first job that writes.
 onstart:
-    check_results_writable(RESULTS)
-    check_free_space(RESULTS, config)  # FUD_MIN_FREE_MB=N overrides the estimate (0: off)
-    # every real invocation's commit and command line (results/<run>/invocations.jsonl; run_info.json
-    # is written by the first only)
+    # the checks (results writable, free space, assets), then this invocation's line in
+    # results/<run>/invocations.jsonl (its commit, command line and input digests; run_info.json is
+    # written by the first only): fudbench.workflow.preflight.start_run. A refused run leaves neither.
+    # Paper profile: missing or wrong ImageNet / weights / checkpoint, each named with its fetch command
+    # (fudbench.assets.check); checksums cached by size + mtime.
     from fudbench.core.hardware import cpu_info as _cpu_info
-    from fudbench.workflow.invocations import record_invocation
+    from fudbench.workflow.preflight import start_run
 
-    record_invocation(RESULTS, REPO, machine={"cpu": _cpu_info()["model"]})
-    # Paper profile: missing or wrong ImageNet / weights / checkpoint, each named
-    # with its fetch command (fudbench.assets.check); checksums cached by size + mtime.
-    from fudbench.assets.check import check_assets
-
-    for note in check_assets(config, REPO, cache_file=f"{RESULTS}/logs/asset_digests.json"):
+    for note in start_run(RESULTS, config, REPO, machine={"cpu": _cpu_info()["model"]}):
         print(f"note: {note}", file=sys.stderr)
 
 

@@ -80,3 +80,15 @@ def smoke_run(repo, tmp_path_factory):
     res = snakemake(repo, "--configfile", str(repo / "config/smoke.yaml"), "--directory", str(work), "--cores", "2")
     assert res.returncode == 0, (res.stdout + res.stderr)[-6000:]
     return work / "results" / "smoke", res
+
+
+@pytest.fixture
+def smoke_copy(smoke_run, tmp_path):
+    """A copy of the smoke run's working directory (results/smoke and Snakemake's metadata), for a
+    test that changes it."""
+    import subprocess
+
+    results, _ = smoke_run
+    work = tmp_path / "copy"
+    subprocess.run(["cp", "-a", str(results.parent.parent), str(work)], check=True)
+    return work

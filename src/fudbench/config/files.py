@@ -608,6 +608,43 @@ def fud_command() -> str:
 # error on an unfinished run (the report's files are missing).
 FINISH_ENV = "FUD_FINISH_COMMAND"
 REPORT_ONLY = ("--report", "--report-stylesheet", "--report-metadata", "--report-after-run")
+# `./fud report --stale` (reports an out-of-date run, stamped) and the report command given, for its hint
+STALE_ENV = "FUD_REPORT_STALE"
+REPORT_ENV = "FUD_REPORT_COMMAND"
+
+
+def configs_of_run(name: str) -> list[str]:
+    """The repository's config files (config/*.yaml) that make the run `name`: config/<name>.yaml
+    first, then those whose own run_name is `name`, as paths relative to the repository."""
+    found = []
+    for path in sorted((REPO / "config").glob("*.yaml")):
+        try:
+            with open(path, encoding="utf-8") as fh:
+                own = yaml.safe_load(fh)
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue
+        if path.stem == name or (isinstance(own, dict) and own.get("run_name") == name):
+            found.append(f"config/{path.name}")
+    return sorted(found, key=lambda f: f != f"config/{name}.yaml")
+
+
+def run_name_hint(name: str) -> str:
+    """`./fud report smoke`: a word that is no file, most likely a run's name; which config file
+    makes that run, and the command that reports it."""
+    files = configs_of_run(name)
+    where = f" (= {user_path(name)})" if user_path(name) != name else ""
+    if files:
+        at = "" if os.path.realpath(caller_dir()) == os.path.realpath(REPO) else f"{REPO}/"
+        return (
+            f"'{name}'{where} is not a file: ./fud report takes the config files of the run it reports, as "
+            f"./fud run does, not a run name; the run '{name}' is made by {' or '.join(files)}: report it with "
+            f"`{fud_command()} report {shlex.quote(at + files[0])}`"
+        )
+    return (
+        f"'{name}'{where} is not a file: ./fud report takes the config files of the run it reports (those "
+        f"./fud run was given, e.g. `{fud_command()} report config/photos.yaml`), and no config/*.yaml makes "
+        f"a run named '{name}'"
+    )
 
 
 def report_argv(argv: list[str]) -> list[str]:
@@ -619,9 +656,23 @@ def report_argv(argv: list[str]) -> list[str]:
     (run_config), so the report lands in the folder of the run that ./fud run made with the
     same arguments. Sets FINISH_ENV to that ./fud run command."""
     argv = list(argv)
+    end = argv.index("--") if "--" in argv else len(argv)
+    stale = "--stale" in argv[:end]  # report an out-of-date run anyway, stamped (fudbench.workflow.snakemake_main)
+    argv = [a for i, a in enumerate(argv) if i >= end or a != "--stale"]
+    os.environ[REPORT_ENV] = shlex.join([fud_command(), "report", *argv])
+    os.environ.pop(STALE_ENV, None)
+    if stale:
+        os.environ[STALE_ENV] = "1"
     lead = []
     while argv and not argv[0].startswith("-"):
         lead.append(argv.pop(0))
+    for name in lead:  # a word that is no file and names no path: a run's name (`./fud report smoke`)
+        if (
+            os.sep not in name
+            and Path(name).suffix not in (".yaml", ".yml", ".json")
+            and not os.path.exists(user_path(name))
+        ):
+            raise ConfigFileError(run_name_hint(name))
     given = [a.partition("=")[0] for a in argv[: argv.index("--") if "--" in argv else len(argv)]]
     if "--report" in given:
         raise ConfigFileError(

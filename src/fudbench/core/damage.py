@@ -105,7 +105,7 @@ def remake_damaged(results: str, rules: Iterable) -> list[str]:
             f"{LEDGER_NAME}) are remade, with every job that reads them: {', '.join(wanted)}",
             file=sys.stderr,
         )
-    also_in_targeted_runs(rules, wanted)
+    also_in_targeted_runs(rules, wanted, always=True)
     return wanted
 
 
@@ -187,16 +187,20 @@ def remake_missing(results: str, rules: Iterable, limit: int = 100_000) -> list[
 # ------------------------------------------------------------------ runs with targets
 
 
-def also_in_targeted_runs(rules, paths) -> bool:
+def also_in_targeted_runs(rules, paths, always: bool = False) -> bool:
     """The found paths (remake_damaged, remake_missing) are inputs of `rule all`, which
     Snakemake builds only without targets: `./fud run TARGET` announced them as remade and
     then did "Nothing to be done" (issue 45). In the main Snakemake process this adds them to
     the targets of a run that names its own (targets or --target-jobs), when the run builds
     its DAG (add_targets), so every command that announces them remakes them; the jobs of the
     named targets that read them rerun with them (their input is remade), other readers on
-    the next run (their input is newer). Returns whether the workflow took them (False
-    outside Snakemake, or a Snakemake without the hook's attributes: then the note says to
-    run without targets)."""
+    the next run (their input is newer). Only files a job made before are added (`always`: the
+    ledger's, which a job found corrupt; else those Snakemake holds metadata of): a file no job
+    made yet is a new input after a config change (an added explainer's records), and adding
+    those made a run that targets the new explainer's one attribution file run 26 jobs instead
+    of 1 (issue 60); the targets' own jobs make what they need of them. Returns whether the
+    workflow took them (False outside Snakemake, or a Snakemake without the hook's attributes:
+    then the note says to run without targets)."""
     rules = list(rules)
     workflow = getattr(rules[0], "workflow", None) if rules else None
     if workflow is None or not paths:
@@ -212,31 +216,67 @@ def also_in_targeted_runs(rules, paths) -> bool:
                 file=sys.stderr,
             )
             return False
-        found = workflow.__dict__["_fud_remake"] = []
+        found = workflow.__dict__["_fud_remake"] = {}
 
         def prepare_with_remade(*args, **kwargs):
-            add_targets(workflow, found)
-            return prepare(*args, **kwargs)
+            ledger = add_targets(workflow, [p for p, always in found.items() if always])
+            prepared = prepare(*args, **kwargs)  # also the run's persistence: which files a job made
+            others = [p for p, always in found.items() if not always]
+            made = [p for p in others if made_before(workflow, p)] if ledger is not None else []
+            if made and add_targets(workflow, made):
+                prepared = prepare(*args, **kwargs)  # the DAG again, with the added targets
+            if ledger is not None:
+                note_targets(ledger + made, [p for p in others if p not in made])
+            return prepared
 
         workflow._prepare_dag = prepare_with_remade
-    found += [p for p in paths if p not in found]
+    for p in paths:
+        found[p] = found.get(p, False) or always
     return True
 
 
-def add_targets(workflow, paths) -> list[str]:
+def made_before(workflow, path: str) -> bool:
+    """Whether a job of this workflow made `path` before (Snakemake keeps metadata of each file a
+    job made until it is cleaned up); True where this Snakemake keeps none to ask."""
+    metadata = getattr(getattr(workflow, "persistence", None), "metadata", None)
+    if metadata is None:
+        return True
+    from snakemake.io import IOFile  # its persistence takes Snakemake's file objects, not strings
+
+    return metadata(IOFile(path)) is not None
+
+
+def add_targets(workflow, paths) -> list[str] | None:
     """Add `paths` to the workflow's DAG settings' targets if the command named targets of its
-    own (then `rule all`, which requests them, is not built); returns the paths added."""
+    own (then `rule all`, which requests them, is not built); returns the paths added (None
+    when the command named no targets)."""
     import dataclasses
 
     settings = getattr(workflow, "dag_settings", None)
     if settings is None or not (settings.targets or getattr(settings, "target_jobs", None)):
-        return []
+        return None
     added = [p for p in paths if p not in settings.targets]
     if added:
         workflow.dag_settings = dataclasses.replace(settings, targets=frozenset(settings.targets) | set(added))
+    return added
+
+
+def _some(paths: list[str]) -> str:
+    return ", ".join(paths[:10]) + (f" ... ({len(paths) - 10} more)" if len(paths) > 10 else "")
+
+
+def note_targets(added: list[str], new: list[str]) -> None:
+    """What a run that names its targets did with the files found missing."""
+    if new:
         print(
-            f"note: this run names its targets, so the {len(added)} missing file(s) noted above are added to them "
-            f"and remade: {', '.join(added[:10])}" + (f" ... ({len(added) - 10} more)" if len(added) > 10 else ""),
+            f"note: this run names its targets, so the {len(new)} file(s) noted above that no job made yet (new "
+            f"inputs after a config change) are not added to them: its targets' jobs make those they read; run "
+            f"without targets to make them all: {_some(new)}",
             file=sys.stderr,
         )
-    return added
+    if added:
+        print(
+            f"note: this run names its targets, so the {len(added)} missing file(s) noted above are added to them "
+            f"and remade: {_some(added)}",
+            file=sys.stderr,
+        )

@@ -30,6 +30,11 @@ def main(argv: list[str]) -> None:
     except ConfigFileError as exc:
         print(f"fud: {exc}", file=sys.stderr)
         sys.exit(2)
+    if command == "report":  # which run it reports, and how to report the others (fudbench.workflow.report_run)
+        from fudbench.workflow.report_run import ABOUT_ENV, describe
+
+        os.environ[ABOUT_ENV] = describe(args)
+        print(os.environ[ABOUT_ENV], file=sys.stderr)
     if command == "snakemake":  # the evaluators' estimated cost, before any job (fudbench.workflow.cost)
         from fudbench.workflow.cost import print_estimate
 

@@ -159,3 +159,25 @@ def check_free_space(results_dir, config: dict, environ=os.environ) -> None:
             f"with --directory DIR, or set {MIN_FREE_ENV}=N to require N MB instead (0 turns "
             f"this check off); nothing was run or deleted"
         )
+
+
+def start_run(results_dir, config: dict, repo, machine: dict | None = None) -> list[str]:
+    """The Snakefile's `onstart:` (a real run with jobs to do, before any job): every check above, the
+    assets (fudbench.assets.check: missing or wrong checkpoints, unreadable images of data.folder),
+    and only then this invocation's line in results/<run>/invocations.jsonl (fudbench.workflow
+    .invocations). A refused run leaves no line and, if it had none, no results folder: the asset
+    checksums' cache is written into it only once every check passed. Returns the asset notes."""
+    from fudbench.assets.check import check_assets
+    from fudbench.workflow.invocations import record_invocation
+
+    check_results_writable(results_dir)
+    check_free_space(results_dir, config)  # FUD_MIN_FREE_MB=N overrides the estimate (0: off)
+    cache = Path(results_dir) / "logs" / "asset_digests.json"
+    with tempfile.TemporaryDirectory(prefix="fud-assets-") as scratch:
+        work = cache if cache.is_file() else Path(scratch) / cache.name  # a new run's: kept if every check passed
+        notes = check_assets(config, repo, cache_file=work)
+        record_invocation(results_dir, repo, machine=machine, config=config)
+        if work != cache and work.is_file():
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(work, cache)
+    return notes
