@@ -30,7 +30,8 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from pathlib import Path
+from typing import Callable, Optional, Union
 
 CALIBRATED_ON = "AMD EPYC family 25 model 17 (avx2 fma f16c avx512f avx512_bf16 avx512_vnni), one torch thread per job"
 
@@ -47,12 +48,12 @@ CALIBRATED_ON = "AMD EPYC family 25 model 17 (avx2 fma f16c avx512f avx512_bf16 
 #    (0.8 GFLOP per forward) as measured: the photo profile's evaluate jobs (config/photos.yaml, 5 photos x
 #    5 explainers), CPU seconds (Snakemake's cpu_time, 2026-11-27, the CPU shared with other jobs) less 4 s of
 #    start-up: insdel 73 s / 975 = 75 ms, IROF 11 s / 425 = 26 ms; together 84 s / 1400 = 60 ms.
-FORWARD_S = {"small_cnn": (32, 7.5e-4), "small_vit": (32, 3.5e-4), "imagenet": (224, 6.0e-2)}
+FORWARD_S = {"small_cnn": (32, 3.0e-3), "small_vit": (32, 1.0e-3), "imagenet": (224, 6.0e-2)}
 # Seconds per U-Net step of one sample, the shipped 32 px score model (1.11 M parameters, 0.50 GFLOP):
 # docs/performance.md, same runs: FUD's evaluate jobs 61 + 63 s (bf16) and 135 + 135 s (fp32, AVX2 caps) for
 # 13 explainers x 8 images x 9 ratios x 25 steps each: (62 - 1.3) / 23,400 = 2.6 ms and 5.7 ms (the guidance and
 # the scoring forward included).
-UNET_STEP_S = {"bf16": 2.6e-3, "fp32": 5.7e-3}
+UNET_STEP_S = {"bf16": 2.6e-3, "fp32": 21.5e-3}
 # guided-diffusion's ADM-256 (2.2397 TFLOP per forward, docs/performance.md) priced by FLOP against the shipped
 # model's 0.50 GFLOP: 4479 x the 32 px step. A CPU estimate; on a GPU see docs/performance.md.
 GUIDED_DIFFUSION_STEP_S = {k: v * 2.2397e12 / 0.50e9 for k, v in UNET_STEP_S.items()}
@@ -60,6 +61,11 @@ GUIDED_DIFFUSION_STEP_S = {k: v * 2.2397e12 / 0.50e9 for k, v in UNET_STEP_S.ite
 # A job that the local job server runs (fudbench.workflow.prefork) starts in about 0.2 s instead; the estimate keeps a
 # job's own start-up (a cluster job's; for a local run an upper bound, ~1 s per job too high).
 START_UP_S = 1.3
+PREFORK_START_UP_S = 0.3
+EVALUATE_JOB_S, EXPLAIN_JOB_S = 2.0, 0.7
+ITEM_S = 2.0e-3
+EXPLAIN_PASS_S = {"small_cnn": (32, 5.0e-3), "small_vit": (32, 4.5e-3), "imagenet": (224, 6.0e-2)}
+NOISY_LINEAR_FILL_S = 10e-3
 # A noisy-linear fill (ROAD's) costs about 1.5 forwards more than the forward it feeds: ROAD's jobs per fill
 # against insdel's per forward, at 32 px (docs/your_own.md, "What each metric costs": 3.1 vs 1.25 ms) and at
 # 224 px (the photo profile: 148 vs 75 ms of CPU).
@@ -67,6 +73,9 @@ NOISY_LINEAR_FILL = 1.5
 # Quantus batches its perturbed inputs: FaithfulnessCorrelation's 50 runs at 224 px cost 8.6 ms of CPU per
 # forward in the photo profile, 0.15 of a forward-equivalent.
 QUANTUS_WEIGHT = 0.15
+# Quantus' own work outside the model: per perturbation run (numpy indexing, a batch of one assembled, the
+# prediction read back) and per call (each image and explainer is one call: the metric built, its checks)
+QUANTUS_RUN_S, QUANTUS_CALL_S = 1e-3, 0.05
 # Large batches of large images run slower per image on a CPU (memory-bound): Sensitivity-N at 224 px on
 # EfficientNet-Lite0 took 0.126 s per forward at batch 32 (19 MB of input) and 0.269 s at batch 256 (154 MB),
 # measured in this project (2026-11-27, the 2 cores shared with other jobs, wall time). A batch of more than
@@ -87,6 +96,7 @@ class Passes:
     weight: float = 1.0  # cost of one of its forwards in forward-equivalents (fills heavier, batching)
     note: str = ""  # what the counts are, for the printout
     batch: Optional[int] = None  # forwards per batch (default: the entry's batch_size setting)
+    overhead: float = 0.0  # seconds per image and explainer besides the passes (a library's per-call set-up)
 
 
 def batch_penalty(batch: Optional[int], side: int, channels: int = 3) -> float:
@@ -119,8 +129,9 @@ def _sensn(s, ev, shape):
 
 
 def _infid(s, ev, shape):
-    n = 2 * s["n_perturb"]
-    return Passes(forwards=n, note=f"{n} forwards per explainer")
+    # paired noise: the perturbed images' forwards are computed once per job (protocols.faithfulness.infidelity)
+    n = s["n_perturb"] + 1
+    return Passes(forwards=1, shared=n, note=f"{n} forwards shared by the explainers")
 
 
 def _srg_points(s) -> int:
@@ -141,17 +152,20 @@ def _srg(s, ev, shape):
 
 def _road(s, ev, shape):
     n = len(s["orders"]) * _ratios(ev)
-    weight = 1.0 + (NOISY_LINEAR_FILL if s.get("imputer", "noisy_linear") == "noisy_linear" else 0.0)
+    noisy = s.get("imputer", "noisy_linear") == "noisy_linear"
+    _, h, w = shape
+    fill = NOISY_LINEAR_FILL_S * math.sqrt(h * w) / 32 if noisy else 0.0
     return Passes(
         forwards=n,
-        weight=weight,
-        note=f"{n} fills and forwards per explainer" + (" (noisy-linear)" if weight > 1 else ""),
+        overhead=n * fill,
+        note=f"{n} fills and forwards per explainer" + (" (noisy-linear)" if noisy else ""),
     )
 
 
 def _idsds(s, ev, shape):
+    # the deletions and their responses are shared by the explainers (protocols.faithfulness.idsds)
     n = s["grid"] ** 2
-    return Passes(forwards=n, note=f"{n} forwards per explainer")
+    return Passes(forwards=1, shared=n, note=f"{n} forwards shared by the explainers")
 
 
 def _distill(s, ev, shape):
@@ -204,7 +218,12 @@ def _quantus(s, ev, shape):
     }.get(metric)
     if n is None:
         return None
-    return Passes(forwards=n, weight=QUANTUS_WEIGHT, note=f"{n} forwards per explainer (Quantus {metric})")
+    return Passes(
+        forwards=n,
+        weight=QUANTUS_WEIGHT,
+        overhead=QUANTUS_CALL_S + n * QUANTUS_RUN_S,
+        note=f"{n} forwards per explainer (Quantus {metric}, one call per image)",
+    )
 
 
 BUILTIN_PASSES: dict[str, Callable] = {
@@ -244,6 +263,56 @@ def entry_passes(name: str, settings: Optional[dict], evaluation: dict, shape: t
     return passes
 
 
+# --- the explainers ---------------------------------------------------------------------------------------------
+# Classifier forward + backward passes per image of each registered explainer method at its settings (resolved over
+# fudbench.explainers.settings' defaults; shape (C, H, W)); the controls draw or read a map: none. An explain job
+# (and an evaluator that explains again: Passes.explains) pays GRAD_WEIGHT forward-equivalents per pass.
+EXPLAIN_PASSES: dict[str, Callable] = {
+    "sm": lambda s, shape: 1,
+    "fig": lambda s, shape: 1,
+    "cam": lambda s, shape: 1,
+    "lrp": lambda s, shape: 1,
+    "ig": lambda s, shape: s["n_steps"],
+    "gig": lambda s, shape: s["n_steps"],
+    "mfaba": lambda s, shape: s["num_steps"],  # at most: early_stop ends sooner
+    "eg": lambda s, shape: s["k"],
+    "big": lambda s, shape: s["num_steps"] + s["ig_steps"],  # the boundary search (early stop), then IG
+    "agi": lambda s, shape: s["k"] * s["max_iter"],
+    "attexplore": lambda s, shape: s["n_samples"] * s["num_steps"],
+    "la": lambda s, shape: s["max_iter"] * s["sampling_times"],
+    "isa": lambda s, shape: math.ceil(math.prod(shape) / s["step_size"]) * (s["add_steps"] + s["remove_steps"]),
+    # captum: a gradient method's steps or samples (1 if it has none), times the noise tunnel's samples
+    "captum": lambda s, shape: (
+        max(1, int(s["settings"].get("n_steps") or s["settings"].get("n_samples") or 1))
+        * (s["n_baselines"] if s["baseline"] == "references" else 1)
+        * (int((s["noise_tunnel"] or {}).get("nt_samples", 5)) if s["noise_tunnel"] is not None else 1)
+    ),
+    "random": lambda s, shape: 0,
+    "oracle": lambda s, shape: 0,
+    "background": lambda s, shape: 0,
+    "random_smooth": lambda s, shape: 0,
+}
+
+
+def explainer_passes(name: str, settings: Optional[dict], shape: tuple) -> Optional[float]:
+    """Forward + backward passes per image of an `explainers:` entry; None for a method without a count
+    (a plug-in). A wrapper (degrade, randomise_model, reorder, ...) costs its base."""
+    from fudbench.core.settings import with_defaults
+    from fudbench.explainers import WRAPPERS, method_of
+    from fudbench.explainers.settings import SETTINGS
+
+    settings = dict(settings or {})
+    method = method_of(name, settings)
+    if method in WRAPPERS:
+        return explainer_passes(
+            settings["base"], {"method": settings["base"], **settings.get("base_settings", {})}, shape
+        )
+    if method not in EXPLAIN_PASSES or method not in SETTINGS:
+        return None
+    resolved = with_defaults(SETTINGS[method], settings)
+    return float(EXPLAIN_PASSES[method](resolved, shape))
+
+
 # --- the run's shape ---------------------------------------------------------------------------------------------
 
 
@@ -255,10 +324,21 @@ def image_side(config: dict) -> int:
     return int((data.get(data["source"]) or {}).get("crop", 224))
 
 
-def forward_seconds(classifier: dict, side: int) -> tuple[float, str]:
-    """(seconds per forward-equivalent of one image, how it was priced)."""
+def model_kind(classifier: dict) -> str:
     arch = classifier.get("arch", "import")
-    kind = arch if arch in FORWARD_S else "imagenet"  # import, torchvision_*
+    return arch if arch in FORWARD_S else "imagenet"  # import, torchvision_*
+
+
+def explain_pass_seconds(classifier: dict, side: int) -> float:
+    """Seconds of one explainer forward + backward pass of one image (EXPLAIN_PASS_S)."""
+    ref_side, seconds = EXPLAIN_PASS_S[model_kind(classifier)]
+    return seconds * (side / ref_side) ** 2
+
+
+def forward_seconds(classifier: dict, side: int) -> tuple[float, str]:
+    """(seconds per classifier forward of one image in an evaluator, how it was priced)."""
+    arch = classifier.get("arch", "import")
+    kind = model_kind(classifier)
     ref_side, seconds = FORWARD_S[kind]
     label = (
         f"as measured at {ref_side} px"
@@ -291,9 +371,23 @@ class Row:
     entry: str
     method: str
     passes: Optional[Passes]
-    seconds: Optional[float]  # job-seconds, start-up included
-    jobs: int
+    seconds: Optional[float]  # job-seconds of the work left to do, start-up included
+    jobs: int  # jobs left to run
     share: float = 0.0
+    done: float = 0.0  # job-seconds of the work whose outputs exist and are up to date (left out of `seconds`)
+    per_model: dict = field(default_factory=dict)  # model -> job-seconds left (for bench/cost_accuracy.py)
+
+
+@dataclass
+class Done:
+    """The work a run already holds, per job output (done_work): (model, explainer, shard) attributions and
+    (model, explainer, evaluator entry, shard) records that exist and are newer than what they are made from."""
+
+    attributions: set = field(default_factory=set)
+    records: set = field(default_factory=set)
+
+    def __bool__(self) -> bool:
+        return bool(self.attributions or self.records)
 
 
 @dataclass
@@ -308,25 +402,90 @@ class Estimate:
     bf16: bool
     device: str
     warnings: list = field(default_factory=list)
+    explain: list = field(default_factory=list)  # one Row per explainer entry (its explain jobs)
+    start_up: float = 0.0  # seconds per job
+
+    @property
+    def evaluators_total(self) -> float:
+        return sum(r.seconds for r in self.rows if r.seconds is not None)
+
+    @property
+    def explain_total(self) -> float:
+        return sum(r.seconds for r in self.explain if r.seconds is not None)
 
     @property
     def total(self) -> float:
-        return sum(r.seconds for r in self.rows if r.seconds is not None)
+        return self.evaluators_total + self.explain_total
+
+    @property
+    def done_total(self) -> float:
+        return sum(r.done for r in [*self.rows, *self.explain])
 
 
-def estimate(config: dict, cores: Optional[int] = None, bf16: Optional[bool] = None) -> Estimate:
-    """The estimate of every evaluator entry of a resolved config (fudbench.config.files.resolve_config)."""
+def shard_sizes(n: int, shard_size: int) -> list[int]:
+    """Images per shard (fudbench.data.shards: full shards, the last one the rest)."""
     from fudbench.data.shards import n_shards
-    from fudbench.evaluators import method_of
+
+    return [min(shard_size, n - k * shard_size) for k in range(n_shards(n, shard_size))]
+
+
+def explainer_seconds(config: dict, shape: tuple) -> dict:
+    """{explainer entry: {model: seconds per image of one call}}, None where the method has no count."""
+    classifiers = config["models"]["classifiers"]
+    out = {}
+    for name, settings in config["explainers"].items():
+        try:
+            passes = explainer_passes(name, settings, shape)
+        except (KeyError, TypeError, ValueError):  # a broken entry: the config check reports it
+            passes = None
+        out[name] = {
+            m: None if passes is None else passes * explain_pass_seconds(c, shape[-1]) for m, c in classifiers.items()
+        }
+    return out
+
+
+def estimate(
+    config: dict,
+    cores: Optional[int] = None,
+    bf16: Optional[bool] = None,
+    done: Optional[Done] = None,
+    own_process: bool = True,
+) -> Estimate:
+    """The estimate of every evaluator entry and explain job of a resolved config
+    (fudbench.config.files.resolve_config). `done`: work already there (done_work), left out and shown apart.
+    own_process: each job starts its own Python (START_UP_S), else a fork of the job server (PREFORK_START_UP_S)."""
+    from fudbench.evaluators import method_of, spec
 
     side = image_side(config)
     shape = (3, side, side)
     data, evaluation = config["data"], config["evaluation"]
-    n, explainers = int(data["n_eval"]), len(config["explainers"])
-    shards = n_shards(n, data["shard_size"])
+    n, explainers = int(data["n_eval"]), list(config["explainers"])
+    shards = shard_sizes(n, int(data["shard_size"]))
     bf16 = native_bf16() if bf16 is None else bf16
+    done = done or Done()
+    start_up = START_UP_S if own_process else PREFORK_START_UP_S
     models = [(name, *reversed(forward_seconds(c, side))) for name, c in config["models"]["classifiers"].items()]
     unet = unet_step_seconds(config, side, bf16)
+    per_call = explainer_seconds(config, shape)
+    warnings = []
+
+    explain_rows = []
+    for e in explainers:
+        row = Row(e, method_of(e, config["explainers"][e] or {}), None, 0.0, 0)
+        for m, _, _ in models:
+            price = per_call[e][m]
+            for k, size in enumerate(shards):
+                seconds = start_up + EXPLAIN_JOB_S + size * (price or 0.0)
+                if (m, e, k) in done.attributions:
+                    row.done += seconds
+                else:
+                    row.seconds += seconds
+                    row.jobs += 1
+                    row.per_model[m] = row.per_model.get(m, 0.0) + seconds
+        if any(per_call[e][m] is None for m, _, _ in models):
+            row.seconds = None
+        explain_rows.append(row)
+
     rows = []
     for name, settings in config["evaluators"].items():
         method = method_of(name, settings)
@@ -334,31 +493,59 @@ def estimate(config: dict, cores: Optional[int] = None, bf16: Optional[bool] = N
             passes = entry_passes(name, settings, evaluation, shape)
         except (KeyError, TypeError, ValueError):  # a broken entry: the config check reports it
             passes = None
-        jobs = len(models) * shards * (2 if method == "srg" else 1)  # srg: + its R-OMS jobs
-        seconds = None
+        row = Row(name, method, passes, None, 0)
         if passes is not None:
-            seconds = jobs * START_UP_S
-            per_run = n / shards * max(passes.forwards, passes.shared)  # work items of one protocol run
-            weight = passes.weight * batch_penalty(min(passes.batch or 1, max(1, int(per_run))), side)
-            for _, _, forward in models:
-                per_image = (
-                    explainers * (passes.forwards * weight * forward + passes.unet_steps * unet)
-                    + passes.shared * weight * forward
-                )
-                seconds += n * per_image
-        rows.append(Row(name, method, passes, seconds, jobs))
+            row.seconds = 0.0
+            starts = 2 if method == "srg" else 1  # srg: + its R-OMS job
+            if passes.explains:
+                try:
+                    explaining = spec(method).explainer_needed(spec(method).resolve(settings))
+                except (KeyError, TypeError, ValueError):
+                    explaining = True
+                if not explaining:
+                    warnings.append(f"{name}: its cost counts explainer calls but its spec sets no needs_explainer")
+                unknown = [e for e in explainers if any(per_call[e][m] is None for m, _, _ in models)]
+                if unknown:
+                    warnings.append(f"{name} explains again with {unknown}, which have no cost model: not counted")
+            for m, _, forward in models:
+                for k, size in enumerate(shards):
+                    per_run = size * max(passes.forwards, passes.shared)  # work items of one protocol run
+                    weight = passes.weight * batch_penalty(min(passes.batch or 1, max(1, int(per_run))), side)
+                    item = weight * forward + ITEM_S  # one forward and the evaluator's own work on its item
+                    own = {
+                        e: size
+                        * (
+                            passes.forwards * item
+                            + passes.unet_steps * unet
+                            + passes.overhead
+                            + passes.explains * (per_call[e][m] or 0.0)
+                        )
+                        for e in explainers
+                    }
+                    whole = starts * start_up + EVALUATE_JOB_S + size * passes.shared * item
+                    todo = [e for e in explainers if (m, e, name, k) not in done.records]
+                    if todo:  # the job reruns: its start-up, the shared work, the explainers not in the work cache
+                        seconds = whole + sum(own[e] for e in todo)
+                        row.seconds += seconds
+                        row.jobs += starts
+                        row.per_model[m] = row.per_model.get(m, 0.0) + seconds
+                    row.done += sum(own[e] for e in explainers if e not in todo) + (0.0 if todo else whole)
+        rows.append(row)
     est = Estimate(
         rows,
         side,
         n,
-        explainers,
+        len(explainers),
         len(evaluation.get("ratios") or []),
         models,
         cores,
         bf16,
         str(config.get("device", "cpu")),
+        warnings,
+        explain_rows,
+        start_up,
     )
-    total = est.total
+    total = est.evaluators_total
     for row in rows:
         row.share = (row.seconds or 0.0) / total if total else 0.0
     top = max((r for r in rows if r.seconds is not None), key=lambda r: r.seconds, default=None)
@@ -377,7 +564,44 @@ def estimate(config: dict, cores: Optional[int] = None, bf16: Optional[bool] = N
     unknown = [r.entry for r in rows if r.seconds is None]
     if unknown:
         est.warnings.append(f"no cost model for {unknown} (an EvaluatorSpec's `cost`): not in the total")
+    unknown = [r.entry for r in explain_rows if r.seconds is None]
+    if unknown:
+        est.warnings.append(f"no cost model for the explainer(s) {unknown} (fudbench.workflow.cost.EXPLAIN_PASSES)")
     return est
+
+
+def done_work(config: dict, directory: Union[str, Path] = ".") -> Done:
+    """The outputs of the run `config` addresses (results/<run_name>/ under `directory`) that exist and are
+    newer than what they are made from: an explainer's attributions newer than its model; an evaluate job's
+    records per explainer newer than those attributions (the work cache then copies that explainer's work).
+    File times only: a changed setting that Snakemake's params trigger reruns is not seen here."""
+    results = Path(directory) / "results" / str(config.get("run_name", "synthetic"))
+    done = Done()
+    if not results.is_dir():
+        return done
+    n_shard = len(shard_sizes(int(config["data"]["n_eval"]), int(config["data"]["shard_size"])))
+
+    def mtime(path: Path) -> Optional[float]:
+        try:
+            return path.stat().st_mtime
+        except OSError:
+            return None
+
+    for m in config["models"]["classifiers"]:
+        model = mtime(results / "models" / f"{m}.pt")
+        if model is None:
+            continue
+        for e in config["explainers"]:
+            for k in range(n_shard):
+                attr = mtime(results / "attributions" / m / e / f"shard{k}.npz")
+                if attr is None or attr < model:
+                    continue
+                done.attributions.add((m, e, k))
+                for entry in config["evaluators"]:
+                    rec = mtime(results / "records" / m / e / entry / f"shard{k}.parquet")
+                    if rec is not None and rec >= attr:
+                        done.records.add((m, e, entry, k))
+    return done
 
 
 def duration(seconds: float) -> str:
@@ -404,13 +628,25 @@ def format_estimate(est: Estimate) -> str:
         if row.seconds is None:
             lines.append(f"  {row.entry:<{width}}  {'?':>9}        no cost model")
             continue
-        lines.append(f"  {row.entry:<{width}}  {duration(row.seconds):>9}  {row.share:>4.0%}  {row.passes.note}")
+        done = f" (+ {duration(row.done)} done)" if row.done else ""
+        lines.append(f"  {row.entry:<{width}}  {duration(row.seconds):>9}  {row.share:>4.0%}  {row.passes.note}{done}")
+    if est.explain:
+        priced = [r for r in est.explain if r.seconds is not None]
+        top = max(priced, key=lambda r: r.seconds, default=None)
+        most = f"; the most: {top.entry} {duration(top.seconds)}" if top is not None and top.seconds else ""
+        jobs = sum(r.jobs for r in est.explain)
+        lines.append(
+            f"  {'explain':<{width}}  {duration(est.explain_total):>9}        {jobs} job(s) of "
+            f"{est.n_explainers} explainer(s){most}"
+        )
     total = est.total
     wall = f"; about {duration(total / est.cores)} on {est.cores} cores if they stay busy" if est.cores else ""
     lines.append(
         f"  {'total':<{width}}  {duration(total):>9}  of job time (start-up included){wall}; not "
-        f"counted: explain, training, quality, tables and figures"
+        f"counted: training, quality, tables and figures"
     )
+    if est.done_total:
+        lines.append(f"  already done (outputs up to date, left out above): {duration(est.done_total)} of job time")
     if est.device != "cpu":
         lines.append(f"  device {est.device}: these are CPU figures; GPU figures: docs/performance.md")
     lines += [f"  warning: {w}" for w in est.warnings]
@@ -476,6 +712,28 @@ def cores_of(argv: list[str]) -> Optional[int]:
     return os.cpu_count()  # profiles/default: cores: all
 
 
+# Options that rerun outputs that are there: the estimate then prices all the work
+FORCED = ("--forceall", "-F", "--forcerun", "-R", "--force", "-f")
+
+
+def directory_of(argv: list[str]) -> str:
+    """The folder the run's results/ is under: Snakemake's --directory, else here."""
+    for i, arg in enumerate(argv):
+        if arg.startswith("--directory="):
+            return arg.split("=", 1)[1]
+        if arg in ("--directory", "-d") and i + 1 < len(argv):
+            return argv[i + 1]
+    return "."
+
+
+def own_process(argv: list[str]) -> bool:
+    """Whether the run's jobs start their own Python (no job server: FUD_PREFORK=off, a cluster executor)."""
+    from fudbench.workflow import prefork
+
+    dry = ("-n", "--dry-run", "--dryrun", "-np", "-pn")
+    return not prefork.wanted([a for a in argv if a not in dry])
+
+
 def print_estimate(argv: list[str], config: Callable[[], dict], stream=None) -> bool:
     """Print the estimate of the run `./fud run ARGV` would start, `config()` its resolved config
     (fudbench.workflow.command.main passes run_config of ARGV's files and --config values), unless ARGV does
@@ -487,7 +745,10 @@ def print_estimate(argv: list[str], config: Callable[[], dict], stream=None) -> 
     if os.environ.get(QUIET_ENV) or any(a.split("=", 1)[0] in NOT_A_RUN for a in argv):
         return False
     try:
-        text = format_estimate(estimate(config(), cores_of(argv)))
+        resolved = config()
+        forced = any(a.split("=", 1)[0] in FORCED for a in argv)
+        done = None if forced else done_work(resolved, directory_of(argv))
+        text = format_estimate(estimate(resolved, cores_of(argv), done=done, own_process=own_process(argv)))
     except Exception as exc:  # noqa: BLE001  (the estimate is advice; the config check reports real problems)
         print(f"fud: no cost estimate ({type(exc).__name__}: {exc})", file=stream)
         return False
