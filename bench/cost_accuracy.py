@@ -9,8 +9,8 @@ benchmarks/evaluate/<model>/<entry>/shard*.tsv (+ benchmarks/srg_reference/<entr
 R-OMS job the estimate counts) and benchmarks/explain/<model>/<explainer>/shard*.tsv, and their ratio.
 
 Which column: `s` is the job's wall time, `cpu_time` its CPU seconds (user + system). Under the job server
-(fudbench.workflow.prefork, `./fud run`'s default) cpu_time counts only the job's waiting process, so `auto`
-takes cpu_time only where it is at least a fifth of the wall time in most jobs (a run with FUD_PREFORK=off)
+(fudbench.workflow.prefork, `./fud run`'s default) cpu_time and max_rss count only the job's waiting process, so
+`auto` takes cpu_time only where the jobs' max_rss says they ran in their own process (a run with FUD_PREFORK=off)
 and says which. CPU time holds better on a shared machine (a waiting job does not count); wall time includes
 the waits for a core. The estimate's start-up per job follows: START_UP_S for jobs in their own process,
 PREFORK_START_UP_S under the job server. FUD's U-Net precision: the run's run_info.json (cpu_native_bf16),
@@ -33,7 +33,7 @@ from fudbench.workflow import cost
 def read_tsv(path: Path) -> dict:
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
-    return {k: float(v) for k, v in rows[-1].items() if k in ("s", "cpu_time")}
+    return {k: float(v) for k, v in rows[-1].items() if k in ("s", "cpu_time", "max_rss")}
 
 
 def measured(results: Path, kind: str, pattern_of) -> dict:
@@ -42,28 +42,24 @@ def measured(results: Path, kind: str, pattern_of) -> dict:
     base = results / "benchmarks" / kind
     for tsv in sorted(base.glob("*/*/shard*.tsv")):
         model, name = tsv.parent.parent.name, tsv.parent.name
-        cell = out.setdefault(name, {}).setdefault(model, {"s": 0.0, "cpu_time": 0.0})
+        cell = out.setdefault(name, {}).setdefault(model, {"s": 0.0, "cpu_time": 0.0, "max_rss": 0.0})
         for k, v in read_tsv(tsv).items():
-            cell[k] += v
+            cell[k] = max(cell[k], v) if k == "max_rss" else cell[k] + v
     # srg's R-OMS reference jobs: benchmarks/srg_reference/<entry>/<model>/shard*.tsv
     if kind == "evaluate":
         for tsv in sorted((results / "benchmarks" / "srg_reference").glob("*/*/shard*.tsv")):
             name, model = tsv.parent.parent.name, tsv.parent.name
-            cell = out.setdefault(name, {}).setdefault(model, {"s": 0.0, "cpu_time": 0.0})
+            cell = out.setdefault(name, {}).setdefault(model, {"s": 0.0, "cpu_time": 0.0, "max_rss": 0.0})
             for k, v in read_tsv(tsv).items():
-                cell[k] += v
+                cell[k] = max(cell[k], v) if k == "max_rss" else cell[k] + v
     return out
 
 
 def choose_column(*tables) -> str:
-    fractions = [
-        cell["cpu_time"] / cell["s"]
-        for table in tables
-        for models in table.values()
-        for cell in models.values()
-        if cell["s"] > 0
-    ]
-    return "cpu_time" if fractions and statistics.median(fractions) >= 0.2 else "s"
+    """cpu_time where the jobs ran in their own process: a job that imported torch holds >= 150 MB (max_rss); the
+    job server's waiting process ~26 MB, and its cpu_time is that process's only."""
+    rss = [cell["max_rss"] for table in tables for models in table.values() for cell in models.values()]
+    return "cpu_time" if rss and statistics.median(rss) >= 150 else "s"
 
 
 def main(argv=None) -> int:
@@ -91,21 +87,27 @@ def main(argv=None) -> int:
         f" FUD's U-Net {'bf16' if bf16 else 'fp32'}; start-up per job {est.start_up} s"
     )
     print(f"{'kind':<9} {'entry':<16} {'method':<12} {'estimate s':>10} {'measured s':>10} {'est/meas':>8}")
-    ratios = []
+    ratios, sums = [], {"evaluate": [0.0, 0.0], "explain": [0.0, 0.0]}
     for kind, rows, table in (("evaluate", est.rows, evaluate), ("explain", est.explain, explain)):
         for row in rows:
-            cells = table.get(row.entry, {})
+            cells = table.get(row.entry, {})  # the models measured (all of them in a finished run)
             got = sum(c[column] for c in cells.values())
             if row.seconds is None or not cells:
                 print(f"{kind:<9} {row.entry:<16} {row.method:<12} {'?':>10} {got:>10.1f} {'':>8}")
                 continue
-            ratio = row.seconds / got if got else float("inf")
+            guess = sum(row.per_model.get(m, 0.0) for m in cells)
+            partial = "" if set(cells) == set(row.per_model) else f"  (models measured: {sorted(cells)})"
+            ratio = guess / got if got else float("inf")
             ratios.append((kind, row.entry, ratio))
+            sums[kind][0] += guess
+            sums[kind][1] += got
             flag = "" if 0.5 <= ratio <= 2 else "  <- outside 2x"
-            print(f"{kind:<9} {row.entry:<16} {row.method:<12} {row.seconds:>10.1f} {got:>10.1f} {ratio:>8.2f}{flag}")
-    est_total = est.evaluators_total
-    got_total = sum(c[column] for name, cells in evaluate.items() for c in cells.values())
-    print(f"{'evaluate':<9} {'(all)':<16} {'':<12} {est_total:>10.1f} {got_total:>10.1f} {est_total / got_total:>8.2f}")
+            print(
+                f"{kind:<9} {row.entry:<16} {row.method:<12} {guess:>10.1f} {got:>10.1f} {ratio:>8.2f}{flag}{partial}"
+            )
+    for kind, (guess, got) in sums.items():
+        if got:
+            print(f"{kind:<9} {'(all measured)':<16} {'':<12} {guess:>10.1f} {got:>10.1f} {guess / got:>8.2f}")
     outside = [f"{k}:{e} {r:.2f}" for k, e, r in ratios if not 0.5 <= r <= 2]
     print(f"within 2x: {len(ratios) - len(outside)} of {len(ratios)}" + (f"; outside: {outside}" if outside else ""))
     top = max((r for r in est.rows if r.seconds is not None), key=lambda r: r.seconds)

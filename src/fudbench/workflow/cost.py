@@ -1,28 +1,35 @@
-"""What a run will cost, before it starts: an estimate per evaluator entry.
+"""What a run will cost, before it starts: an estimate per evaluator entry and per explainer.
 
-`./fud run` and `./fud run -n` print it (fudbench.config.files) from the config
+`./fud run` and `./fud run -n` print it (fudbench.workflow.command) from the config
 alone, torch-free: image size, images, models, explainers, kept ratios and each
 evaluator's settings (steps, subsets, fills). The work of an entry is counted in
 passes per image (`Passes`): classifier forwards per image and explainer,
 forwards per image shared by all explainers of a job (Sensitivity-N's subsets,
-R-OMS's random orders: paired noise), score-model (U-Net) steps per image and
-explainer (FUD); a registered evaluator's counts are `BUILTIN_PASSES`, another
-metric's its spec's `cost`. Each pass is priced per image:
+Infidelity's perturbations, R-OMS's random orders: paired noise), score-model
+(U-Net) steps per image and explainer (FUD), explainer calls per image and
+explainer (metrics that explain again), seconds of a library's own work per
+image and explainer (Quantus' calls, ROAD's fills); a registered evaluator's
+counts are `BUILTIN_PASSES`, another metric's its spec's `cost`. An explainer's
+work is its forward + backward passes per image (`EXPLAIN_PASSES`). Priced per image:
 
-    classifier forward  = FORWARD_S[kind] x (side / reference side)^2
+    evaluator forward   = weight x FORWARD_S[kind] x (side / reference side)^2 + ITEM_S
+    explainer pass      = EXPLAIN_PASS_S[kind] x (side / reference side)^2
+    explainer call      = EXPLAIN_PASSES[method](settings) x explainer pass  (explain job; Passes.explains)
     U-Net step          = UNET_STEP_S[precision] x (side / 32)^2        (the shipped 32 px score model)
                         = GUIDED_DIFFUSION_STEP_S                      (guided-diffusion 256, FLOP-scaled)
 
-plus START_UP_S per job. The constants are **calibrated on one machine**
-(CALIBRATED_ON) from measured figures, each derivation below; another CPU,
-a loaded one or a GPU is off by its own factor, and the evaluators' own
-overheads (fills, records, OOD scores) vary around a forward's price by about
-2x (the spread is stated where it was measured). It is an estimate, printed as
-one, for deciding before a long run: which evaluator dominates, and how its
-cost grows with the image size (pixels, so 224 px costs 49x a 32 px image).
+plus a start-up per job (START_UP_S in its own process, PREFORK_START_UP_S under
+the job server) and a job's fixed work (EVALUATE_JOB_S, EXPLAIN_JOB_S). Work whose
+outputs exist and are newer than their inputs (`done_work`) is left out and shown
+apart. The constants are **calibrated on one machine** (CALIBRATED_ON) from
+measured runs (bench/cost_accuracy.py prints estimate / measured per evaluator and
+explainer; docs/cost_estimate.md has the tables); another CPU, a loaded one or a
+GPU is off by its own factor. It is an estimate, printed as one, for deciding
+before a long run: which evaluator dominates, and how its cost grows with the
+image size.
 
-Not counted: explain jobs, training and fine-tuning (F-Fidelity's surrogate),
-the piq quality jobs, tables and figures.
+Not counted: training and fine-tuning (F-Fidelity's surrogate), the piq quality
+jobs, tables and figures.
 """
 
 from __future__ import annotations
@@ -60,9 +67,9 @@ GUIDED_DIFFUSION_STEP_S = {k: v * 2.2397e12 / 0.50e9 for k, v in UNET_STEP_S.ite
 # Python and torch start-up per job: docs/performance.md, the f609455 run: 20.6% of 653 job-seconds over 105 jobs.
 # A job that the local job server runs (fudbench.workflow.prefork) starts in about 0.2 s instead; the estimate keeps a
 # job's own start-up (a cluster job's; for a local run an upper bound, ~1 s per job too high).
-START_UP_S = 1.3
-PREFORK_START_UP_S = 0.3
-EVALUATE_JOB_S, EXPLAIN_JOB_S = 2.0, 0.7
+START_UP_S = 2.5
+PREFORK_START_UP_S = 0.8
+EVALUATE_JOB_S, EXPLAIN_JOB_S = 1.0, 0.5
 ITEM_S = 2.0e-3
 EXPLAIN_PASS_S = {"small_cnn": (32, 5.0e-3), "small_vit": (32, 4.5e-3), "imagenet": (224, 6.0e-2)}
 NOISY_LINEAR_FILL_S = 10e-3
@@ -75,7 +82,7 @@ NOISY_LINEAR_FILL = 1.5
 QUANTUS_WEIGHT = 0.15
 # Quantus' own work outside the model: per perturbation run (numpy indexing, a batch of one assembled, the
 # prediction read back) and per call (each image and explainer is one call: the metric built, its checks)
-QUANTUS_RUN_S, QUANTUS_CALL_S = 1e-3, 0.05
+QUANTUS_RUN_S, QUANTUS_CALL_S = 6.5e-3, 0.05
 # Large batches of large images run slower per image on a CPU (memory-bound): Sensitivity-N at 224 px on
 # EfficientNet-Lite0 took 0.126 s per forward at batch 32 (19 MB of input) and 0.269 s at batch 256 (154 MB),
 # measured in this project (2026-11-27, the 2 cores shared with other jobs, wall time). A batch of more than
