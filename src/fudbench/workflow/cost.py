@@ -40,48 +40,52 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Union
 
-CALIBRATED_ON = "AMD EPYC family 25 model 17 (avx2 fma f16c avx512f avx512_bf16 avx512_vnni), one torch thread per job"
+CALIBRATED_ON = (
+    "AMD EPYC (avx2 fma f16c, no avx512: U-Net in fp32), 2 cores shared with other work, one torch thread per job"
+)
 
-# Seconds per classifier forward of one image, at a reference side, counting the evaluators' own per-item work
-# (masks, fills, records) as part of it ("forward-equivalents").
-#  small_cnn / small_vit: the synthetic benchmark's models at 32 px. docs/performance.md, "The default run on
-#    both kinds of CPU" (commit f609455, the machine idle, AVX512-BF16 column): F-Fidelity's evaluate jobs
-#    took 25 s on the CNN and 12 s on the ViT for the same 21,840 forward-equivalents each (this module's
-#    counts at 13 explainers x 8 images), so the CNN costs about 2.1x the ViT; "the other 8 evaluators (16
-#    jobs) 89 s" (the nine entries besides fud and ffid, 18 jobs, 61,440 forward-equivalents per model) less
-#    START_UP_S per job gives 0.75 ms (CNN) + 0.35 ms (ViT) per forward; tests/test_cost_estimate.py recomputes
-#    the 89 s and FUD's 61-63 s from these constants.
-#  imagenet: an ImageNet-size network (an `import` factory or torchvision) at 224 px, EfficientNet-Lite0
-#    (0.8 GFLOP per forward) as measured: the photo profile's evaluate jobs (config/photos.yaml, 5 photos x
-#    5 explainers), CPU seconds (Snakemake's cpu_time, 2026-11-27, the CPU shared with other jobs) less 4 s of
-#    start-up: insdel 73 s / 975 = 75 ms, IROF 11 s / 425 = 26 ms; together 84 s / 1400 = 60 ms.
+# The runs measured (bench/cost_accuracy.py; docs/cost_estimate.md has estimate / measured per entry):
+#  default: results/synthetic of commit 8f2cdfe, `./fud run --cores 2` (job server), wall seconds of the benchmark
+#    files, the 2 cores shared with a test suite (the run got ~65% of them: 1444 CPU s over 2239 job-seconds);
+#  smoke: config/smoke.yaml + a Quantus FaithfulnessCorrelation entry (100 runs) at 16 px, FUD_PREFORK=off (each
+#    job in its own process), CPU seconds; photos: config/photos.yaml, FUD_PREFORK=off, CPU seconds; both
+#    2026-11-29 on the same machine under a load of 5-11.
+# Seconds per classifier forward of one image in an evaluator at a reference side (FORWARD_S; ITEM_S is added per
+# forward for the item's own work: records, OOD scores, masks, which do not grow with the model).
+#  small_cnn / small_vit at 32 px, default run: insdel, srg, distill, gevaert, ffid, sensn, irof spend 3.5-5.7 ms
+#    (CNN) and 2.2-3.2 ms (ViT) per forward after each job's fixed part: 3 + 2 and 1 + 2 ms.
+#  imagenet (an `import` factory or torchvision at 224 px, as EfficientNet-Lite0, 0.8 GFLOP): PHOTOS_FORWARD
 FORWARD_S = {"small_cnn": (32, 3.0e-3), "small_vit": (32, 1.0e-3), "imagenet": (224, 6.0e-2)}
-# Seconds per U-Net step of one sample, the shipped 32 px score model (1.11 M parameters, 0.50 GFLOP):
-# docs/performance.md, same runs: FUD's evaluate jobs 61 + 63 s (bf16) and 135 + 135 s (fp32, AVX2 caps) for
-# 13 explainers x 8 images x 9 ratios x 25 steps each: (62 - 1.3) / 23,400 = 2.6 ms and 5.7 ms (the guidance and
-# the scoring forward included).
+ITEM_S = 2.0e-3
+# Seconds per explainer forward + backward pass of one image (EXPLAIN_PASSES counts them per method). Default
+# run's explain jobs: 2.6-7.0 ms per pass (CNN), 2.6-7.0 (ViT) over agi, attexplore, big, gig, ig, isa, la, mfaba,
+# about 5 and 4.5. imagenet: PHOTOS_PASS
+EXPLAIN_PASS_S = {"small_cnn": (32, 5.0e-3), "small_vit": (32, 4.5e-3), "imagenet": (224, 6.0e-2)}
+# Seconds per U-Net step of one sample, the shipped 32 px score model (1.11 M parameters, 0.50 GFLOP), the
+# guidance and the scoring forward included: fp32 from the default run, 505 s per FUD job for 13 explainers x 8
+# images x 9 ratios x 25 steps = 23,400 steps: 21.5 ms; bf16 from the f609455 run on an EPYC with AVX512-BF16
+# (docs/performance.md; quiet): (62 - 1.3) / 23,400 = 2.6 ms. Not measured on one machine: a CPU with native bf16
+# is also faster at the rest (that run's evaluators ran ~6x faster than this machine's).
 UNET_STEP_S = {"bf16": 2.6e-3, "fp32": 21.5e-3}
 # guided-diffusion's ADM-256 (2.2397 TFLOP per forward, docs/performance.md) priced by FLOP against the shipped
 # model's 0.50 GFLOP: 4479 x the 32 px step. A CPU estimate; on a GPU see docs/performance.md.
 GUIDED_DIFFUSION_STEP_S = {k: v * 2.2397e12 / 0.50e9 for k, v in UNET_STEP_S.items()}
-# Python and torch start-up per job: docs/performance.md, the f609455 run: 20.6% of 653 job-seconds over 105 jobs.
-# A job that the local job server runs (fudbench.workflow.prefork) starts in about 0.2 s instead; the estimate keeps a
-# job's own start-up (a cluster job's; for a local run an upper bound, ~1 s per job too high).
+# Start-up per job: in its own process (a cluster job, FUD_PREFORK=off), Python, Snakemake's script preamble and
+# torch's import: the smoke's explain jobs (48 passes of a tiny model: no work) took 2.8-4.9 CPU s, the evaluate jobs
+# 2.3-6.8; under the job server (fudbench.workflow.prefork) the default run's random / oracle explain jobs took
+# 1.0-1.3 s of wall time, its rma jobs (104 forwards) 2.9-3.0 s. A job's fixed work beyond: loading the model,
+# the OOD reference and the images, writing one records file per explainer (EVALUATE_JOB_S, EXPLAIN_JOB_S).
 START_UP_S = 2.5
 PREFORK_START_UP_S = 0.8
 EVALUATE_JOB_S, EXPLAIN_JOB_S = 1.0, 0.5
-ITEM_S = 2.0e-3
-EXPLAIN_PASS_S = {"small_cnn": (32, 5.0e-3), "small_vit": (32, 4.5e-3), "imagenet": (224, 6.0e-2)}
+# ROAD's noisy-linear fill (a sparse solve per image), seconds at 32 px, grown with the side (the solve's
+# unknowns grow with the pixels, its band with the side): default run, ROAD's jobs 11 (CNN) and 19 ms (ViT) per
+# fill and forward against ~5 and ~3 for a plain forward. PHOTOS_ROAD
 NOISY_LINEAR_FILL_S = 10e-3
-# A noisy-linear fill (ROAD's) costs about 1.5 forwards more than the forward it feeds: ROAD's jobs per fill
-# against insdel's per forward, at 32 px (docs/your_own.md, "What each metric costs": 3.1 vs 1.25 ms) and at
-# 224 px (the photo profile: 148 vs 75 ms of CPU).
-NOISY_LINEAR_FILL = 1.5
-# Quantus batches its perturbed inputs: FaithfulnessCorrelation's 50 runs at 224 px cost 8.6 ms of CPU per
-# forward in the photo profile, 0.15 of a forward-equivalent.
+# Quantus FaithfulnessCorrelation calls Quantus once per image and explainer and runs its perturbations one at a
+# time: at 16 px (smoke, tiny models) 19.2 CPU s for the CNN's 18 calls x 101 runs, 8.6 ms per run of which the
+# forward is a fraction; PHOTOS_QUANTUS
 QUANTUS_WEIGHT = 0.15
-# Quantus' own work outside the model: per perturbation run (numpy indexing, a batch of one assembled, the
-# prediction read back) and per call (each image and explainer is one call: the metric built, its checks)
 QUANTUS_RUN_S, QUANTUS_CALL_S = 6.5e-3, 0.05
 # Large batches of large images run slower per image on a CPU (memory-bound): Sensitivity-N at 224 px on
 # EfficientNet-Lite0 took 0.126 s per forward at batch 32 (19 MB of input) and 0.269 s at batch 256 (154 MB),
