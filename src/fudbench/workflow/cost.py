@@ -60,7 +60,7 @@ ITEM_S = 2.0e-3
 # Seconds per explainer forward + backward pass of one image (EXPLAIN_PASSES counts them per method). Default
 # run's explain jobs: 2.6-7.0 ms per pass (CNN), 2.6-7.0 (ViT) over agi, attexplore, big, gig, ig, isa, la, mfaba,
 # about 5 and 4.5. imagenet: PHOTOS_PASS
-EXPLAIN_PASS_S = {"small_cnn": (32, 5.0e-3), "small_vit": (32, 4.5e-3), "imagenet": (224, 6.0e-2)}
+EXPLAIN_PASS_S = {"small_cnn": (32, 5.0e-3), "small_vit": (32, 4.5e-3), "imagenet": (224, 0.2)}
 # Seconds per U-Net step of one sample, the shipped 32 px score model (1.11 M parameters, 0.50 GFLOP), the
 # guidance and the scoring forward included: fp32 from the default run, 505 s per FUD job for 13 explainers x 8
 # images x 9 ratios x 25 steps = 23,400 steps: 21.5 ms; bf16 from the f609455 run on an EPYC with AVX512-BF16
@@ -78,6 +78,10 @@ GUIDED_DIFFUSION_STEP_S = {k: v * 2.2397e12 / 0.50e9 for k, v in UNET_STEP_S.ite
 START_UP_S = 2.5
 PREFORK_START_UP_S = 0.8
 EVALUATE_JOB_S, EXPLAIN_JOB_S = 1.0, 0.5
+# CPU seconds of an explainer library's import in a job's own process (EXPLAIN_LIBRARY): the photos run's explain
+# jobs, FUD_PREFORK=off: random 4.3 s, sm 7.8 (captum, 5 passes), Grad-CAM 15.6 (pytorch_grad_cam loads pandas,
+# matplotlib and cv2 besides, 5 passes); the job server has them imported already.
+IMPORT_S = {"captum": 1.0, "pytorch_grad_cam": 6.0, "zennit": 1.0}
 # ROAD's noisy-linear fill (a sparse solve per image), seconds at 32 px, grown with the side (the solve's
 # unknowns grow with the pixels, its band with the side): default run, ROAD's jobs 11 (CNN) and 19 ms (ViT) per
 # fill and forward against ~5 and ~3 for a plain forward. PHOTOS_ROAD
@@ -305,6 +309,22 @@ EXPLAIN_PASSES: dict[str, Callable] = {
 }
 
 
+# The library an explainer method imports in its job: in a job's own process (no job server, which preloads them)
+# its import is part of the job (IMPORT_S).
+EXPLAIN_LIBRARY = {"sm": "captum", "ig": "captum", "big": "captum", "captum": "captum", "cam": "pytorch_grad_cam"}
+EXPLAIN_LIBRARY["lrp"] = "zennit"
+
+
+def explainer_library(name: str, settings: Optional[dict]) -> Optional[str]:
+    from fudbench.explainers import WRAPPERS, method_of
+
+    settings = dict(settings or {})
+    method = method_of(name, settings)
+    if method in WRAPPERS and "base" in settings:
+        return explainer_library(settings["base"], {"method": settings["base"]})
+    return EXPLAIN_LIBRARY.get(method)
+
+
 def explainer_passes(name: str, settings: Optional[dict], shape: tuple) -> Optional[float]:
     """Forward + backward passes per image of an `explainers:` entry; None for a method without a count
     (a plug-in). A wrapper (degrade, randomise_model, reorder, ...) costs its base."""
@@ -483,10 +503,12 @@ def estimate(
     explain_rows = []
     for e in explainers:
         row = Row(e, method_of(e, config["explainers"][e] or {}), None, 0.0, 0)
+        library = explainer_library(e, config["explainers"][e])
+        imports = IMPORT_S.get(library, 0.0) if own_process else 0.0
         for m, _, _ in models:
             price = per_call[e][m]
             for k, size in enumerate(shards):
-                seconds = start_up + EXPLAIN_JOB_S + size * (price or 0.0)
+                seconds = start_up + EXPLAIN_JOB_S + size * (price or 0.0) + imports
                 if (m, e, k) in done.attributions:
                     row.done += seconds
                 else:
