@@ -93,7 +93,7 @@ def test_a_metric_that_explains_again_pays_the_explainers_cost(tmp_path):
     assert seconds(50) - base == pytest.approx(8 * 10 * ig_call, rel=1e-6)
     assert seconds(100) - base == pytest.approx(2 * (seconds(50) - base), rel=1e-6)
     # the same explainer's explain job costs one call per image: the entry is explains x that (less start-up)
-    est = cost.estimate({**config, "explainers": {"ig": {"n_steps": 50}}}, bf16=True)
+    est = cost.estimate({**config, "explainers": {"ig": {"n_steps": 50}}}, bf16=True, own_process=False)
     job = est.explain[0].seconds - 2 * (est.start_up + cost.EXPLAIN_JOB_S)
     assert seconds(50) - base == pytest.approx(10 * job, rel=1e-6)
 
