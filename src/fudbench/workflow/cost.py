@@ -86,11 +86,15 @@ IMPORT_S = {"captum": 1.0, "pytorch_grad_cam": 6.0, "zennit": 1.0}
 # unknowns grow with the pixels, its band with the side): default run, ROAD's jobs 11 (CNN) and 19 ms (ViT) per
 # fill and forward against ~5 and ~3 for a plain forward. PHOTOS_ROAD
 NOISY_LINEAR_FILL_S = 10e-3
-# Quantus FaithfulnessCorrelation calls Quantus once per image and explainer and runs its perturbations one at a
-# time: at 16 px (smoke, tiny models) 19.2 CPU s for the CNN's 18 calls x 101 runs, 8.6 ms per run of which the
-# forward is a fraction; PHOTOS_QUANTUS
-QUANTUS_WEIGHT = 0.15
-QUANTUS_RUN_S, QUANTUS_CALL_S = 6.5e-3, 0.05
+# Quantus: each job imports it (the job server does not preload it): 8.7 CPU s here; its metrics run their
+# perturbations one forward of one image at a time (the evaluator calls Quantus once per image and explainer).
+# bench/quantus_cost.py, FaithfulnessCorrelation, CPU s per call at 10 and 100 runs: 16 px (small_cnn of width
+# 8) 2.1 ms per run, 3 ms per call besides; 224 px (EfficientNet-Lite0) 109 ms per run, nothing besides, under a
+# load of ~26 on the 2 cores; the photo profile's Quantus job took 69 s of wall time on 2026-11-27 (25 calls x 51
+# runs, ~45 ms per run). A run priced as one forward of the model (weight 1: 60 ms at 224 px, between the two) +
+# ITEM_S (the 16 px figure). The smoke profile's CNN job: 19.2 CPU s measured, 17.7 estimated.
+QUANTUS_WEIGHT = 1.0
+QUANTUS_CALL_S, QUANTUS_IMPORT_S = 3e-3, 8.5
 # Large batches of large images run slower per image on a CPU (memory-bound): Sensitivity-N at 224 px on
 # EfficientNet-Lite0 took 0.126 s per forward at batch 32 (19 MB of input) and 0.269 s at batch 256 (154 MB),
 # measured in this project (2026-11-27, the 2 cores shared with other jobs, wall time). A batch of more than
@@ -112,6 +116,7 @@ class Passes:
     note: str = ""  # what the counts are, for the printout
     batch: Optional[int] = None  # forwards per batch (default: the entry's batch_size setting)
     overhead: float = 0.0  # seconds per image and explainer besides the passes (a library's per-call set-up)
+    per_job: float = 0.0  # seconds per job besides its start-up (a library the job server does not preload)
 
 
 def batch_penalty(batch: Optional[int], side: int, channels: int = 3) -> float:
@@ -236,7 +241,8 @@ def _quantus(s, ev, shape):
     return Passes(
         forwards=n,
         weight=QUANTUS_WEIGHT,
-        overhead=QUANTUS_CALL_S + n * QUANTUS_RUN_S,
+        overhead=QUANTUS_CALL_S,
+        per_job=QUANTUS_IMPORT_S,
         note=f"{n} forwards per explainer (Quantus {metric}, one call per image)",
     )
 
@@ -555,7 +561,7 @@ def estimate(
                         )
                         for e in explainers
                     }
-                    whole = starts * start_up + EVALUATE_JOB_S + size * passes.shared * item
+                    whole = starts * start_up + EVALUATE_JOB_S + passes.per_job + size * passes.shared * item
                     todo = [e for e in explainers if (m, e, name, k) not in done.records]
                     if todo:  # the job reruns: its start-up, the shared work, the explainers not in the work cache
                         seconds = whole + sum(own[e] for e in todo)
