@@ -661,7 +661,10 @@ def format_estimate(est: Estimate) -> str:
         f"{'bf16' if est.bf16 else 'fp32'}",
     ]
     for name, label, seconds in est.models:
-        lines.append(f"  model {name} ({label}): {seconds * 1e3:.3g} ms per forward-equivalent")
+        lines.append(
+            f"  model {name} ({label}): {seconds * 1e3:.3g} ms per forward in an evaluator (+ {ITEM_S * 1e3:.3g} ms "
+            f"per item)"
+        )
     width = max([len(r.entry) for r in est.rows] + [9])
     for row in sorted(est.rows, key=lambda r: -(r.seconds or 0)):
         if row.seconds is None:
