@@ -86,6 +86,9 @@ IMPORT_S = {"captum": 1.0, "pytorch_grad_cam": 6.0, "zennit": 1.0}
 # unknowns grow with the pixels, its band with the side): default run, ROAD's jobs 11 (CNN) and 19 ms (ViT) per
 # fill and forward against ~5 and ~3 for a plain forward. PHOTOS_ROAD
 NOISY_LINEAR_FILL_S = 10e-3
+# IROF's superpixels and per-segment means, per image and explainer, grown with the pixels: the photos run's IROF
+# job took 58.4 CPU s for 25 photo-map pairs at 224 px, ~1 s of it the 17 forwards each: ~1.2 s per pair besides.
+IROF_PIXEL_S = 1.2 / (224 * 224)
 # Quantus: each job imports it (the job server does not preload it): 8.7 CPU s here; its metrics run their
 # perturbations one forward of one image at a time (the evaluator calls Quantus once per image and explainer).
 # bench/quantus_cost.py, FaithfulnessCorrelation, CPU s per call at 10 and 100 runs: 16 px (small_cnn of width
@@ -205,7 +208,8 @@ def _ffid(s, ev, shape):
 
 def _irof(s, ev, shape):
     n = s["n_segments"] + 1
-    return Passes(forwards=n, note=f"~{n} forwards per explainer")
+    _, h, w = shape
+    return Passes(forwards=n, overhead=IROF_PIXEL_S * h * w, note=f"~{n} forwards per explainer")
 
 
 # Quantus 0.6.0's defaults of the keywords that set its forward count (checked against the installed Quantus
