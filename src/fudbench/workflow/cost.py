@@ -321,8 +321,14 @@ EXPLAIN_PASSES: dict[str, Callable] = {
 
 # The library an explainer method imports in its job: in a job's own process (no job server, which preloads them)
 # its import is part of the job (IMPORT_S).
-EXPLAIN_LIBRARY = {"sm": "captum", "ig": "captum", "big": "captum", "captum": "captum", "cam": "pytorch_grad_cam"}
-EXPLAIN_LIBRARY["lrp"] = "zennit"
+EXPLAIN_LIBRARY = {
+    "sm": "captum",
+    "ig": "captum",
+    "big": "captum",
+    "captum": "captum",
+    "cam": "pytorch_grad_cam",
+    "lrp": "zennit",
+}
 
 
 def explainer_library(name: str, settings: Optional[dict]) -> Optional[str]:
