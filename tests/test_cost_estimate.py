@@ -185,7 +185,7 @@ def test_work_already_done_is_left_out_and_shown_apart(tmp_path):
     fud = next(r for r in part.rows if r.entry == "fud")
     fud_full = next(r for r in full.rows if r.entry == "fud")
     # the job reruns (its start-up and fixed work, per model) and recomputes sm's share: a third of the rest
-    fixed = 2 * (part.start_up + cost.EVALUATE_JOB_S)
+    fixed = 2 * (part.start_up + cost.EVALUATE_JOB_S + cost.IMPORT_S["diffusers"])
     assert fud.seconds == pytest.approx(fixed + (fud_full.seconds - fixed) / 3)
     assert fud.seconds + fud.done == pytest.approx(fud_full.seconds)
 

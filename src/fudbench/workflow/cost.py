@@ -81,7 +81,11 @@ EVALUATE_JOB_S, EXPLAIN_JOB_S = 1.0, 0.5
 # CPU seconds of an explainer library's import in a job's own process (EXPLAIN_LIBRARY): the photos run's explain
 # jobs, FUD_PREFORK=off: random 4.3 s, sm 7.8 (captum, 5 passes), Grad-CAM 15.6 (pytorch_grad_cam loads pandas,
 # matplotlib and cv2 besides, 5 passes); the job server has them imported already.
-IMPORT_S = {"captum": 1.0, "pytorch_grad_cam": 6.0, "zennit": 1.0}
+# diffusers (FUD's score model, the diffusion fills): 7.0 CPU s to import here; the smoke's FUD jobs took 17.0 and
+# 16.9 CPU s in their own process, 8.3 estimated without it.
+IMPORT_S = {"captum": 1.0, "pytorch_grad_cam": 6.0, "zennit": 1.0, "diffusers": 7.0}
+# The library an evaluator's job imports besides torch, by method (a job's own process only, as EXPLAIN_LIBRARY)
+EVALUATOR_LIBRARY = {"fud": "diffusers"}
 # ROAD's noisy-linear fill (a sparse solve per image), seconds at 32 px, grown with the side (the solve's
 # unknowns grow with the pixels, its band with the side): default run, ROAD's jobs 11 (CNN) and 19 ms (ViT) per
 # fill and forward against ~5 and ~3 for a plain forward. PHOTOS_ROAD
@@ -543,6 +547,7 @@ def estimate(
         except (KeyError, TypeError, ValueError):  # a broken entry: the config check reports it
             passes = None
         row = Row(name, method, passes, None, 0)
+        imports = IMPORT_S.get(EVALUATOR_LIBRARY.get(method), 0.0) if own_process else 0.0
         if passes is not None:
             row.seconds = 0.0
             starts = 2 if method == "srg" else 1  # srg: + its R-OMS job
@@ -571,7 +576,7 @@ def estimate(
                         )
                         for e in explainers
                     }
-                    whole = starts * start_up + EVALUATE_JOB_S + passes.per_job + size * passes.shared * item
+                    whole = starts * start_up + EVALUATE_JOB_S + passes.per_job + imports + size * passes.shared * item
                     todo = [e for e in explainers if (m, e, name, k) not in done.records]
                     if todo:  # the job reruns: its start-up, the shared work, the explainers not in the work cache
                         seconds = whole + sum(own[e] for e in todo)
