@@ -98,9 +98,10 @@ IROF_PIXEL_S = 1.2 / (224 * 224)
 # bench/quantus_cost.py, FaithfulnessCorrelation, CPU s per call at 10 and 100 runs: 16 px (small_cnn of width
 # 8) 2.1 ms per run, 3 ms per call besides; 224 px (EfficientNet-Lite0) 109 ms per run, nothing besides, under a
 # load of ~26 on the 2 cores; the photo profile's Quantus job took 69 s of wall time on 2026-11-27 (25 calls x 51
-# runs, ~45 ms per run). A run priced as one forward of the model (weight 1: 60 ms at 224 px, between the two) +
-# ITEM_S (the 16 px figure). The smoke profile's CNN job: 19.2 CPU s measured, 17.7 estimated.
-QUANTUS_WEIGHT = 1.0
+# runs, ~45 ms per run, wall); the photos run's Quantus job of 2026-11-29 (own process, load ~20) 56 CPU s after
+# 12 min, ~1.3 of its 5 maps: ~130 ms per run. A run priced as 1.5 forwards of the model (a batch of one: 90 ms at
+# 224 px, between those) + ITEM_S (the 16 px figure). The smoke profile's CNN job: 19.2 CPU s measured.
+QUANTUS_WEIGHT = 1.5
 QUANTUS_CALL_S, QUANTUS_IMPORT_S = 3e-3, 8.5
 # Large batches of large images run slower per image on a CPU (memory-bound): Sensitivity-N at 224 px on
 # EfficientNet-Lite0 took 0.126 s per forward at batch 32 (19 MB of input) and 0.269 s at batch 256 (154 MB),
