@@ -15,10 +15,18 @@ from fudbench.report.latex import booktabs, escape, fmt_ci
 from fudbench.core.seeding import derive_seed
 
 
+def cell_interval(values, key: tuple, n_boot: int, ci: float, seed: int) -> tuple[float, float, float]:
+    """(mean, low, high) of one table cell: the percentile bootstrap over images of the values (in the
+    per-image table's row order), its seed derived from the cell's key (model, explainer, metric label).
+    The one interval of a cell: the score tables and the results page both take it from here, so a cell
+    reads the same in report.html and in the tables."""
+    return bootstrap_ci(values, n_boot, ci, derive_seed(seed, "bootstrap", *key))
+
+
 def _summarise(per_image: pd.DataFrame, value: str, keys: list[str], n_boot: int, ci: float, seed: int):
     rows = []
     for key, g in per_image.groupby(keys, sort=False):
-        mean, lo, hi = bootstrap_ci(g[value], n_boot, ci, derive_seed(seed, "bootstrap", *key))
+        mean, lo, hi = cell_interval(g[value], key, n_boot, ci, seed)
         rows.append({**dict(zip(keys, key)), "mean": mean, "ci_low": lo, "ci_high": hi, "n_images": len(g)})
     return pd.DataFrame(rows)
 
@@ -52,7 +60,7 @@ def table4_kendall(per_image: pd.DataFrame, models, explainers, n_boot: int, ci:
             rows.append([escape(model), escape(ev), *cells])
         breaks.append(len(rows) - 1)
     tex = booktabs(
-        ["Model", "Eval", *[e.upper() for e in explainers]],
+        ["Model", "Eval", *[escape(e) for e in explainers]],
         rows,
         caption="Kendall $\\tau$ between the removal step and the decrease of confidence "
         "(mean over images, $\\pm$ half-width of the bootstrap 95\\% CI); "
@@ -98,7 +106,7 @@ def score_table(
             for m in metrics:
                 r = summary[(summary.model == model) & (summary.explainer == ex) & (summary.metric == m)]
                 cells.append(fmt_ci(*r[["mean", "ci_low", "ci_high"]].iloc[0]) if len(r) else "--")
-            rows.append([escape(model), escape(ex.upper()), *cells])
+            rows.append([escape(model), escape(ex), *cells])  # the config entry's name, as written
         breaks.append(len(rows) - 1)
     tex = booktabs(
         ["Model", "Method", *metrics],
