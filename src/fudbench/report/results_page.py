@@ -956,15 +956,15 @@ def _img(png: bytes, alt: str, width: int = 2000) -> str:
 # Chromium at 1280-2400 px (tests/test_report_in_browser.py).
 PAGE_STYLE = (
     "<style>"
-    "div.flex:has(> div > .prose #fud-results-page){flex-wrap:wrap}"
-    "div.py-2:has(#fud-results-page){flex:1 1 40rem;min-width:0}"
+    "div.flex:has(> div > .prose #fud-results-page){flex-wrap:wrap;flex:1 1 0;min-width:0}"
+    "div.py-2:has(#fud-results-page){flex:1 1 56rem;min-width:0}"
     ".prose:has(#fud-results-page){max-width:80rem;min-width:0}"
     "div.items-center:has(#fud-results-page){align-items:flex-start;justify-content:flex-start}"
     ".fud-panel{max-width:100%;overflow-x:auto;margin:0.8em 0}"
     ".fud-figure img{max-width:100%;height:auto;margin:0}"
     ".fud-table table{border-collapse:collapse;font-size:78%;line-height:1.25;margin:0}"
     ".fud-table th,.fud-table td{padding:2px 5px;vertical-align:top;text-align:left}"
-    ".fud-table td{min-width:7.5em}"
+    ".fud-table td{min-width:7em}"
     ".fud-table tr.fud-kind th{background:#f1f5f9;font-weight:600}"
     ".fud-table .fud-ci{color:#475467}.fud-table .fud-vs{font-size:92%;color:#667085}"
     ".fud-table .fud-dir{font-weight:normal;font-size:88%}"
