@@ -850,8 +850,8 @@ _COLOUR = {BETTER: "#1a7f37", WORSE: "#b42318"}
 
 
 _KIND = {
-    FAITHFULNESS: "faithfulness: each map against random, image by image (green: better, red: worse, grey: not "
-    "separated)",
+    FAITHFULNESS: "faithfulness: each map against random, image by image (the paired interval, wider than a cell's "
+    "by design; green: better, red: worse, grey: not separated)",
     LOCALISATION: "localisation: against the mask itself, the ceiling; random the floor",
     ROBUSTNESS: "robustness: a constant map scores the best value, so no map is compared with random; robustness "
     "alone does not make a map good",
