@@ -187,7 +187,7 @@ def pages(smoke_run, repo, tmp_path_factory):
     front = (work / "results/smoke/report/front.rst").read_text()
     text = Environment().from_string(front).render(snakemake=None)
     standalone = folder / "results_page.html"
-    standalone.write_bytes(publish_string(text, writer_name="html", settings_overrides={"report_level": 4}))
+    standalone.write_bytes(publish_string(text, writer="html", settings_overrides={"report_level": 4}))
     return {"report": report, "results_page": standalone}
 
 

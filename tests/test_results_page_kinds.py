@@ -211,3 +211,16 @@ def test_a_cell_shows_the_same_interval_as_the_score_tables(page, evaluators):
 )
 def test_images_to_decide_is_given_to_two_significant_figures(count, text):
     assert rp.count_text(count) == text
+
+
+def test_without_random_no_kind_claims_a_comparison_and_the_mask_is_still_the_ceiling(evaluators):
+    per_image = per_image_scores(evaluators)
+    per_image = per_image[per_image["explainer"] != "random"]
+    explainers = {e: c for e, c in EXPLAINERS.items() if e != "random"}
+    summary, paired = rp.summarise(per_image, explainers, evaluators, ["cnn"], 0.95, n_boot=200, seed=3)
+    assert paired.empty
+    table = rp.html_table(summary, "cnn", list(explainers))
+    assert "against random" not in table and "this run has no random map" in table
+    text = rp.sentences(summary, "cnn", None)
+    assert any(x.startswith("RMA (localisation") and "its ceiling" in x for x in text)
+    assert not any(x.startswith("RMA (higher is better): best mean ``oracle``") for x in text)

@@ -462,9 +462,10 @@ def sentence_parts(summary: pd.DataFrame, model: str, ref: str | None, ci: float
     kinds = everything.groupby("category", sort=False)["metric"].nunique()
     n = int(everything["n_images"].max())
     out = [
-        f"Model {_lit(model)}: {n} images, {everything['metric'].nunique()} metrics ("
+        f"Model {_lit(model)}: {n} images, {everything['metric'].nunique()} metric"
+        f"{'s' if everything['metric'].nunique() != 1 else ''} ("
         + ", ".join(f"{kinds[k]} {k}" for k in CATEGORIES if k in kinds.index)
-        + f"), {everything['explainer'].nunique()} explainers "
+        + f"), {everything['explainer'].nunique()} explainer{'s' if everything['explainer'].nunique() != 1 else ''} "
         f"({_join(_lit(e) for e in dict.fromkeys(everything['explainer']))})."
     ]
     # the metrics read against random; the other categories have their own sentences (kind_sentences)
@@ -481,6 +482,11 @@ def sentence_parts(summary: pd.DataFrame, model: str, ref: str | None, ci: float
         head, out = out, []
         for metric in metrics:
             g = s[s["metric"] == metric]
+            if (g["category"] == LOCALISATION).any():
+                out.append(ceiling_sentence(g, metric))
+                g = g[g["verdict"] != CEILING]  # the mask is the ceiling, not the best map
+                if not len(g):
+                    continue
             hib = bool(g["higher_is_better"].iloc[0])
             best = g.loc[g["mean"].idxmax() if hib else g["mean"].idxmin()]
             out.append(
@@ -904,7 +910,12 @@ def html_table(summary: pd.DataFrame, model: str, explainers) -> str:
     body = []
     categories = s["category"] if "category" in s.columns else pd.Series([FAITHFULNESS] * len(s), index=s.index)
     for category in [c for c in CATEGORIES if c in set(categories)]:
-        body.append(f"<tr class='fud-kind'><th colspan='{len(explainers) + 1}'>{esc(_KIND[category])}</th></tr>")
+        kind = _KIND[category]
+        if category in COMPARED_WITH_RANDOM and not s.loc[categories == category, "n_pairs"].any():
+            kind = f"{category}: this run has no random map, so no map is compared with chance" + (
+                "; the mask itself is the ceiling" if category == LOCALISATION else ""
+            )
+        body.append(f"<tr class='fud-kind'><th colspan='{len(explainers) + 1}'>{esc(kind)}</th></tr>")
         for metric in dict.fromkeys(s.loc[categories == category, "metric"]):
             g = s[s["metric"] == metric].set_index("explainer")
             hib = bool(g["higher_is_better"].iloc[0])
