@@ -27,6 +27,7 @@ rule results_page:
         models=MODELS,
         ci=config["analysis"]["ci"],
         bootstrap=config["analysis"]["bootstrap"],
+        seed=config["seed"],
         dpi=config["plots"]["dpi"],
     script:
         "../scripts/results_page.py"

@@ -14,7 +14,8 @@ log = setup_job(snakemake)
 p, out = snakemake.params, snakemake.output
 plt.rcParams["savefig.dpi"] = p.dpi
 per_image = pd.read_parquet(snakemake.input.per_image)
-summary, paired = rp.summarise(per_image, p.explainers, p.evaluators, p.models, p.ci)
+# the cells' intervals are the score tables' (tables.cell_interval): the same resamples and seed
+summary, paired = rp.summarise(per_image, p.explainers, p.evaluators, p.models, p.ci, p.bootstrap, p.seed)
 write_csv(out.csv, summary, index=False, float_format="%.6g")
 write_csv(out.paired, paired, index=False, float_format="%.6g")
 ref = rp.random_explainer(p.explainers)

@@ -25,6 +25,7 @@ from fudbench.config.validate import load_config
 from fudbench.evaluators import find_curve
 from fudbench.report import captions
 from fudbench.report import results_page as rp
+from fudbench.report.tables import cell_interval
 
 SUBSET = {"_replace": True, "road": {"batch_size": 32}, "insdel": {"n_steps": 4, "batch_size": 64}}
 
@@ -74,7 +75,8 @@ def test_results_page_numbers_equal_a_recomputation():
         assert r.higher_is_better == spec.higher_is_better  # direction from the registry
         v = per_image[(per_image.curve == r.curve) & (per_image.explainer == r.explainer)]["score"].to_numpy()
         assert (r.bound_low, r.bound_high, r.bounds_from) == (0.0, 1.0, "metric range")
-        mean, low, high, _ = mean_interval(v, (0.0, 1.0), 0.95)
+        # the cell's interval is the score tables' (their bootstrap, resamples and seed)
+        mean, low, high = cell_interval(v, ("cnn", r.explainer, r.metric), 1000, 0.95, 0)
         assert (r.mean, r.ci_low, r.ci_high) == pytest.approx((mean, low, high), abs=1e-12)
         if r.explainer == "random":
             assert r.n_pairs == 0 and math.isnan(r.vs_random)
@@ -134,8 +136,8 @@ def test_sentences_say_what_the_numbers_say():
     summary, _ = rp.summarise(per_image, EXPLAINERS, {"insdel": {}}, ["cnn"])
     text = rp.sentences(summary, "cnn", "random")
     joined = "\n".join(text)
-    assert text[0].startswith("Model ``cnn``: 16 images, 2 metrics, 3 explainers")
-    assert "``sm`` is better than random on 2 of 2 metrics (Insertion and Deletion)." in joined
+    assert text[0].startswith("Model ``cnn``: 16 images, 2 metrics (2 faithfulness), 3 explainers")
+    assert "``sm`` is better than random on 2 of 2 metrics compared with it (Insertion and Deletion)." in joined
     ig_ins = summary[(summary.explainer == "ig") & (summary.metric == "Insertion")].iloc[0]
     ig_del = summary[(summary.explainer == "ig") & (summary.metric == "Deletion")].iloc[0]
     assert (
@@ -203,7 +205,7 @@ def test_front_page_opens_on_the_results_and_renders_clean():
     assert html.count("data:image/png;base64,") == 2
     # the table's numbers are the summary's (formatted), the sentences are on the page
     for r in summary.itertuples():
-        assert rp._interval_text(r.mean, r.ci_low, r.ci_high) in html
+        assert f"{rp.fmt(r.mean)}<br><span class='fud-ci'>[{rp.fmt(r.ci_low)}, {rp.fmt(r.ci_high)}]</span>" in html
     assert "does not separate" in html or "separates" in html
     assert (
         "Run <tt class=\"docutils literal\">photos</tt>" in html
@@ -362,10 +364,13 @@ def test_report_of_a_road_and_insdel_photo_run(repo, tmp_path):
         d = per_image[per_image.curve == curve].pivot_table(index="image", columns="explainer", values="score")
         sign = 1.0 if find_curve(curve).higher_is_better else -1.0
         for ex in ("gradcam", "sm", "random"):
-            mean, low, high, _ = mean_interval(d[ex].to_numpy(), (0.0, 1.0), 0.95)
+            # one interval per cell: the score table's (Table 7 or ROAD's), read back from its CSV
+            table = pd.read_csv(results / f"tables/{find_curve(curve).table}.csv")
+            t = table[(table.metric == label) & (table.explainer == ex)].iloc[0]
+            mean, low, high = t["mean"], t["ci_low"], t["ci_high"]
             row = written[(written.metric == label) & (written.explainer == ex)].iloc[0]
             assert (row["mean"], row["ci_low"], row["ci_high"]) == pytest.approx((mean, low, high), rel=1e-5, abs=1e-9)
-            assert rp._interval_text(mean, low, high) in front
+            assert f"[{rp.fmt(low)}, {rp.fmt(high)}]" in front
             if ex != "random":
                 dm, dl, dh, _ = mean_interval(sign * (d[ex] - d["random"]).to_numpy(), (-1.0, 1.0), 0.95)
                 assert (row["vs_random"], row["vs_random_low"], row["vs_random_high"]) == pytest.approx(
@@ -451,20 +456,20 @@ def test_dataset_caption_says_which_images_the_figure_picks():
     assert titles[0].startswith("tabby cat") and titles[3].startswith("tripod")
 
 
-def test_front_page_does_not_call_the_tables_intervals_slightly_different():
-    """At n = 5 the tables' percentile-bootstrap intervals are far narrower than the page's (photo profile:
-    insertion of Saliency [0.20, 0.70] in Table 7, [0.02, 0.89] on the page); the page said 'slightly
-    different'. It now says they are narrower as a rule and why, with the run's n."""
+def test_a_cell_has_one_interval_the_tables_own_and_the_page_says_so():
+    """A cell showed the page's interval ([0.573, 1.097], pseudo-observations at the observed range) while the
+    table showed +-0.019 for the same mean. Now the page's cell interval is the tables' bootstrap (Table 7's
+    numbers for the same per-image scores), and the page says so with the run's n."""
+    from fudbench.report.tables import table7_scores
+
     per_image = _per_image(n=5)
-    summary, _ = rp.summarise(per_image, EXPLAINERS, {"insdel": {}}, ["cnn"])
-    front = rp.front_page("Run ``x``.", summary, ["cnn"], ["sm", "ig", "random"], "random", None, None)
-    assert "slightly" not in front
-    assert "as a rule narrower than this page's (n = 5 images here)" in front
-    # and it is so: the bootstrap percentile interval of sm's insertion scores lies inside the page's
-    v = per_image[(per_image.curve == "insertion") & (per_image.explainer == "sm")]["score"].to_numpy()
-    boot = np.random.default_rng(0).choice(v, (1000, len(v))).mean(axis=1)
-    row = summary[(summary.explainer == "sm") & (summary.metric == "Insertion")].iloc[0]
-    assert row.ci_low < np.percentile(boot, 2.5) and np.percentile(boot, 97.5) < row.ci_high
+    summary, _ = rp.summarise(per_image, EXPLAINERS, {"insdel": {}}, ["cnn"], n_boot=200, seed=7)
+    front = rp.front_page("Run ``x``.", summary, ["cnn"], ["sm", "ig", "random"], "random", None, None, bootstrap=200)
+    assert "the very interval of that cell in the tables" in front and "(n = 5 images here)" in front
+    table, _ = table7_scores(per_image, ["cnn"], ["sm", "ig", "random"], 200, 0.95, 7)
+    for r in summary.itertuples():
+        t = table[(table.explainer == r.explainer) & (table.metric == r.metric)].iloc[0]
+        assert (r.mean, r.ci_low, r.ci_high) == pytest.approx((t["mean"], t["ci_low"], t["ci_high"]), abs=1e-12)
 
 
 def test_sentences_give_the_range_of_n_where_a_map_lacks_some_images():

@@ -180,11 +180,11 @@ def test_table7_cells_by_hand(tmp_path):
         "Sen-N": True,
         "INFID": False,
     }
-    cells = _cells(tex, ["cnn", "IG"])
+    cells = _cells(tex, ["cnn", "ig"])
     for cell, (a, b) in zip(cells, expected.values()):
         _assert_cell(cell, (a + b) / 2, abs(a - b) / 2)
     assert "Sen-N $\\uparrow$ & INFID $\\downarrow$" in tex
-    assert "0.2500\\,{\\scriptsize$\\pm$0.1500}" in _line(tex, ["cnn", "IG"])  # Sen-N, exactly
+    assert "0.2500\\,{\\scriptsize$\\pm$0.1500}" in _line(tex, ["cnn", "ig"])  # Sen-N, exactly
     _write(tmp_path, "table7_scores", summary, tex)
     assert sanity.tex_matches_csv(tmp_path) == []
 
@@ -336,7 +336,7 @@ def test_a_missing_or_extra_csv_row_is_caught(tmp_path):
     d = _toy_tables(tmp_path)
     csv = pd.read_csv(d / "table7_scores.csv")
     csv[csv.metric != "INFID"].to_csv(d / "table7_scores.csv", index=False)
-    assert sanity.tex_matches_csv(d) == ["table7_scores ('cnn', 'IG', 'INFID'): in the .tex, not in the CSV"]
+    assert sanity.tex_matches_csv(d) == ["table7_scores ('cnn', 'ig', 'INFID'): in the .tex, not in the CSV"]
 
 
 def test_a_row_missing_from_the_tex_is_caught(tmp_path):

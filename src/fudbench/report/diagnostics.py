@@ -119,7 +119,7 @@ def table10_timing(timings: pd.DataFrame, device: str):
 
 def table5_caption(kept: float, sigma: float, explainer: str) -> str:
     return (
-        f"Hard vs soft constraint: image quality of FUD samples ({escape(explainer.upper())}, "
+        f"Hard vs soft constraint: image quality of FUD samples ({escape(explainer)}, "
         f"{1 - kept:.0%} masked; soft $\\sigma = {sigma:g}$) against the originals, mean over images and "
         "models ($\\pm$ half-width of the bootstrap 95\\% CI; best in bold) (Table 5 of FUD)."
     )

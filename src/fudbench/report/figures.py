@@ -99,7 +99,7 @@ def confidence_vs_ratio(records: pd.DataFrame, models, explainers):
                         marker="o",
                         ms=3,
                         capsize=2,
-                        label=f"{label} / {ex.upper()}",
+                        label=f"{label} / {ex}",
                     )
         ax.set_title(model)
         ax.set_xlabel(r"kept fraction $\rho$")

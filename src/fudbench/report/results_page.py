@@ -43,6 +43,14 @@ import math
 import numpy as np
 import pandas as pd
 
+from fudbench.evaluators.base import (
+    CATEGORIES,
+    COMPLEXITY,
+    FAITHFULNESS,
+    LOCALISATION,
+    RANDOMISATION,
+    ROBUSTNESS,
+)
 from fudbench.meta.claims import difference_bounds
 from fudbench.meta.inference import PSEUDO_WEIGHT, holm, mean_interval
 from fudbench.meta.order_stats import pair_images_needed
@@ -53,6 +61,7 @@ COLUMNS = [
     "curve",
     "metric",
     "higher_is_better",
+    "category",
     "explainer",
     "n_images",
     "mean",
@@ -73,9 +82,22 @@ COLUMNS = [
     "images_to_decide_z",
     "images_to_decide_z_low",
     "images_to_decide_z_high",
+    "range_low",
+    "range_high",
 ]
 BETTER, WORSE = "better than random", "worse than random"
 IDENTICAL = "identical to random on every image"
+# localisation: the map that is the mask itself (an `oracle` entry) scores the ceiling by construction
+CEILING = "the mask itself: the ceiling"
+# randomisation: a sanity check per explainer (fudbench.evaluators.base.RANDOMISATION)
+PASSES, FAILS = "passes the randomisation check", "fails the randomisation check"
+# The line a randomisation score's whole interval must clear: the similarity between the maps of the original
+# and of the randomised model (or logit) below it passes, above it fails (a dissimilarity: the other way).
+# A line the page states, not a property of the metric: Adebayo et al. (2018) read the similarity by eye.
+RANDOMISATION_LINE = 0.5
+# the categories compared with the random map image by image; the others are read against their trivial
+# winners (robustness, complexity) or as a pass / fail check (randomisation)
+COMPARED_WITH_RANDOM = (FAITHFULNESS, LOCALISATION)
 
 
 # ------------------------------------------------------------------ what is shown
@@ -109,6 +131,40 @@ def shown_curves(per_image: pd.DataFrame, evaluators: dict) -> dict:
     finite = np.isfinite(per_image["score"].to_numpy(dtype=float))
     scored = set(per_image.loc[finite | nonfinite_images(per_image), "curve"])
     return {c: s for c, s in configured_curves(evaluators).items() if c in scored and not s.reference}
+
+
+def curve_categories(evaluators: dict) -> dict[str, str]:
+    """{curve: category} of every curve the config's evaluators write (EvaluatorSpec.category_of the entry's
+    resolved settings: a `quantus` entry's is its metric's)."""
+    from fudbench.evaluators import entry_curves, spec_of
+
+    out = {}
+    for name, settings in evaluators.items():
+        s = spec_of(name, settings)
+        category = s.category_of(s.resolve(settings))
+        out.update({c.name: category for c in entry_curves(name, settings)})
+    return out
+
+
+def mask_explainers(explainers: dict) -> list[str]:
+    """The entries whose map is the object's mask itself (method `oracle`): a localisation metric's ceiling."""
+    return [e for e, cfg in explainers.items() if (cfg or {}).get("method", e) == "oracle"]
+
+
+def randomisation_check(low: float, high: float, higher_is_better: bool, n: int) -> str:
+    """PASSES / FAILS / undecided of one explainer's randomisation score from its interval against
+    RANDOMISATION_LINE (a similarity: below passes; higher_is_better, a dissimilarity: above passes)."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return f"not decided (no interval at n = {n})"
+    good, bad = (
+        (low > RANDOMISATION_LINE, high < RANDOMISATION_LINE)
+        if higher_is_better
+        else (
+            high < RANDOMISATION_LINE,
+            low > RANDOMISATION_LINE,
+        )
+    )
+    return PASSES if good else FAILS if bad else f"not decided at n = {n}"
 
 
 def score_bounds(scores, value_range=None) -> tuple[float, float, str]:
@@ -208,11 +264,21 @@ def summarise(
     """(summary with COLUMNS, per-image paired differences from random: model, curve, metric, explainer,
     image, difference oriented so that > 0 = better than random). per_image: the analysis' rows
     (model, explainer, curve, image, score); explainers, evaluators: the config's sections. n_boot, seed:
-    the percentile bootstrap of claims.py's count (images_to_decide_z_low / _high)."""
+    the percentile bootstrap of each cell's interval (tables.cell_interval: the score tables' own, so the
+    page and the tables show one interval per cell; the run's analysis.bootstrap and seed) and of claims.py's
+    count (images_to_decide_z_low / _high).
+
+    Each metric is read as its category says (EvaluatorSpec.category): faithfulness and localisation
+    against `random`, image by image (under localisation the mask itself, an `oracle` entry, is the
+    ceiling, not a comparison); randomisation as a pass / fail check of each explainer's interval
+    (randomisation_check); robustness and complexity with no comparison (a trivial map wins them)."""
     from fudbench.meta.claims import images_to_decide_interval
     from fudbench.core.seeding import derive_seed
+    from fudbench.report.tables import cell_interval
 
     curves = shown_curves(per_image, evaluators)
+    categories = curve_categories(evaluators)
+    masks = set(mask_explainers(explainers))
     shown = shown_explainers(explainers)
     ref = random_explainer(explainers)
     d = per_image[per_image["curve"].isin(list(curves))] if curves else per_image.iloc[:0]
@@ -232,18 +298,21 @@ def summarise(
             lo, hi, source = score_bounds(m["score"], spec.value_range)
             dlo, dhi, _ = difference_bounds(m["score"].to_numpy(dtype=float), spec.value_range)
             sign = 1.0 if spec.higher_is_better else -1.0
+            category = categories.get(curve, FAITHFULNESS)
             for ex in shown:
                 if ex not in wide.columns or not wide[ex].notna().any():
                     if ex in bad:
-                        rows.append(_nonfinite_row(model, curve, spec, ex, int(bad[ex]), ref))
+                        rows.append({**_nonfinite_row(model, curve, spec, ex, int(bad[ex]), ref), "category": category})
                     continue
-                v = wide[ex].dropna().to_numpy(dtype=float)
-                mean, low, high, _ = _interval(v, lo, hi, ci)
+                # in the per-image table's row order, as the score tables take them (the same bootstrap draw)
+                v = m.loc[m["explainer"] == ex, "score"].to_numpy(dtype=float)
+                mean, low, high = cell_interval(v, (model, ex, spec.label), n_boot, ci, seed)
                 row = {
                     "model": model,
                     "curve": curve,
                     "metric": spec.label,
                     "higher_is_better": spec.higher_is_better,
+                    "category": category,
                     "explainer": ex,
                     "n_images": len(v),
                     "mean": mean,
@@ -252,7 +321,7 @@ def summarise(
                     "bound_low": lo,
                     "bound_high": hi,
                     "bounds_from": source,
-                    "versus": ref or "",
+                    "versus": (ref or "") if category in COMPARED_WITH_RANDOM else "",
                     "n_pairs": 0,
                     "vs_random": math.nan,
                     "vs_random_low": math.nan,
@@ -265,8 +334,16 @@ def summarise(
                     "images_to_decide_z_low": math.nan,
                     "images_to_decide_z_high": math.nan,
                     **({"n_nonfinite": int(bad[ex])} if ex in bad else {}),
+                    # the metric's value range as its spec declares it (an end may be infinite)
+                    "range_low": float(spec.value_range[0]) if spec.value_range is not None else math.nan,
+                    "range_high": float(spec.value_range[1]) if spec.value_range is not None else math.nan,
                 }
-                if ref is not None and ex != ref and ref in wide.columns:
+                if category == RANDOMISATION:
+                    row["verdict"] = randomisation_check(low, high, spec.higher_is_better, len(v))
+                elif category == LOCALISATION and ex in masks:
+                    row["verdict"] = CEILING
+                compared = category in COMPARED_WITH_RANDOM and not (category == LOCALISATION and ex in masks)
+                if compared and ref is not None and ex != ref and ref in wide.columns:
                     both = wide[[ex, ref]].dropna()
                     diff = sign * (both[ex] - both[ref]).to_numpy(dtype=float)
                     dm, dl, dh, p = _interval(diff, dlo, dhi, ci)
@@ -360,10 +437,22 @@ def n_text(counts) -> str:
     return f"n = {hi}" if lo == hi else f"n = {lo}-{hi}"
 
 
+def count_text(x: float) -> str:
+    """A count estimated from a few images, to two significant figures ('660,000', not '660,435'): its
+    digits beyond those are noise (the estimate is itself uncertain at small n)."""
+    if not math.isfinite(x):
+        return fmt(x)
+    n = int(round(x))
+    if n < 100:
+        return f"{n:,}"
+    digits = len(str(n)) - 2
+    return f"{int(round(n, -digits)):,}"
+
+
 def _images(x: float) -> str:
     if x == math.inf:
         return "none (mean difference 0)"
-    return f"about {int(x):,}" if math.isfinite(x) else "not computed"
+    return f"about {count_text(x)}" if math.isfinite(x) else "not computed"
 
 
 def _join(words) -> str:
@@ -396,15 +485,26 @@ def sentences(summary: pd.DataFrame, model: str, ref: str | None, ci: float = 0.
 
 def sentence_parts(summary: pd.DataFrame, model: str, ref: str | None, ci: float = 0.95) -> tuple[list, list]:
     """(headline sentences, per-metric sentences) of `sentences`."""
-    s = summary[summary["model"] == model]
-    if not len(s):
+    everything = summary[summary["model"] == model]
+    if not len(everything):
         return [f"Model {_lit(model)} has no per-image scores of the configured metrics."], []
-    metrics = list(dict.fromkeys(s["metric"]))
-    n = int(s["n_images"].max())
+    if "category" not in everything.columns:
+        everything = everything.assign(category=FAITHFULNESS)
+    kinds = everything.groupby("category", sort=False)["metric"].nunique()
+    n = int(everything["n_images"].max())
     out = [
-        f"Model {_lit(model)}: {n} images, {len(metrics)} metrics, "
-        f"{s['explainer'].nunique()} explainers ({_join(_lit(e) for e in dict.fromkeys(s['explainer']))})."
+        f"Model {_lit(model)}: {n} images, {everything['metric'].nunique()} metric"
+        f"{'s' if everything['metric'].nunique() != 1 else ''} ("
+        + ", ".join(f"{kinds[k]} {k}" for k in CATEGORIES if k in kinds.index)
+        + f"), {everything['explainer'].nunique()} explainer{'s' if everything['explainer'].nunique() != 1 else ''} "
+        f"({_join(_lit(e) for e in dict.fromkeys(everything['explainer']))})."
     ]
+    # the metrics read against random; the other categories have their own sentences (kind_sentences)
+    s = everything[everything["category"].isin(COMPARED_WITH_RANDOM)]
+    metrics = list(dict.fromkeys(s["metric"]))
+    head_kinds, per_kind = kind_sentences(everything, ref, ci)
+    if not len(s):
+        return out + head_kinds, per_kind
     if ref is None or not s["n_pairs"].any():
         out.append(
             "This run has no ``random`` explainer, so no explainer is compared with chance; add "
@@ -413,15 +513,30 @@ def sentence_parts(summary: pd.DataFrame, model: str, ref: str | None, ci: float
         head, out = out, []
         for metric in metrics:
             g = s[s["metric"] == metric]
+            if (g["category"] == LOCALISATION).any():
+                out.append(ceiling_sentence(g, metric))
+                g = g[g["verdict"] != CEILING]  # the mask is the ceiling, not the best map
+                if not len(g):
+                    continue
             hib = bool(g["higher_is_better"].iloc[0])
             best = g.loc[g["mean"].idxmax() if hib else g["mean"].idxmin()]
             out.append(
                 f"{rst_text(metric)} ({'higher' if hib else 'lower'} is better): best mean "
                 f"{_lit(best['explainer'])} {_interval_text(best['mean'], best['ci_low'], best['ci_high'])}."
             )
-        return head, out
-    c = s[s["explainer"] != ref]
-    out[0] = out[0][:-1] + f"; each compared with {_lit(ref)} on the same images (paired; above 0 = better)."
+        return head + head_kinds, out + per_kind
+    c = s[(s["explainer"] != ref) & (s["n_pairs"] > 0)]
+    out.append(
+        f"On the {len(metrics)} faithfulness and localisation metrics each map is compared with {_lit(ref)} on the "
+        "same images (paired; above 0 = better)"
+        + (
+            f", except {_join(_lit(e) for e in dict.fromkeys(s.loc[s['verdict'] == CEILING, 'explainer']))}, the "
+            "mask itself, which is the ceiling of the localisation metrics"
+            if (s["verdict"] == CEILING).any()
+            else ""
+        )
+        + "."
+    )
     # per explainer: on how many metrics it is better / worse than random
     undecided_everywhere = []
     for ex in dict.fromkeys(c["explainer"]):
@@ -431,7 +546,10 @@ def sentence_parts(summary: pd.DataFrame, model: str, ref: str | None, ci: float
         if not better and not worse:
             undecided_everywhere.append(ex)
             continue
-        parts = [f"better than random on {len(better)} of {len(g)} metrics" + (f" ({_join(better)})" if better else "")]
+        parts = [
+            f"better than random on {len(better)} of {len(g)} metrics compared with it"
+            + (f" ({_join(better)})" if better else "")
+        ]
         if worse:
             parts.append(f"worse on {len(worse)} ({_join(worse)})")
         rest = len(g) - len(better) - len(worse)
@@ -452,7 +570,7 @@ def sentence_parts(summary: pd.DataFrame, model: str, ref: str | None, ci: float
         out.append(
             "The undecided differences nearest to a decision: "
             + "; ".join(
-                f"{_lit(r.explainer)} on {rst_text(r.metric)} ({signed(r.vs_random)}, about {int(r.images_to_decide):,} "
+                f"{_lit(r.explainer)} on {rst_text(r.metric)} ({signed(r.vs_random)}, about {count_text(r.images_to_decide)} "
                 f"images would decide it)"
                 for r in near.itertuples()
             )
@@ -471,6 +589,8 @@ def sentence_parts(summary: pd.DataFrame, model: str, ref: str | None, ci: float
     # per metric: which explainers it separates from random, which not, and what would decide them
     for metric in metrics:
         g = c[c["metric"] == metric]
+        if (s.loc[s["metric"] == metric, "category"] == LOCALISATION).any():
+            out.append(ceiling_sentence(s[s["metric"] == metric], metric))
         if not len(g):
             continue
         hib = bool(g["higher_is_better"].iloc[0])
@@ -502,7 +622,7 @@ def sentence_parts(summary: pd.DataFrame, model: str, ref: str | None, ci: float
             parts.append(f"scores {_join(_lit(e) for e in same['explainer'])} exactly as random on every image")
         out.append(f"{rst_text(metric)} ({'higher' if hib else 'lower'} is better) " + "; ".join(parts) + ".")
         # a metric that ranks the map without information above maps with some
-        means = s[s["metric"] == metric].set_index("explainer")["mean"].dropna()
+        means = s[(s["metric"] == metric) & (s["verdict"] != CEILING)].set_index("explainer")["mean"].dropna()
         if ref in means.index and len(means) > 2:
             behind = [e for e in means.index if e != ref and (means[e] < means[ref] if hib else means[e] > means[ref])]
             ahead = int((means > means[ref]).sum() if hib else (means < means[ref]).sum())
@@ -511,6 +631,97 @@ def sentence_parts(summary: pd.DataFrame, model: str, ref: str | None, ci: float
                     f"By mean score {rst_text(metric)} ranks {_lit(ref)} {ahead + 1} of "
                     f"{len(means)}, ahead of {_join(_lit(e) for e in behind)}."
                 )
+    return head + head_kinds, out + per_kind
+
+
+def _best_value(g: pd.DataFrame) -> str:
+    """The best value a metric can take (its declared range's better end), in words."""
+    hib = bool(g["higher_is_better"].iloc[0])
+    column = "range_high" if hib else "range_low"
+    v = float(g[column].iloc[0]) if column in g.columns else math.nan
+    return fmt(v) if math.isfinite(v) else "its best value"
+
+
+def _listing(g: pd.DataFrame) -> str:
+    """'``a`` 0.1 [0.0, 0.2], ``b`` ...' in the metric's order of merit (best mean first)."""
+    hib = bool(g["higher_is_better"].iloc[0])
+    g = g.sort_values("mean", ascending=not hib)
+    return "; ".join(f"{_lit(r.explainer)} {_interval_text(r.mean, r.ci_low, r.ci_high)}" for r in g.itertuples())
+
+
+def ceiling_sentence(g: pd.DataFrame, metric: str) -> str:
+    """A localisation metric read against the mask itself: its ceiling (measured where the run has the mask
+    as a map, an `oracle` entry) and the other maps' distance below it."""
+    hib = bool(g["higher_is_better"].iloc[0])
+    mask = g[g["verdict"] == CEILING]
+    rest = g[g["verdict"] != CEILING]
+    where = (
+        f"the mask as a map ({_join(_lit(e) for e in mask['explainer'])}) scores "
+        + "; ".join(_interval_text(r.mean, r.ci_low, r.ci_high) for r in mask.itertuples())
+        if len(mask)
+        else f"the mask as a map would score {_best_value(g)} (no map of this run is the mask)"
+    )
+    return (
+        f"{rst_text(metric)} (localisation, {'higher' if hib else 'lower'} is better) is read against the mask "
+        f"itself, its ceiling: {where}. The other maps, nearest the ceiling first: {_listing(rest)}."
+    )
+
+
+def kind_sentences(s: pd.DataFrame, ref: str | None, ci: float = 0.95) -> tuple[list, list]:
+    """(headline, per-metric sentences) of the metrics not compared with random: robustness and complexity,
+    read against the trivial maps that win them, and randomisation, a pass / fail check per explainer."""
+    head, out = [], []
+    for metric in dict.fromkeys(s["metric"]):
+        g = s[s["metric"] == metric]
+        kind = str(g["category"].iloc[0])
+        hib = bool(g["higher_is_better"].iloc[0])
+        direction = f"{'higher' if hib else 'lower'} is better"
+        if kind == ROBUSTNESS:
+            out.append(
+                f"{rst_text(metric)} (robustness, {direction}): a constant map, the same whatever the input, scores "
+                f"{_best_value(g)}, the best possible value: robustness alone does not make a map good, so no map "
+                f"is compared with random here. Least sensitive first: {_listing(g)}."
+            )
+        elif kind == COMPLEXITY:
+            out.append(
+                f"{rst_text(metric)} (complexity, {direction}): a map with all its weight on one pixel scores at or "
+                f"near {_best_value(g)}, the best possible value, and a constant map the worst: a simple map is not "
+                f"for that a faithful one, so no map is compared with random here. Simplest first: {_listing(g)}."
+            )
+        elif kind == RANDOMISATION:
+            groups = {word: g[g["verdict"] == v] for word, v in (("passes", PASSES), ("fails", FAILS))}
+            undecided = g[~g["verdict"].isin([PASSES, FAILS])]
+            side = "above" if hib else "below"
+            parts = [
+                f"{word}: "
+                + "; ".join(
+                    f"{_lit(r.explainer)} {_interval_text(r.mean, r.ci_low, r.ci_high)}" for r in rows.itertuples()
+                )
+                for word, rows in (*groups.items(), ("not decided", undecided))
+                if len(rows)
+            ]
+            out.append(
+                f"{rst_text(metric)} (randomisation, {direction}) is a sanity check: a map passes when the whole "
+                f"{ci:.0%} interval of its score lies {side} {RANDOMISATION_LINE:g} (the line this page draws), "
+                f"fails when it lies on the other side. " + "; ".join(parts) + ". A map that does not change when "
+                "the model or logit is randomised fails it whatever else it gets right; passing says only that "
+                "the map depends on what was randomised."
+            )
+            passed = [e for e in g.loc[g["verdict"] == PASSES, "explainer"]]
+            failed = [e for e in g.loc[g["verdict"] == FAILS, "explainer"]]
+            head.append(
+                f"Randomisation check {rst_text(metric)}: "
+                + "; ".join(
+                    x
+                    for x in (
+                        f"passed by {_join(_lit(e) for e in passed)}" if passed else "",
+                        f"failed by {_join(_lit(e) for e in failed)}" if failed else "",
+                        f"not decided for {_join(_lit(e) for e in undecided['explainer'])}" if len(undecided) else "",
+                    )
+                    if x
+                )
+                + "."
+            )
     return head, out
 
 
@@ -558,7 +769,8 @@ def overview_figure(summary: pd.DataFrame, models, explainers, ref: str | None =
             ax.errorbar(
                 r["mean"], ys, xerr=[low, high], fmt="o", ms=4, capsize=2, color=colours[k % len(colours)], label=model
             )
-        _dress_panel(ax, axes, y, f"{metric}\n({'higher' if hib else 'lower'} is better)")
+        kind = str(g["category"].iloc[0]) if "category" in g.columns else FAITHFULNESS
+        _dress_panel(ax, axes, y, f"{metric}\n({kind}; {'higher' if hib else 'lower'} is better)")
     _dress_grid(axes, len(metrics), len(models))
     n = int(summary["n_images"].max()) if len(summary) else 0
     fig.suptitle(
@@ -674,56 +886,91 @@ def png_bytes(fig, dpi: int = 110) -> bytes:
 _COLOUR = {BETTER: "#1a7f37", WORSE: "#b42318"}
 
 
+_KIND = {
+    FAITHFULNESS: "faithfulness: each map against random, image by image (the paired interval, wider than a cell's "
+    "by design; green: better, red: worse, grey: not separated)",
+    LOCALISATION: "localisation: against the mask itself, the ceiling; random the floor",
+    ROBUSTNESS: "robustness: a constant map scores the best value, so no map is compared with random; robustness "
+    "alone does not make a map good",
+    COMPLEXITY: "complexity: a one-pixel map scores (near) the best value, a constant map the worst; no map is "
+    "compared with random",
+    RANDOMISATION: f"randomisation: a sanity check per map (passes: its whole interval on the good side of "
+    f"{RANDOMISATION_LINE:g})",
+}
+
+
+def _cell(r, best: bool) -> str:
+    """One table cell: the mean with its interval (the tables' own), then what the metric's category reads."""
+    esc = html.escape
+    text = esc(fmt(r["mean"]))
+    if math.isfinite(r["ci_low"]) and math.isfinite(r["ci_high"]):
+        text += f"<br><span class='fud-ci'>[{esc(fmt(r['ci_low']))}, {esc(fmt(r['ci_high']))}]</span>"
+    bad = int(r.get("n_nonfinite", 0) or 0)  # images whose model outputs were NaN or inf
+    if bad:
+        note = esc(nonfinite_note(bad, bad + int(r["n_images"])))
+        text = note if not r["n_images"] else f"{text}<br>({note})"
+    text = f"<b>{text}</b>" if best else text
+    verdict = str(r["verdict"])
+    if r["n_pairs"]:
+        colour = _COLOUR.get(verdict, "#667085")
+        decide = (
+            ""
+            if verdict in (BETTER, WORSE) or not math.isfinite(r["images_to_decide"])
+            else f"<br>~{count_text(r['images_to_decide'])} images to decide"
+        )
+        text += (
+            f"<br><span class='fud-vs' style='color:{colour}'>vs random "
+            f"{esc(_interval_text(r['vs_random'], r['vs_random_low'], r['vs_random_high'], True))}{decide}</span>"
+        )
+    elif verdict == CEILING:
+        text += "<br><span class='fud-vs'>the mask: ceiling</span>"
+    elif verdict in (PASSES, FAILS) or verdict.startswith("not decided"):
+        colour = {PASSES: "#1a7f37", FAILS: "#b42318"}.get(verdict, "#667085")
+        word = {PASSES: "passes", FAILS: "fails"}.get(verdict, "undecided")
+        text += f"<br><span class='fud-vs' style='color:{colour}'>{word}</span>"
+    return f"<td>{text}</td>"
+
+
 def html_table(summary: pd.DataFrame, model: str, explainers) -> str:
-    """One model's table: a row per metric (with its direction), a column per explainer; each cell the mean
-    with its 95% interval (best mean in bold) and, below, the paired difference from random with its
-    interval (green: better than random, red: worse, grey: not separated)."""
+    """One model's table: metrics grouped by category (a header row says how the category is read), a row
+    per metric (with its direction), a column per explainer; each cell the mean with its 95% interval (the
+    tables' own; best mean in bold) and, below, what the category reads: the paired difference from random
+    (faithfulness, localisation), the ceiling (the mask under localisation), passes / fails
+    (randomisation); nothing under robustness and complexity, which a trivial map wins. In a panel that
+    scrolls sideways rather than pushing the page wider than the window."""
     s = summary[summary["model"] == model]
     explainers = [e for e in explainers if e in set(s["explainer"])]
     esc = html.escape
-    head = "".join(f"<th style='padding:2px 6px'>{esc(e)}</th>" for e in explainers)
+    head = "".join(f"<th>{esc(e)}</th>" for e in explainers)
     body = []
-    for metric in dict.fromkeys(s["metric"]):
-        g = s[s["metric"] == metric].set_index("explainer")
-        hib = bool(g["higher_is_better"].iloc[0])
-        means = g["mean"].dropna()
-        best = (means.idxmax() if hib else means.idxmin()) if len(means) else None
-        cells = []
-        for e in explainers:
-            if e not in g.index:
-                cells.append("<td>--</td>")
-                continue
-            r = g.loc[e]
-            text = _interval_text(r["mean"], r["ci_low"], r["ci_high"])
-            bad = int(r.get("n_nonfinite", 0) or 0)  # images whose model outputs were NaN or inf
-            if bad:
-                note = nonfinite_note(bad, bad + int(r["n_images"]))
-                text = note if not r["n_images"] else f"{text} ({note})"
-            text = f"<b>{esc(text)}</b>" if e == best else esc(text)
-            if r["n_pairs"]:
-                colour = _COLOUR.get(r["verdict"], "#667085")
-                decide = (
-                    ""
-                    if r["verdict"] in (BETTER, WORSE) or not math.isfinite(r["images_to_decide"])
-                    else (f"; ~{int(r['images_to_decide']):,} images to decide")
-                )
-                text += (
-                    f"<br><span style='color:{colour};font-size:90%'>vs random "
-                    f"{esc(_interval_text(r['vs_random'], r['vs_random_low'], r['vs_random_high'], True))}"
-                    f"{esc(decide)}</span>"
-                )
-            cells.append(f"<td style='padding:2px 6px;white-space:nowrap'>{text}</td>")
-        arrow = "&uarr; higher is better" if hib else "&darr; lower is better"
-        body.append(
-            f"<tr><th style='text-align:left;padding:2px 6px'>{esc(metric)}<br>"
-            f"<span style='font-weight:normal;font-size:85%'>{arrow}</span></th>{''.join(cells)}</tr>"
-        )
+    categories = s["category"] if "category" in s.columns else pd.Series([FAITHFULNESS] * len(s), index=s.index)
+    for category in [c for c in CATEGORIES if c in set(categories)]:
+        kind = _KIND[category]
+        if category in COMPARED_WITH_RANDOM and not s.loc[categories == category, "n_pairs"].any():
+            kind = f"{category}: this run has no random map, so no map is compared with chance" + (
+                "; the mask itself is the ceiling" if category == LOCALISATION else ""
+            )
+        body.append(f"<tr class='fud-kind'><th colspan='{len(explainers) + 1}'>{esc(kind)}</th></tr>")
+        for metric in dict.fromkeys(s.loc[categories == category, "metric"]):
+            g = s[s["metric"] == metric].set_index("explainer")
+            hib = bool(g["higher_is_better"].iloc[0])
+            means = g["mean"].dropna()
+            best = (means.idxmax() if hib else means.idxmin()) if len(means) else None
+            if category in (ROBUSTNESS, COMPLEXITY):
+                best = None  # a trivial map wins these: the best mean is no distinction
+            cells = [_cell(g.loc[e], e == best) if e in g.index else "<td>--</td>" for e in explainers]
+            arrow = "&uarr; higher is better" if hib else "&darr; lower is better"
+            body.append(
+                f"<tr><th class='fud-metric'>{esc(metric)}<br><span class='fud-dir'>{arrow}</span></th>"
+                f"{''.join(cells)}</tr>"
+            )
     return "\n".join(
         [
-            f"<table style='border-collapse:collapse;font-size:85%' border='1'><thead><tr><th>metric</th>"
-            f"{head}</tr></thead><tbody>",
+            "<div class='fud-panel fud-table'>",
+            f"<table border='1'><thead><tr><th>metric</th>{head}</tr></thead><tbody>",
             *body,
             "</tbody></table>",
+            "</div>",
         ]
     )
 
@@ -738,16 +985,36 @@ def _img(png: bytes, alt: str, width: int = 2000) -> str:
     data = base64.b64encode(png).decode()
     lines = [data[i : i + width] for i in range(0, len(data), width)]
     return "\n".join(
-        [f"<img alt='{html.escape(alt)}' style='max-width:100%' src='data:image/png;base64,", *lines, "'/>"]
+        [
+            f"<div class='fud-panel fud-figure'><img alt='{html.escape(alt)}' src='data:image/png;base64,",
+            *lines,
+            "'/></div>",
+        ]
     )
 
 
 # Snakemake's landing page puts the description in a narrow column (max-w-lg) inside a vertically centred
-# flex box, which cuts the top of a tall page off; this page widens its column and starts at the top
-# (browsers without CSS :has() show the narrow page).
+# flex box, which cuts the top of a tall page off, beside the workflow graph (#rulegraph). This page widens
+# its column and starts at the top; the column may shrink below its content's width (min-width:0: a flex
+# item otherwise grows to its widest child, and the table then ran under the graph at 1800-2400 px), and the
+# graph wraps below the page where both do not fit (1280 px). The table scrolls sideways inside its own
+# panel; figures shrink to the column. Browsers without CSS :has() show the narrow page. Checked in headless
+# Chromium at 1280-2400 px (tests/test_report_in_browser.py).
 PAGE_STYLE = (
-    "<style>.prose:has(#fud-results-page){max-width:72rem}"
-    "div.items-center:has(#fud-results-page){align-items:flex-start;justify-content:flex-start}</style>"
+    "<style>"
+    "div.flex:has(> div > .prose #fud-results-page){flex-wrap:wrap;flex:1 1 0;min-width:0}"
+    "div.py-2:has(#fud-results-page){flex:1 1 56rem;min-width:0}"
+    ".prose:has(#fud-results-page){max-width:80rem;min-width:0}"
+    "div.items-center:has(#fud-results-page){align-items:flex-start;justify-content:flex-start}"
+    ".fud-panel{max-width:100%;overflow-x:auto;margin:0.8em 0}"
+    ".fud-figure img{max-width:100%;height:auto;margin:0}"
+    ".fud-table table{border-collapse:collapse;font-size:78%;line-height:1.25;margin:0}"
+    ".fud-table th,.fud-table td{padding:2px 5px;vertical-align:top;text-align:left}"
+    ".fud-table td{min-width:7em}"
+    ".fud-table tr.fud-kind th{background:#f1f5f9;font-weight:600}"
+    ".fud-table .fud-ci{color:#475467}.fud-table .fud-vs{font-size:92%;color:#667085}"
+    ".fud-table .fud-dir{font-weight:normal;font-size:88%}"
+    "</style>"
     "<div id='fud-results-page'></div>"
 )
 
@@ -792,24 +1059,31 @@ def front_page(
         "How these numbers were computed",
         "-------------------------------",
         "",
-        f"Per model, metric and explainer: the mean over images of the per-image score with a {ci:.0%} interval "
-        "(fudbench.meta.inference.mean_interval: a t-interval with two pseudo-observations at the score's "
-        "bounds, its value range or, where that is unbounded, the observed range). ``vs random``: the mean of "
-        "the per-image difference from the ``random`` map, oriented by the metric's direction (above 0 = better "
-        "than random whatever the metric), with its interval from the same method; 'about N images would decide' "
-        "is the smallest number of images at which that interval would exclude 0 with 80% power, were the "
-        "per-image mean and SD what this run measured (an estimate, itself uncertain at small n; "
-        "``images_to_decide_z`` in the CSV is claims.py's z-test count with a bootstrap interval). Every number "
-        "is in tables/results.csv; the "
-        "per-image differences are in tables/results_paired.csv. Metrics whose score does not depend on the map "
-        "(e.g. SRG's R-OMS) and the members of the meta-evaluation's families of known order are not on this page.",
+        f"Per model, metric and explainer: the mean over images of the per-image score with a percentile-bootstrap "
+        f"{ci:.0%} interval over images ({bootstrap} resamples; fudbench.report.tables.cell_interval): the very "
+        "interval of that cell in the tables (menu: Tables), which show it as +- half its width. At small n a "
+        f"percentile bootstrap covers less than {ci:.0%} (n = {n_most} images here).",
         "",
-        f"The other tables (menu: Tables, Figures) show each metric's mean with a percentile-bootstrap 95% interval "
-        f"over images ({bootstrap} resamples): the same means with other intervals, as a rule narrower than this "
-        f"page's (n = {n_most} images here): a percentile bootstrap stays within the observed scores and covers "
-        f"less than 95% at small n, while this page's interval has a t quantile and two pseudo-observations at "
-        f"the score's bounds. "
-        + "Each caption names what ran in this run; a table or figure that does not apply to it is left out.",
+        "Each metric is read as its kind asks (its evaluator's category). **Faithfulness**: ``vs random`` is the "
+        "mean of the per-image difference from the ``random`` map, oriented by the metric's direction (above 0 = "
+        f"better than random whatever the metric), with a {ci:.0%} interval from fudbench.meta.inference."
+        "mean_interval (a t-interval with two pseudo-observations at the difference's bounds, +-(hi - lo) of the "
+        "score's value range or, where that is unbounded, of its observed range); 'about N images would decide' is "
+        "the smallest number of images at which that interval would exclude 0 with 80% power, were the per-image "
+        "mean and SD what this run measured, given to two significant figures (an estimate, itself uncertain at "
+        "small n; ``images_to_decide_z`` in the CSV is claims.py's z-test count with a bootstrap interval). "
+        "**Localisation**: read against the mask itself, the ceiling (the ``oracle`` map is the mask and scores "
+        "it by construction; it is not compared), the other maps against random as the floor. **Robustness**: a "
+        "constant map scores the best value, so a low sensitivity alone says nothing good; no map is compared "
+        "with random. **Complexity**: a map on one pixel is the simplest, a constant map the least simple; no map "
+        "is compared with random. **Randomisation**: a sanity check per map, passed when the whole interval of "
+        f"its similarity (maps of the original against the randomised model or logit) lies below "
+        f"{RANDOMISATION_LINE:g}, failed when above, undecided otherwise.",
+        "",
+        "Every number is in tables/results.csv (column ``category``); the per-image differences are in "
+        "tables/results_paired.csv. Metrics whose score does not depend on the map (e.g. SRG's R-OMS) and the "
+        "members of the meta-evaluation's families of known order are not on this page. Each caption names what "
+        "ran in this run; a table or figure that does not apply to it is left out.",
         "",
         "{% endraw %}",
         "",

@@ -169,9 +169,9 @@ def csv_cells(kind: str, csv: pd.DataFrame) -> dict[tuple, pd.Series]:
 
     def key(r):
         if kind == "score":
-            return (str(r["model"]), str(r["explainer"]).upper(), str(r["metric"]))
+            return (str(r["model"]), str(r["explainer"]), str(r["metric"]))
         if kind == "kendall":
-            return (str(r["model"]), str(r["evaluator"]), str(r["explainer"]).upper())
+            return (str(r["model"]), str(r["evaluator"]), str(r["explainer"]))
         if kind == "ood":
             detector = (detector_key(r["detector"]),) if "detector" in r.index else ()
             return (str(r["evaluator"]), *detector, str(r["model"]), str(r["metric"]))

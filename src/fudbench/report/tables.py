@@ -41,6 +41,14 @@ def score_cell(row) -> str:
     return note if int(row["n_images"]) == 0 else f"{text} ({note})"
 
 
+def cell_interval(values, key: tuple, n_boot: int, ci: float, seed: int) -> tuple[float, float, float]:
+    """(mean, low, high) of one table cell: the percentile bootstrap over images of the values (in the
+    per-image table's row order), its seed derived from the cell's key (model, explainer, metric label).
+    The one interval of a cell: the score tables and the results page both take it from here, so a cell
+    reads the same in report.html and in the tables."""
+    return bootstrap_ci(values, n_boot, ci, derive_seed(seed, "bootstrap", *key))
+
+
 def _summarise(per_image: pd.DataFrame, value: str, keys: list[str], n_boot: int, ci: float, seed: int):
     """Mean and bootstrap interval per group. Images whose model outputs were non-finite
     (nonfinite_images) are left out of the mean and counted in an n_nonfinite column (absent when
@@ -51,7 +59,7 @@ def _summarise(per_image: pd.DataFrame, value: str, keys: list[str], n_boot: int
     for key, g in per_image.groupby(keys, sort=False):
         bad = flagged.loc[g.index]
         g = g[~bad] if bad.any() else g
-        mean, lo, hi = bootstrap_ci(g[value], n_boot, ci, derive_seed(seed, "bootstrap", *key))
+        mean, lo, hi = cell_interval(g[value], key, n_boot, ci, seed)
         row = {**dict(zip(keys, key)), "mean": mean, "ci_low": lo, "ci_high": hi, "n_images": len(g)}
         if bad.any():
             row["n_nonfinite"] = int(bad.sum())
@@ -91,7 +99,7 @@ def table4_kendall(per_image: pd.DataFrame, models, explainers, n_boot: int, ci:
             rows.append([escape(model), escape(ev), *cells])
         breaks.append(len(rows) - 1)
     tex = booktabs(
-        ["Model", "Eval", *[e.upper() for e in explainers]],
+        ["Model", "Eval", *[escape(e) for e in explainers]],
         rows,
         caption="Kendall $\\tau$ between the removal step and the decrease of confidence "
         "(mean over images, $\\pm$ half-width of the bootstrap 95\\% CI); "
@@ -141,7 +149,7 @@ def score_table(
             for m in metrics:
                 r = summary[(summary.model == model) & (summary.explainer == ex) & (summary.metric == m)]
                 cells.append(score_cell(r.iloc[0]) if len(r) else "--")
-            rows.append([escape(model), escape(ex.upper()), *cells])
+            rows.append([escape(model), escape(ex), *cells])  # the config entry's name, as written
         breaks.append(len(rows) - 1)
     tex = booktabs(
         ["Model", "Method", *metrics],
