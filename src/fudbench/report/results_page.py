@@ -292,7 +292,10 @@ def summarise(
             m = d[(d["model"] == model) & (d["curve"] == curve)]
             bad = flagged[(flagged["model"] == model) & (flagged["curve"] == curve)].groupby("explainer").size()
             if not len(m):
-                rows += [_nonfinite_row(model, curve, spec, ex, int(bad[ex]), ref) for ex in shown if ex in bad]
+                category = categories.get(curve, FAITHFULNESS)
+                rows += [
+                    _nonfinite_row(model, curve, spec, ex, int(bad[ex]), ref, category) for ex in shown if ex in bad
+                ]
                 continue
             wide = m.pivot_table(index="image", columns="explainer", values="score", aggfunc="mean")
             lo, hi, source = score_bounds(m["score"], spec.value_range)
@@ -302,7 +305,7 @@ def summarise(
             for ex in shown:
                 if ex not in wide.columns or not wide[ex].notna().any():
                     if ex in bad:
-                        rows.append({**_nonfinite_row(model, curve, spec, ex, int(bad[ex]), ref), "category": category})
+                        rows.append(_nonfinite_row(model, curve, spec, ex, int(bad[ex]), ref, category))
                     continue
                 # in the per-image table's row order, as the score tables take them (the same bootstrap draw)
                 v = m.loc[m["explainer"] == ex, "score"].to_numpy(dtype=float)
@@ -391,7 +394,7 @@ def summarise(
     return summary, paired
 
 
-def _nonfinite_row(model: str, curve: str, spec, explainer: str, n_nonfinite: int, ref) -> dict:
+def _nonfinite_row(model: str, curve: str, spec, explainer: str, n_nonfinite: int, ref, category: str) -> dict:
     """The summary row of an explainer whose every image had non-finite model outputs: kept (n/a), not dropped."""
     row = {c: math.nan for c in COLUMNS}
     row.update(
@@ -406,6 +409,7 @@ def _nonfinite_row(model: str, curve: str, spec, explainer: str, n_nonfinite: in
         n_pairs=0,
         verdict="",
         n_nonfinite=n_nonfinite,
+        category=category,
     )
     return row
 
