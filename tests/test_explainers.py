@@ -34,6 +34,8 @@ def test_registry_holds_the_papers_eleven_methods_and_controls():
         "translate",
         "block_shuffle",
         "displace",
+        "graded_cue",  # round five's graded cue family (tests/test_graded_cue.py)
+        "graded_cue_opposing",
         "captum",
         "cam",
         "lrp",

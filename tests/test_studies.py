@@ -28,6 +28,8 @@ EDITED = {
     "docs/results/cue/n_eval16.yaml": "studies/planted_cue/n_eval16.yaml",
 }
 MOVED_FROM_DOCS_RESULTS = 79
+# tables committed after the move (listed in CHECKSUMS.sha256 too, but not among the 79 moved ones)
+ADDED_AFTER_THE_MOVE = ("studies/round4/results/corrections/", "studies/round5/results/")
 ROOTS = ("config/", "studies/", "tools/", "bench/", "scripts/")
 
 
@@ -54,7 +56,8 @@ def mismatches(listed: dict[str, str], root: Path = REPO) -> list[str]:
 
 def test_every_committed_table_is_at_its_new_place_with_its_bytes():
     listed = checksums()
-    assert len(listed) + len(EDITED) == MOVED_FROM_DOCS_RESULTS
+    moved = [rel for rel in listed if not rel.startswith(ADDED_AFTER_THE_MOVE)]
+    assert len(moved) + len(EDITED) == MOVED_FROM_DOCS_RESULTS
     assert not set(listed) & set(EDITED.values())
     wrong = mismatches(listed)
     assert not wrong, "committed tables must keep their bytes (git mv, never rewrite):\n  " + "\n  ".join(wrong)

@@ -58,6 +58,8 @@ def reversed_map(scores: np.ndarray, channels: int) -> np.ndarray:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--results", required=True, help="the primary run's folder (results/round4)")
+    ap.add_argument("--configfile", nargs="+", default=FILES, help="the run's config files, relative to the repository")
+    ap.add_argument("--members", nargs="+", default=FAMILY, help="the family's members audited, best first")
     ap.add_argument("--out", required=True, help="output folder (relative: to where you run the command)")
     ap.add_argument("--images", type=int, default=32, help="the run's first N test images")
     ap.add_argument("--model", default="cnn", help="the classifier the fill's guidance uses")
@@ -89,7 +91,7 @@ def main(argv=None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(1)
 
-    config = resolve_config([str(REPO / f) for f in FILES])
+    config = resolve_config([str(REPO / f) for f in args.configfile])
     data = load_npz(results / "data" / "eval.npz")
     n = min(args.images, len(data["labels"]))
     x = torch.from_numpy(data["images"][:n]).float().div(255)
@@ -123,7 +125,7 @@ def main(argv=None) -> None:
     key = paired_seed_key(config["seed"], args.model, evaluator_noise("fud", config["evaluators"]["fud"]))
 
     rows = []
-    for member in FAMILY:
+    for member in args.members:
         maps, ids = [], []
         for shard in sorted((results / "attributions" / args.model / member).glob("shard*.npz")):
             a = load_npz(shard, made_by="explain")

@@ -37,12 +37,23 @@ EXPLAINERS = {
     "translate": "fudbench.explainers.controlled:Translate",
     "block_shuffle": "fudbench.explainers.controlled:BlockShuffle",
     "displace": "fudbench.explainers.controlled:Displace",
+    "graded_cue": "fudbench.explainers.graded:GradedCue",
+    "graded_cue_opposing": "fudbench.explainers.graded:GradedCueOpposing",
     "captum": "fudbench.explainers.captum_attr:CaptumAttribution",
     "cam": "fudbench.explainers.cam:CAM",
     "lrp": "fudbench.explainers.lrp:LRP",
 }
 
-WRAPPERS = ("degrade", "randomise_model", "reorder", "translate", "block_shuffle", "displace")
+WRAPPERS = (
+    "degrade",
+    "randomise_model",
+    "reorder",
+    "translate",
+    "block_shuffle",
+    "displace",
+    "graded_cue",
+    "graded_cue_opposing",
+)
 MASK_METHODS = ("oracle", "background")
 
 

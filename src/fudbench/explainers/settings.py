@@ -236,6 +236,17 @@ class DisplaceSettings(Settings):
 
 
 @dataclass(frozen=True)
+class GradedCueSettings(Settings):
+    """The graded cue family's member (explainers.graded): `level` columns of the cue swapped out of the
+    kept window at the cut."""
+
+    base: str = setting(description="a registered explainer method whose top set is the cue (oracle)")
+    level: int = setting(minimum=0, description="cue columns swapped for decoy columns at the cut (less is better)")
+    cut: float = setting(0.5, minimum=0, maximum=1, description="the kept fraction at which the members differ")
+    base_settings: dict = setting(default_factory=dict, description="the base explainer's own settings")
+
+
+@dataclass(frozen=True)
 class BlockShuffleSettings(Settings):
     """A fraction of `base`'s block x block tiles shuffled as whole tiles."""
 
@@ -376,6 +387,8 @@ SETTINGS = {
     "translate": TranslateSettings,
     "block_shuffle": BlockShuffleSettings,
     "displace": DisplaceSettings,
+    "graded_cue": GradedCueSettings,
+    "graded_cue_opposing": GradedCueSettings,
     "captum": CaptumSettings,
     "cam": CAMSettings,
     "lrp": LRPSettings,

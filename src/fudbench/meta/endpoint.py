@@ -44,7 +44,7 @@ import pandas as pd
 from fudbench.meta.inference import holm, mean_interval
 
 COMPARISONS = (("primary", "fud_symmetric", "fud"), ("secondary", "fud_bottom", "fud"))
-SCATTER_MATCHED_SUFFIXES = ("_shifted", "_blocks", "_displaced")
+SCATTER_MATCHED_SUFFIXES = ("_shifted", "_blocks", "_displaced", "_graded")
 ALPHA = 0.05
 COLUMNS = [
     "endpoint",

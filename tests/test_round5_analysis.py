@@ -1,0 +1,62 @@
+"""Round five's registered pass rules (studies/round5/round5_analysis.py) on made-up recoveries: a pair
+decided on both primary models passes only with the same sign in the replication and under opposing
+scatter, and a FUD pair is "fill-dependent" when the cue-naive fill reverses it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "studies" / "round5"))
+import round5_analysis as r5  # noqa: E402
+
+
+def made_up(flip: dict | None = None, n: int = 48, seed: int = 0) -> pd.DataFrame:
+    """Recoveries where fud beats deletion by 0.4 everywhere, except the (run, family) cells in `flip`."""
+    rng = np.random.default_rng(seed)
+    flip = flip or {}
+    rows = []
+    cells = [("primary", m, f) for m in r5.PRIMARY_MODELS for f in r5.ARMS]
+    cells += [("replication", m, "oracle_graded") for m in r5.REPLICATION_MODELS]
+    cells += [("naive", m, "oracle_graded") for m in r5.PRIMARY_MODELS]
+    for run, model, family in cells:
+        gap = -0.4 if (run, family) in flip else 0.4
+        for image in range(n):
+            base = rng.uniform(0.2, 0.5)
+            rows.append(
+                {
+                    "run": run,
+                    "model": model,
+                    "family": family,
+                    "curve": "fud",
+                    "image": image,
+                    "r": base + gap + rng.normal(0, 0.1),
+                }
+            )
+            rows.append({"run": run, "model": model, "family": family, "curve": "deletion", "image": image, "r": base})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(
+    "flip, verdict",
+    [
+        ({}, "fud over deletion"),
+        ({("naive", "oracle_graded"): 1}, "fill-dependent: fud over deletion"),
+        ({("replication", "oracle_graded"): 1}, "fails: replication"),
+        ({("primary", "oracle_graded_opposing"): 1}, "fails: opposing scatter"),
+    ],
+)
+def test_the_pass_rules(flip, verdict):
+    pairs = r5.pairs_table(made_up(flip))
+    assert (pairs.groupby(["run", "model", "family"]).size() == 1).all()  # one pair: Holm over one
+    assert r5.verdicts(pairs)["verdict"].tolist() == [verdict]
+
+
+def test_an_undecided_pair_is_undecided():
+    rec = made_up()
+    rec.loc[rec["curve"] == "fud", "r"] = rec.loc[rec["curve"] == "deletion", "r"].to_numpy()
+    assert r5.verdicts(r5.pairs_table(rec))["verdict"].tolist() == ["undecided"]
