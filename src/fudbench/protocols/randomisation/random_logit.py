@@ -1,0 +1,83 @@
+"""Random logit (Sixt, Granz & Landgraf 2020, "When explanations lie: why many modified BP attributions
+fail"): the map for a random other class against the map for the image's target.
+
+Per image, a class y' != y is drawn uniformly from the model's other classes (a generator seeded by the
+seed key and the image id: every explainer gets the same y'), the explainer is run again for y' with the
+image's seeds, and the two pixel maps (the evaluation's reduction) are compared by SSIM (Quantus'
+RandomLogit default). A class-sensitive map changes with the class: lower is better.
+Records: one row per image, `similarity`, `other_class`, and the clean image's response.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import torch
+
+from fudbench.core.masks import reduce_attribution
+from fudbench.protocols.base import CurveResult, Protocol, Shard, records_frame, sample_response
+from fudbench.protocols.randomisation.similarity import ssim
+
+
+def other_classes(y: torch.Tensor, n_classes: int, seeds) -> torch.Tensor:
+    """(N,) a uniformly drawn class other than y[i] per image, from seeded generators."""
+    out = []
+    for target, s in zip(y.tolist(), seeds):
+        k = int(torch.randint(n_classes - 1, (1,), generator=torch.Generator().manual_seed(int(s))))
+        out.append(k + (k >= target))
+    return torch.tensor(out, dtype=y.dtype, device=y.device)
+
+
+@dataclass
+class RandomLogit(Protocol):
+    curve: str = "random_logit"
+    reduction: str = "abs_sum"
+    batch_size: int = 64  # images per explainer call
+
+    needs_explainer: ClassVar[bool] = True
+
+    def evaluate(self, shard: Shard, attribution: torch.Tensor) -> CurveResult:
+        t0 = time.perf_counter()
+        n = len(shard.x)
+
+        def respond(x, y):
+            logits = shard.model(x)
+            return (*tuple(sample_response(logits, y, x, x))[:4], np.full(len(x), logits.shape[1]))
+
+        confidence, prediction, energy, l2, classes = self.per_image(shard, respond)
+        n_classes = int(classes[0])
+        if n_classes < 2:
+            raise ValueError(f"{self.curve}: the model has {n_classes} class(es); a random other class needs two")
+        other = other_classes(shard.y, n_classes, [shard.seed(i, "other_class") % 2**63 for i in shard.ids])
+        maps = [
+            shard.explainer(
+                shard.model,
+                shard.x[s : s + self.batch_size],
+                other[s : s + self.batch_size],
+                shard.ids[s : s + self.batch_size],
+            )
+            for s in range(0, n, self.batch_size)
+        ]
+        original = reduce_attribution(attribution.float(), self.reduction)
+        again = reduce_attribution(torch.cat(maps).to(original.device), self.reduction)
+        similarity = ssim(original, again).cpu().numpy()
+        seconds = (time.perf_counter() - t0) / max(n, 1)
+        frame = records_frame(
+            self.curve,
+            image=np.asarray(shard.ids, np.int64),
+            step=np.zeros(n, np.int64),
+            kept=np.ones(n),
+            removed=np.zeros(n),
+            target=shard.y.cpu().numpy(),
+            other_class=other.cpu().numpy(),
+            similarity=similarity,
+            confidence=confidence,
+            prediction=prediction,
+            energy=energy,
+            l2=l2,
+            seconds=np.full(n, seconds),
+        )
+        return CurveResult(frame, None)

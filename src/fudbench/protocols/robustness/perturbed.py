@@ -1,0 +1,90 @@
+"""The robustness protocols' shared loop: `n_samples` noisy copies of every image, each explained again
+with the image's target and seeds (Shard.explainer), and one ratio per copy reduced to a per-image score.
+
+The noise of copy k of image i is drawn from a generator seeded by the seed key, the image id and k
+(never the explainer), so every explainer of an image is compared under the same perturbations (paired
+noise), and where the shard is cut changes nothing. The perturbed images are clipped to [0, 1], the
+images' range, which every explainer here requires (Quantus does not clip: near 0 and 1 its copies
+leave the range; the input distance of the Lipschitz estimate is taken after the clip).
+
+Records: one row per image (step 0, kept 1, removed 0), the score column (`value`), `degenerate` (a map
+the ratio is undefined for, e.g. all zero: NaN), and the clean image's response.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import torch
+
+from fudbench.protocols.base import CurveResult, Protocol, Shard, records_frame, sample_response
+
+
+@dataclass
+class PerturbedExplanations(Protocol):
+    curve: str = "robustness"
+    n_samples: int = 10
+    batch_size: int = 64  # perturbed images per explainer call
+    aggregate: str = "max"  # over the copies: max (worst case) or mean
+
+    needs_explainer: ClassVar[bool] = True
+
+    @abstractmethod
+    def noise(self, shape: tuple, generator: torch.Generator) -> torch.Tensor:
+        """One image's perturbation (shape (C, H, W)), drawn on the CPU from `generator`."""
+
+    @abstractmethod
+    def ratio(self, a: torch.Tensor, a_p: torch.Tensor, x: torch.Tensor, x_p: torch.Tensor) -> torch.Tensor:
+        """(B,) the per-copy value from the maps a, a_p and inputs x, x_p (each (B, ...))."""
+
+    def perturbations(self, shard: Shard, k: int) -> torch.Tensor:
+        """Copy k's noise of every image of the shard, (N, C, H, W) on x's device."""
+        shape = tuple(shard.x.shape[1:])
+        return torch.stack(
+            [self.noise(shape, torch.Generator().manual_seed(shard.seed(i, k) % 2**63)) for i in shard.ids]
+        ).to(shard.x.device, shard.x.dtype)
+
+    def evaluate(self, shard: Shard, attribution: torch.Tensor) -> CurveResult:
+        t0 = time.perf_counter()
+        a = attribution.float().to(shard.x.device)
+        n = len(shard.x)
+        values = torch.full((self.n_samples, n), float("nan"), dtype=torch.float64)
+        for k in range(self.n_samples):
+            x_p = (shard.x + self.perturbations(shard, k)).clamp(0, 1)
+            for start in range(0, n, self.batch_size):
+                rows = slice(start, min(n, start + self.batch_size))
+                a_p = shard.explainer(shard.model, x_p[rows], shard.y[rows], shard.ids[rows]).to(a.device)
+                values[k, rows] = self.ratio(a[rows], a_p, shard.x[rows], x_p[rows]).double().cpu()
+        score = values.amax(0) if self.aggregate == "max" else values.mean(0)
+        score = score.numpy()
+
+        def respond(x, y):
+            return tuple(sample_response(shard.model(x), y, x, x))[:4]
+
+        confidence, prediction, energy, l2 = self.per_image(shard, respond)
+        seconds = (time.perf_counter() - t0) / max(n, 1)
+        frame = records_frame(
+            self.curve,
+            image=np.asarray(shard.ids, np.int64),
+            step=np.zeros(n, np.int64),
+            kept=np.ones(n),
+            removed=np.zeros(n),
+            target=shard.y.cpu().numpy(),
+            value=score,
+            degenerate=~np.isfinite(score),
+            confidence=confidence,
+            prediction=prediction,
+            energy=energy,
+            l2=l2,
+            seconds=np.full(n, seconds),
+        )
+        return CurveResult(frame, None)
+
+
+def flat_norm(v: torch.Tensor) -> torch.Tensor:
+    """(B,) the L2 (Frobenius) norm of each row's values."""
+    return v.flatten(1).double().norm(dim=1)
