@@ -44,17 +44,14 @@ class ModelParameterRandomisation(Protocol):
         return (total if self.max_layers is None else min(total, self.max_layers)), total
 
     def explain_all(self, shard: Shard, model) -> torch.Tensor:
-        n = len(shard.x)
-        parts = [
-            shard.explainer(
-                model,
-                shard.x[s : s + self.batch_size],
-                shard.y[s : s + self.batch_size],
-                shard.ids[s : s + self.batch_size],
+        """The explainer on every image of the shard under `model`, in batches with the out-of-memory back-off."""
+
+        def explain(r):
+            return shard.explainer(
+                model, shard.x[r.start : r.stop], shard.y[r.start : r.stop], shard.ids[r.start : r.stop]
             )
-            for s in range(0, n, self.batch_size)
-        ]
-        return torch.cat(parts)
+
+        return torch.cat(self.batches(shard, range(len(shard.x)), explain))
 
     def evaluate(self, shard: Shard, attribution: torch.Tensor) -> CurveResult:
         t0 = time.perf_counter()

@@ -52,15 +52,13 @@ class RandomLogit(Protocol):
         if n_classes < 2:
             raise ValueError(f"{self.curve}: the model has {n_classes} class(es); a random other class needs two")
         other = other_classes(shard.y, n_classes, [shard.seed(i, "other_class") % 2**63 for i in shard.ids])
-        maps = [
-            shard.explainer(
-                shard.model,
-                shard.x[s : s + self.batch_size],
-                other[s : s + self.batch_size],
-                shard.ids[s : s + self.batch_size],
+
+        def explain(r):  # the explainer calls for the other classes, with the out-of-memory back-off
+            return shard.explainer(
+                shard.model, shard.x[r.start : r.stop], other[r.start : r.stop], shard.ids[r.start : r.stop]
             )
-            for s in range(0, n, self.batch_size)
-        ]
+
+        maps = self.batches(shard, range(n), explain)
         original = reduce_attribution(attribution.float(), self.reduction)
         again = reduce_attribution(torch.cat(maps).to(original.device), self.reduction)
         similarity = ssim(original, again).cpu().numpy()

@@ -41,26 +41,28 @@ class PerturbedExplanations(Protocol):
     def ratio(self, a: torch.Tensor, a_p: torch.Tensor, x: torch.Tensor, x_p: torch.Tensor) -> torch.Tensor:
         """(B,) the per-copy value from the maps a, a_p and inputs x, x_p (each (B, ...))."""
 
-    def perturbations(self, shard: Shard, k: int) -> torch.Tensor:
-        """Copy k's noise of every image of the shard, (N, C, H, W) on x's device."""
+    def perturbed(self, shard: Shard, items) -> torch.Tensor:
+        """The perturbed copies of the work items (image index, copy k), clipped to [0, 1]: (B, C, H, W)."""
         shape = tuple(shard.x.shape[1:])
-        return torch.stack(
-            [self.noise(shape, torch.Generator().manual_seed(shard.seed(i, k) % 2**63)) for i in shard.ids]
+        noise = torch.stack(
+            [self.noise(shape, torch.Generator().manual_seed(shard.seed(shard.ids[i], k) % 2**63)) for i, k in items]
         ).to(shard.x.device, shard.x.dtype)
+        return (shard.x[[i for i, _ in items]] + noise).clamp(0, 1)
 
     def evaluate(self, shard: Shard, attribution: torch.Tensor) -> CurveResult:
         t0 = time.perf_counter()
         a = attribution.float().to(shard.x.device)
         n = len(shard.x)
-        values = torch.full((self.n_samples, n), float("nan"), dtype=torch.float64)
-        for k in range(self.n_samples):
-            x_p = (shard.x + self.perturbations(shard, k)).clamp(0, 1)
-            for start in range(0, n, self.batch_size):
-                rows = slice(start, min(n, start + self.batch_size))
-                a_p = shard.explainer(shard.model, x_p[rows], shard.y[rows], shard.ids[rows]).to(a.device)
-                values[k, rows] = self.ratio(a[rows], a_p, shard.x[rows], x_p[rows]).double().cpu()
-        score = values.amax(0) if self.aggregate == "max" else values.mean(0)
-        score = score.numpy()
+        items = [(i, k) for i in range(n) for k in range(self.n_samples)]
+
+        def explain_batch(batch) -> torch.Tensor:  # the explainer calls, with the out-of-memory back-off
+            rows = [i for i, _ in batch]
+            x_p = self.perturbed(shard, batch)
+            a_p = shard.explainer(shard.model, x_p, shard.y[rows], [shard.ids[i] for i in rows]).to(a.device)
+            return self.ratio(a[rows], a_p, shard.x[rows], x_p).double().cpu()
+
+        values = torch.cat(self.batches(shard, items, explain_batch)).view(n, self.n_samples)
+        score = (values.amax(1) if self.aggregate == "max" else values.mean(1)).numpy()
 
         def respond(x, y):
             return tuple(sample_response(shard.model(x), y, x, x))[:4]
