@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from fudbench.core.auc import mean_of
 from fudbench.core.settings import Settings, setting
-from fudbench.evaluators.base import NON_NEGATIVE, CurveSpec
+from fudbench.evaluators.base import NON_NEGATIVE, ROBUSTNESS, CurveSpec, EvaluatorSpec
 
 # Quantus 0.6 draws 200 perturbations per image; each is an explainer call, so the default here is 10
 # (a tenth of the cost of a 100-step IG map per image): the max over 10 draws is a lower estimate of the
@@ -43,3 +43,21 @@ def perturbation_cost(settings: dict, evaluation: dict) -> dict:
     copies, one more to check that the explainer reproduces the stored map, one clean forward."""
     n = settings["n_samples"]
     return {"forwards": 1, "explains": n + 1, "note": f"{n} + 1 explains per explainer (perturbed copies, check)"}
+
+
+def robustness_spec(module: str, doc: str, settings: type, label: str, caption: str) -> EvaluatorSpec:
+    """The spec of a robustness evaluator named after its module (`module`: its __name__, whose `build`
+    makes the protocol), with this category's curve, cost, reduction and quick settings."""
+    name = module.rsplit(".", 1)[-1]
+    return EvaluatorSpec(
+        name,
+        doc.splitlines()[0],
+        settings,
+        lambda resolved: robustness_curve(name, label, caption),
+        f"{module}:build",
+        reduction=WHOLE_MAP,
+        quick={"n_samples": 2},
+        cost=perturbation_cost,
+        category=ROBUSTNESS,
+        needs_explainer=True,
+    )

@@ -15,26 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fudbench.core.settings import setting
-from fudbench.evaluators.base import ROBUSTNESS, EvaluatorSpec
-from fudbench.evaluators.robustness.common import (
-    WHOLE_MAP,
-    PerturbationSettings,
-    perturbation_cost,
-    robustness_curve,
-)
+from fudbench.evaluators.robustness.common import PerturbationSettings, robustness_spec
 
 
 @dataclass(frozen=True)
 class LocalLipschitzSettings(PerturbationSettings):
     std: float = setting(0.1, minimum=0.0, description="sigma of the Gaussian input noise (Quantus: 0.1)")
-
-
-def curves(settings: dict):
-    return robustness_curve(
-        "local_lipschitz",
-        "Local Lipschitz",
-        "Local Lipschitz Estimate (largest map change per unit input change, lower better)",
-    )
 
 
 def build(settings: dict, evaluation: dict, assets: dict, device):
@@ -47,15 +33,10 @@ def build(settings: dict, evaluation: dict, assets: dict, device):
     return Evaluator("local_lipschitz", [(protocol, None)])
 
 
-SPEC = EvaluatorSpec(
-    "local_lipschitz",
-    __doc__.splitlines()[0],
+SPEC = robustness_spec(
+    __name__,
+    __doc__,
     LocalLipschitzSettings,
-    curves,
-    f"{__name__}:build",
-    reduction=WHOLE_MAP,
-    quick={"n_samples": 2},
-    cost=perturbation_cost,
-    category=ROBUSTNESS,
-    needs_explainer=True,
+    "Local Lipschitz",
+    "Local Lipschitz Estimate (largest map change per unit input change, lower better)",
 )

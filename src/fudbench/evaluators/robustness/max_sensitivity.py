@@ -15,26 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fudbench.core.settings import setting
-from fudbench.evaluators.base import ROBUSTNESS, EvaluatorSpec
-from fudbench.evaluators.robustness.common import (
-    WHOLE_MAP,
-    PerturbationSettings,
-    perturbation_cost,
-    robustness_curve,
-)
+from fudbench.evaluators.robustness.common import PerturbationSettings, robustness_spec
 
 
 @dataclass(frozen=True)
 class MaxSensitivitySettings(PerturbationSettings):
     radius: float = setting(0.2, minimum=0.0, description="L_inf radius r of the uniform noise (Quantus: 0.2)")
-
-
-def curves(settings: dict):
-    return robustness_curve(
-        "max_sensitivity",
-        "Max-Sensitivity",
-        "Max-Sensitivity (largest relative change of the map under input noise, lower better)",
-    )
 
 
 def build(settings: dict, evaluation: dict, assets: dict, device):
@@ -47,15 +33,10 @@ def build(settings: dict, evaluation: dict, assets: dict, device):
     return Evaluator("max_sensitivity", [(protocol, None)])
 
 
-SPEC = EvaluatorSpec(
-    "max_sensitivity",
-    __doc__.splitlines()[0],
+SPEC = robustness_spec(
+    __name__,
+    __doc__,
     MaxSensitivitySettings,
-    curves,
-    f"{__name__}:build",
-    reduction=WHOLE_MAP,
-    quick={"n_samples": 2},
-    cost=perturbation_cost,
-    category=ROBUSTNESS,
-    needs_explainer=True,
+    "Max-Sensitivity",
+    "Max-Sensitivity (largest relative change of the map under input noise, lower better)",
 )

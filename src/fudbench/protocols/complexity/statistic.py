@@ -15,7 +15,8 @@ import numpy as np
 import torch
 
 from fudbench.core.masks import reduce_attribution
-from fudbench.protocols.base import CurveResult, Protocol, Shard, records_frame, sample_response
+from fudbench.protocols.base import CurveResult, Protocol, Shard
+from fudbench.protocols.per_image import clean_response, image_records
 
 
 def pixel_values(attribution: torch.Tensor, reduction: str) -> torch.Tensor:
@@ -58,26 +59,9 @@ class MapStatistic(Protocol):
         t0 = time.perf_counter()
         value = STATISTICS[self.statistic](pixel_values(attribution, self.reduction)).cpu().numpy()
 
-        def respond(x, y):
-            return tuple(sample_response(shard.model(x), y, x, x))[:4]
-
-        confidence, prediction, energy, l2 = self.per_image(shard, respond)
-        n = len(shard.x)
-        frame = records_frame(
-            self.curve,
-            image=np.asarray(shard.ids, np.int64),
-            step=np.zeros(n, np.int64),
-            kept=np.ones(n),
-            removed=np.zeros(n),
-            target=shard.y.cpu().numpy(),
-            value=value,
-            degenerate=~np.isfinite(value),
-            confidence=confidence,
-            prediction=prediction,
-            energy=energy,
-            l2=l2,
-            seconds=np.full(n, (time.perf_counter() - t0) / max(n, 1)),
-        )
+        response = clean_response(self, shard)
+        seconds = (time.perf_counter() - t0) / max(len(shard.x), 1)
+        frame = image_records(self.curve, shard, response, seconds, value=value, degenerate=~np.isfinite(value))
         return CurveResult(frame, None)
 
 

@@ -25,7 +25,8 @@ import torch
 
 from fudbench.core.masks import reduce_attribution
 from fudbench.explainers.controlled import parameterised_layers, randomise_layers
-from fudbench.protocols.base import CurveResult, Protocol, Shard, records_frame, sample_response
+from fudbench.protocols.base import CurveResult, Protocol, Shard, records_frame
+from fudbench.protocols.per_image import clean_response
 from fudbench.protocols.randomisation.similarity import spearman, ssim
 
 
@@ -67,10 +68,7 @@ class ModelParameterRandomisation(Protocol):
             structure[:, k - 1] = ssim(original, again).cpu().numpy()
             del randomised
 
-        def respond(x, y):
-            return tuple(sample_response(shard.model(x), y, x, x))[:4]
-
-        response = self.per_image(shard, respond)
+        response = clean_response(self, shard)
         seconds = (time.perf_counter() - t0) / max(n, 1)
         frames = [
             self.frame(curve, shard, values, response, steps, total, seconds)

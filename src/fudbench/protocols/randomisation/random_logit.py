@@ -14,11 +14,11 @@ import time
 from dataclasses import dataclass
 from typing import ClassVar
 
-import numpy as np
 import torch
 
 from fudbench.core.masks import reduce_attribution
-from fudbench.protocols.base import CurveResult, Protocol, Shard, records_frame, sample_response
+from fudbench.protocols.base import CurveResult, Protocol, Shard
+from fudbench.protocols.per_image import clean_response, image_records
 from fudbench.protocols.randomisation.similarity import ssim
 
 
@@ -43,12 +43,10 @@ class RandomLogit(Protocol):
         t0 = time.perf_counter()
         n = len(shard.x)
 
-        def respond(x, y):
-            logits = shard.model(x)
-            return (*tuple(sample_response(logits, y, x, x))[:4], np.full(len(x), logits.shape[1]))
-
-        confidence, prediction, energy, l2, classes = self.per_image(shard, respond)
-        n_classes = int(classes[0])
+        response = clean_response(self, shard)
+        with torch.no_grad():
+            classes = shard.model(shard.x[:1]).shape[1]
+        n_classes = int(classes)
         if n_classes < 2:
             raise ValueError(f"{self.curve}: the model has {n_classes} class(es); a random other class needs two")
         other = other_classes(shard.y, n_classes, [shard.seed(i, "other_class") % 2**63 for i in shard.ids])
@@ -63,19 +61,7 @@ class RandomLogit(Protocol):
         again = reduce_attribution(torch.cat(maps).to(original.device), self.reduction)
         similarity = ssim(original, again).cpu().numpy()
         seconds = (time.perf_counter() - t0) / max(n, 1)
-        frame = records_frame(
-            self.curve,
-            image=np.asarray(shard.ids, np.int64),
-            step=np.zeros(n, np.int64),
-            kept=np.ones(n),
-            removed=np.zeros(n),
-            target=shard.y.cpu().numpy(),
-            other_class=other.cpu().numpy(),
-            similarity=similarity,
-            confidence=confidence,
-            prediction=prediction,
-            energy=energy,
-            l2=l2,
-            seconds=np.full(n, seconds),
+        frame = image_records(
+            self.curve, shard, response, seconds, other_class=other.cpu().numpy(), similarity=similarity
         )
         return CurveResult(frame, None)

@@ -21,7 +21,8 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from fudbench.protocols.base import CurveResult, Protocol, Shard, records_frame, sample_response
+from fudbench.protocols.base import CurveResult, Protocol, Shard
+from fudbench.protocols.per_image import clean_response, image_records
 
 
 @dataclass
@@ -64,25 +65,14 @@ class PerturbedExplanations(Protocol):
         values = torch.cat(self.batches(shard, items, explain_batch)).view(n, self.n_samples)
         score = (values.amax(1) if self.aggregate == "max" else values.mean(1)).numpy()
 
-        def respond(x, y):
-            return tuple(sample_response(shard.model(x), y, x, x))[:4]
-
-        confidence, prediction, energy, l2 = self.per_image(shard, respond)
-        seconds = (time.perf_counter() - t0) / max(n, 1)
-        frame = records_frame(
+        response = clean_response(self, shard)
+        frame = image_records(
             self.curve,
-            image=np.asarray(shard.ids, np.int64),
-            step=np.zeros(n, np.int64),
-            kept=np.ones(n),
-            removed=np.zeros(n),
-            target=shard.y.cpu().numpy(),
+            shard,
+            response,
+            (time.perf_counter() - t0) / max(n, 1),
             value=score,
             degenerate=~np.isfinite(score),
-            confidence=confidence,
-            prediction=prediction,
-            energy=energy,
-            l2=l2,
-            seconds=np.full(n, seconds),
         )
         return CurveResult(frame, None)
 
