@@ -22,7 +22,7 @@ Quantus (an assertion in every metric): its
 image out for that metric instead of the job failing.
 
 Metrics that explain again (robustness, randomisation: `explains`) get Quantus' `explain_func` from the
-shard's explainer (explains.again.ExplainAgain: the entry's explainer with the image's seeds), returning
+shard's explainer (explainers.again.ExplainAgain: the entry's explainer with the image's seeds), returning
 the map reduced as the stored one. Quantus perturbs without clipping, and every explainer here takes
 images in [0, 1]: explain_func explains the copy clipped to [0, 1] (Quantus' own distances, e.g. the
 Lipschitz estimate's, stay unclipped). RandomLogit's num_classes defaults to the model's logits.
