@@ -82,6 +82,26 @@ def plugin_inputs(settings):
     return {f"plugin{i}": s for i, s in enumerate(entry_sources(settings, REPO))}
 
 
+def explains_again(evaluator):
+    """Whether a configured evaluator entry calls the explainer again (EvaluatorSpec.needs_explainer)."""
+    settings = config["evaluators"][evaluator]
+    return spec_of(evaluator, settings).explainer_needed(resolved_settings(evaluator))
+
+
+def explainer_entries(evaluator):
+    """The explainer entries' settings an evaluate job rebuilds them from, when its evaluator
+    explains again (robustness, randomisation); {} for the others."""
+    return {e: explainer_settings(e) for e in EXPLAINERS} if explains_again(evaluator) else {}
+
+
+def explainer_plugin_inputs(evaluator):
+    """The explainer plug-ins' sources, inputs of an evaluate job that explains again."""
+    if not explains_again(evaluator):
+        return {}
+    files = dict.fromkeys(f for e in EXPLAINERS for f in entry_sources(config["explainers"][e], REPO))
+    return {f"plugin_explainer{i}": f for i, f in enumerate(files)}
+
+
 def job_params():
     """Values every library job needs (seed, device)."""
     return {"seed": config["seed"], "device": config["device"]}

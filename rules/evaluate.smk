@@ -19,6 +19,8 @@ rule evaluate:
     input:
         unpack(evaluator_assets),
         unpack(lambda w: plugin_inputs(config["evaluators"][w.evaluator])),
+        # an evaluator that explains again (robustness, randomisation) rebuilds each explainer: its plug-ins
+        unpack(lambda w: explainer_plugin_inputs(w.evaluator)),
         model=f"{RESULTS}/models/{{model}}.pt",
         # the images with their ground-truth masks: an evaluator that reads masks (EvaluatorSpec.needs_masks)
         # gets its shard's from here, as explainers do (pipeline.ShardEvaluation)
@@ -56,6 +58,8 @@ rule evaluate:
             if k in config["evaluation"]
         },
         explainers=EXPLAINERS,
+        # the explainer entries (as the explain jobs got them) for an evaluator that explains again; else {}
+        explainer_entries=lambda w: explainer_entries(w.evaluator),
         shard_size=config["data"]["shard_size"],
         kept_images=samples_kept_per_shard(),
         seed_group=lambda w: SEED_GROUPS[w.model],  # explain / evaluate noise: fudbench.core.seeding

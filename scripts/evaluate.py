@@ -35,5 +35,6 @@ done = evaluate_explainers(
     cache=WorkCache(p.cache),
     ood_reference=getattr(snakemake.input, "ood_reference", None),
     seed_group=p.seed_group,
+    explainer_entries=p.explainer_entries,
 )
 log.info("%d explainer(s) computed, %d copied from the work cache", len(done["computed"]), len(done["cached"]))

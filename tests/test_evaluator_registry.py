@@ -14,7 +14,11 @@ the registry:
 - where the shard is cut changes no record (per-image seeds);
 - the direction: a map on the quadrant scores better, in the curve's declared
   direction, than the same map reversed, for every scored curve. A wrong sign
-  in a score function or a reversed order fails here.
+  in a score function or a reversed order fails here. For the metrics that
+  explain again (EvaluatorSpec.needs_explainer) the better map is the one that
+  has the category's property: under robustness a fixed map (it ignores the
+  input) beats saliency, under randomisation saliency (it reads the model and
+  the class) beats a fixed map.
 """
 
 import numpy as np
@@ -24,7 +28,10 @@ import torch
 
 from fudbench.analysis.curves import derived_scores, per_image_scores
 from fudbench.evaluators import EVALUATORS, build_evaluator, configured_curves, spec
-from fudbench.evaluators.base import ALIAS_SEPARATOR
+from fudbench.evaluators.base import ALIAS_SEPARATOR, RANDOMISATION, ROBUSTNESS
+from fudbench.explainers import build_explainer
+from fudbench.explainers.again import ExplainAgain
+from fudbench.explainers.base import Explainer
 
 pytestmark = pytest.mark.numerics  # the outcome may depend on the CPU's kernels (tests/numerics_support.py)
 
@@ -94,6 +101,41 @@ def task(tmp_path_factory):
     return model, assets, x, y, inside + jitter, (1 - inside) + jitter, masks
 
 
+class FixedMaps(Explainer):
+    """A map that ignores model, input and class: the row of `maps` of each image id (given as its seed by
+    ExplainAgain below). Robust by construction; fails every randomisation check."""
+
+    def __init__(self, maps):
+        self.maps = maps
+
+    def explain(self, model, x, target, seeds=None):
+        return self.maps[torch.as_tensor([int(s) for s in seeds])].to(x.device)
+
+
+def _explainer(explainer) -> ExplainAgain:
+    """The maps' explainer as an evaluator that explains again gets it; each image seeded by its id."""
+    return ExplainAgain("test", explainer, {i: i for i in range(N)})
+
+
+def _saliency(model, x, y):
+    return build_explainer("sm", {}).explain(model, x, y).detach()
+
+
+def _maps(method, task, good: bool):
+    """(the maps, their explainer) of the direction test: the quadrant (good) or its reverse, except for
+    the categories that explain again (the module's docstring)."""
+    model, _, x, y, quadrant, reversed_, _ = task
+    s = spec(method)
+    category = s.category_of(s.resolve(_settings(method)))
+    if category in (ROBUSTNESS, RANDOMISATION):
+        fixed = good == (category == ROBUSTNESS)
+        if fixed:
+            return quadrant, _explainer(FixedMaps(quadrant))
+        return _saliency(model, x, y), _explainer(build_explainer("sm", {}))
+    attribution = quadrant if good else reversed_
+    return attribution, _explainer(FixedMaps(attribution))
+
+
 def _settings(method: str) -> dict:
     return dict(spec(method).quick)
 
@@ -112,9 +154,16 @@ def _run(method, task, image_ids, rows=slice(None), good=True):
     model, assets, x, y, quadrant, reversed_, masks = task
     assets = {k: v for k, v in assets.items() if k in spec(method).assets(spec(method).resolve(_settings(method)))}
     ev = build_evaluator(method, _settings(method), EVALUATION, assets, "cpu")
-    attribution = quadrant if good else reversed_
+    attribution, explainer = _maps(method, task, good)
     records, samples = ev.run(
-        model, x[rows], y[rows], attribution[rows], image_ids, (0, "evaluate", "task", method), masks=masks[rows]
+        model,
+        x[rows],
+        y[rows],
+        attribution[rows],
+        image_ids,
+        (0, "evaluate", "task", method),
+        masks=masks[rows],
+        explainer=explainer,
     )
     return records.assign(model="task", explainer="quadrant" if good else "reversed"), samples
 
@@ -206,9 +255,16 @@ def test_the_declared_reduction_is_the_one_that_acts(method, task):
             "cpu",
         )
         records.append(
-            ev.run(model, x, y, 0.5 - quadrant, list(range(N)), (0, "evaluate", "task", method), masks=masks)[0].drop(
-                columns="seconds"
-            )
+            ev.run(
+                model,
+                x,
+                y,
+                0.5 - quadrant,
+                list(range(N)),
+                (0, "evaluate", "task", method),
+                masks=masks,
+                explainer=_explainer(build_explainer("sm", {})),
+            )[0].drop(columns="seconds")
         )
     same = records[0].equals(records[1])
     assert same != (declared == FOLLOWS_EVALUATION), (

@@ -112,10 +112,24 @@ class LimitedImputer(Imputer):
 
 
 def _run(proto, model, imputer, data):
-    """Every protocol gets the images' ground-truth masks; those that read them (needs_masks) use them."""
+    """Every protocol gets the images' ground-truth masks; those that read them (needs_masks) use them.
+    A protocol that explains again (needs_explainer) gets gradient saliency, which calls the model (so
+    the failing models fail inside the explainer too)."""
+    from fudbench.explainers import build_explainer
+    from fudbench.explainers.again import ExplainAgain
+
     x, y, attribution, masks = data
+    explainer = ExplainAgain("sm", build_explainer("sm", {}), {i: i for i in (5, 2, 9)})
     return proto.run(
-        model, x, y, attribution, imputer, image_ids=[5, 2, 9], seed_key=(0, "t", proto.curve), masks=masks
+        model,
+        x,
+        y,
+        attribution,
+        imputer,
+        image_ids=[5, 2, 9],
+        seed_key=(0, "t", proto.curve),
+        masks=masks,
+        **({"explainer": explainer} if getattr(proto, "needs_explainer", False) else {}),
     )
 
 

@@ -20,6 +20,8 @@ from fudbench.evaluators.quantus import COMMON, DOES_NOT_ORDER, METRICS, NOT_SUP
 from fudbench.core.masks import reduce_attribution
 from fudbench.protocols.quantus import reduce_output
 from fudbench.core.seeding import derive_seed
+from fudbench.explainers import build_explainer
+from fudbench.explainers.again import ExplainAgain
 
 quantus = pytest.importorskip("quantus")
 
@@ -33,7 +35,30 @@ SMALL = {
     "RegionPerturbation": {"patch_size": 4, "regions_evaluation": 5},
     "Selectivity": {"patch_size": 4},
     "Infidelity": {"n_perturb_samples": 8, "perturb_patch_sizes": [4]},
+    "MaxSensitivity": {"nr_samples": 2},
+    "AvgSensitivity": {"nr_samples": 2},
+    "LocalLipschitzEstimate": {"nr_samples": 2},
+    "MPRT": {},
+    "RandomLogit": {},
+    "Sparseness": {},
+    "Complexity": {},
 }
+# the metrics that read the map against its reverse (faithfulness: the evidence; complexity: the quadrant's
+# map is the sparser): the direction test; robustness and randomisation are checked in test_metric_categories
+ORDERED = sorted(m for m, q in METRICS.items() if q.category in ("faithfulness", "complexity"))
+
+
+def _explain(model, inputs, targets, **kwargs):
+    """Quantus' explain_func as the adapter builds it from the `sm` entry: clipped inputs, abs_sum map."""
+    x = torch.as_tensor(np.asarray(inputs), dtype=torch.float32).clamp(0, 1)
+    a = build_explainer("sm", {}).explain(model, x, torch.as_tensor(np.asarray(targets)).long().view(-1))
+    return reduce_attribution(a.detach(), "abs_sum")[:, None].numpy()
+
+
+def _sm(ids):
+    return ExplainAgain("sm", build_explainer("sm", {}), {i: i for i in ids})
+
+
 EVALUATION = {"ratios": [0.5], "reduction": "abs_sum"}
 
 
@@ -58,6 +83,14 @@ def test_the_table_agrees_with_the_installed_quantus():
             assert theirs == m.higher_is_better, name
     for name in NOT_SUPPORTED:
         assert hasattr(quantus, name) and name not in METRICS
+    from fudbench.evaluators.quantus import QUANTUS_METRICS
+
+    installed = {
+        n
+        for n in dir(quantus.metrics)
+        if isinstance(c := getattr(quantus.metrics, n), type) and issubclass(c, quantus.metrics.base.Metric)
+    } - {"Metric", "BatchedMetric"}
+    assert set(QUANTUS_METRICS) == installed
     from fudbench.evaluators.quantus import SIZE_DEFAULTS
 
     for name, values in SIZE_DEFAULTS.items():  # the defaults the parse-time size check assumes
@@ -75,12 +108,15 @@ def test_scores_equal_calling_quantus_directly_with_the_image_seed(metric, task)
     settings = {"metric": metric, "settings": SMALL[metric], "batch_size": 8}
     key = (0, "evaluate", "task", "quantus")
     ids = [11, 3, 7]
+    explains = METRICS[metric].explains
+    maps_of = _sm(ids)(model, x[:3], y[:3], ids) if explains else quadrant[:3]  # explaining: the explainer's map
     records, samples = build_evaluator("quantus", settings, EVALUATION, {}, "cpu").run(
-        model, x[:3], y[:3], quadrant[:3], ids, key
+        model, x[:3], y[:3], maps_of, ids, key, explainer=_sm(ids)
     )
     assert samples == {} and list(records["image"]) == ids
-    maps = reduce_attribution(quadrant[:3], "abs_sum")[:, None].numpy()
+    maps = reduce_attribution(maps_of, "abs_sum")[:, None].numpy()
     kwargs = dict(SMALL[metric], **({"order": "morf"} if metric == "RegionPerturbation" else {}))
+    kwargs.update({"MPRT": {"return_average_correlation": True}, "RandomLogit": {"num_classes": 2}}.get(metric, {}))
     direct = []
     for i, image in enumerate(ids):
         with seeded(derive_seed(*key, curve_name(metric), image), torch.device("cpu")):
@@ -91,12 +127,13 @@ def test_scores_equal_calling_quantus_directly_with_the_image_seed(metric, task)
                 a_batch=maps[i : i + 1],
                 device="cpu",
                 batch_size=8,
+                **({"explain_func": _explain} if explains else {}),
             )
         direct.append(reduce_output(out[0], METRICS[metric].reduce))
     np.testing.assert_allclose(records["value"].to_numpy(), direct, rtol=1e-9, atol=1e-12)
     # one image alone scores as it does in the shard
     alone, _ = build_evaluator("quantus", settings, EVALUATION, {}, "cpu").run(
-        model, x[1:2], y[1:2], quadrant[1:2], [3], key
+        model, x[1:2], y[1:2], maps_of[1:2], [3], key, explainer=_sm([3])
     )
     assert alone["value"].iloc[0] == pytest.approx(records["value"].iloc[1], rel=1e-12)
 
@@ -126,7 +163,7 @@ def test_a_constant_map_scores_nan_and_leaves_the_other_images_as_they_were(task
     assert np.isnan(scores[3]) and scores.drop(3).notna().all()  # the analysis drops it (dropna on score)
 
 
-@pytest.mark.parametrize("metric", sorted(METRICS))
+@pytest.mark.parametrize("metric", ORDERED)
 def test_each_metric_prefers_the_map_on_the_evidence_in_its_direction(metric, task):  # noqa: F811
     model, _, x, y, quadrant, reversed_, _ = task
     settings = {"metric": metric, "settings": SMALL[metric], "batch_size": 8}
@@ -263,3 +300,22 @@ def test_the_python_api_scores_a_quantus_metric(task):  # noqa: F811
     )
     scores = frame.dropna(subset=["score"])
     assert set(scores["curve"]) == {"quantus_faithfulness_correlation@qt_fc"} and len(scores) == N
+
+
+def test_a_metric_of_another_category_is_offered_with_its_category_and_the_rest_refused_saying_why():
+    from fudbench.evaluators.quantus import UNCHECKED
+
+    s = spec("quantus")
+    for metric, category, explains in (
+        ("MaxSensitivity", "robustness", True),
+        ("MPRT", "randomisation", True),
+        ("Sparseness", "complexity", False),
+        ("FaithfulnessCorrelation", "faithfulness", False),
+    ):
+        resolved = s.resolve({"metric": metric})
+        assert not s.check({"metric": metric}, "evaluators.q"), metric
+        assert s.category_of(resolved) == category and s.explainer_needed(resolved) == explains
+    (continuity,) = s.check({"metric": "Continuity"}, "evaluators.q")
+    assert f"quantus.Continuity is {UNCHECKED}" in continuity
+    (typo,) = s.check({"metric": "MaxSensitvity"}, "evaluators.q")
+    assert "'MaxSensitvity' is not a metric of quantus 0.6.0" in typo

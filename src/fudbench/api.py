@@ -507,6 +507,42 @@ def _as_masks(masks, x, ids: list, where: str):
     return check_masks(masks, x, where, name="masks")
 
 
+def _explainer_of(explainer, specs: dict, seed: int, model_name: str, ids, x, masks, where: str):
+    """(ExplainAgain or None, the records' explainer name) of evaluate's `explainer` argument: the
+    explainer is built only when a metric explains again (EvaluatorSpec.needs_explainer)."""
+    from fudbench.explainers import EXPLAINERS
+    from fudbench.explainers.again import explain_again
+    from fudbench.explainers.base import Explainer
+    from fudbench.explainers.seeds import explain_seed_key
+
+    if isinstance(explainer, Explainer):
+        name, settings = getattr(explainer, "name", "explainer"), None
+    elif isinstance(explainer, dict) and len(explainer) == 1:
+        name, settings = next(iter(explainer.items()))
+    elif isinstance(explainer, str):
+        name, settings = explainer, {}
+    else:
+        _raise(where, [f"explainer must be a name, {{name: settings}} or an Explainer, got {explainer!r}"])
+    needing = [n for n, (s, resolved, _) in specs.items() if s.explainer_needed(resolved)]
+    if not needing:
+        return None, name
+    key = explain_seed_key(seed, model_name, name, settings)
+    if isinstance(explainer, Explainer):
+        return explain_again(
+            name, None, key, ids, masks=masks, where=" (argument explainer)", explainer=explainer
+        ), name
+    method = (settings or {}).get("method", name)
+    if method not in EXPLAINERS and ":" not in str(method):
+        _raise(
+            where,
+            [
+                f"metrics {needing} explain again and explainer={explainer!r} names no registered "
+                f"explainer ({', '.join(EXPLAINERS)}): pass a registered name, {{name: settings}} or an Explainer"
+            ],
+        )
+    return explain_again(name, settings, key, ids, references=x, masks=masks, where=" (argument explainer)"), name
+
+
 def evaluate(
     model,
     images,
@@ -545,8 +581,15 @@ def evaluate(
     `rma`; its spec's needs_masks): one H x W mask per image, non-zero = the
     object, either in the images' order ((N, H, W) or (N, 1, H, W)) or as a dict
     {image_id: mask} looked up by image_ids (ids are not positions); ignored by
-    the other metrics. progress: show the protocols' progress bars (default
-    silent; the workflow's jobs always write theirs).
+    the other metrics. explainer: the name the records give the maps' explainer; for a
+    metric that explains again (robustness, randomisation: its spec's needs_explainer)
+    also the explainer itself: a registered method's name (`"ig"`, default settings),
+    {entry: settings} as in a config's `explainers`, or an Explainer instance. It is
+    seeded per image as the workflow's explain job seeds it (seed, model_name, image id)
+    and must reproduce `attributions` (within explainers.again.REPRODUCE_RTOL) or the
+    call fails naming it.
+    progress: show the protocols' progress bars (default silent; the workflow's
+    jobs always write theirs).
 
     Checked before any work, each error naming the argument (InputError, a
     ValueError): every metric's settings as the config checks an evaluator entry
@@ -620,6 +663,7 @@ def evaluate(
     model.eval()
     _check_target_range(model, x, y, where)
 
+    again, explainer = _explainer_of(explainer, specs, seed, model_name, ids, x, masks, where)
     reference = assets.pop("ood_reference", None)
     tap = attach_ood_reference(model, reference, model_name) if reference is not None else None
     frames = []
@@ -628,7 +672,7 @@ def evaluate(
             for name, settings in entries.items():
                 evaluator = build_evaluator(name, settings, evaluation, assets, device)
                 key = paired_seed_key(seed, model_name, evaluator_noise(name, settings))  # as the workflow's
-                records, _ = evaluate_maps(evaluator, model, x, y, a, ids, key, masks=masks)
+                records, _ = evaluate_maps(evaluator, model, x, y, a, ids, key, masks=masks, explainer=again)
                 frames.append(name_records(records, model_name, explainer, name))
                 for line in nonfinite_output_problems(records, model_name, name, explainer):  # as the evaluate job
                     logging.getLogger(__name__).warning("%s; their scores are NaN", line)

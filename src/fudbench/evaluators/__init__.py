@@ -11,8 +11,8 @@ A config entry is named after its method or carries `method: <name>`
 Adding an evaluator: a module here with SPEC and build, one line in
 EVALUATORS, a config block (docs/architecture.md, "How to add a metric").
 
-Grouped by what they measure: faithfulness/, localisation/ (robustness, randomisation and complexity
-will sit beside them); quantus.py reaches any Quantus metric. Floor 4: imports the floors below.
+Grouped by what they measure (EvaluatorSpec.category): faithfulness/, localisation/, robustness/,
+randomisation/, complexity/; quantus.py reaches Quantus' metrics of these kinds. Floor 4: imports the floors below.
 """
 
 from __future__ import annotations
@@ -37,6 +37,13 @@ EVALUATORS = {
     "ffid": "fudbench.evaluators.faithfulness.ffid",
     "irof": "fudbench.evaluators.faithfulness.irof",
     "rma": "fudbench.evaluators.localisation.rma",
+    "max_sensitivity": "fudbench.evaluators.robustness.max_sensitivity",
+    "avg_sensitivity": "fudbench.evaluators.robustness.avg_sensitivity",
+    "local_lipschitz": "fudbench.evaluators.robustness.local_lipschitz",
+    "mprt": "fudbench.evaluators.randomisation.model_parameter",
+    "random_logit": "fudbench.evaluators.randomisation.random_logit",
+    "sparseness": "fudbench.evaluators.complexity.sparseness",
+    "complexity": "fudbench.evaluators.complexity.entropy",
     "quantus": "fudbench.evaluators.quantus",
 }
 
@@ -170,6 +177,8 @@ def build_evaluator(name: str, settings: Optional[dict], evaluation: dict, asset
         evaluator.alias = name
     if s.masks_needed(s.resolve(settings)):
         evaluator.reads_masks = True
+    if s.explainer_needed(s.resolve(settings)):
+        evaluator.reads_explainer = True
     options = (settings or {}).get("imputer_options") or {}
     for _, imputer in getattr(evaluator, "curves", None) or []:
         entry = getattr(imputer, "plugin_entry", None)  # a plug-in imputer (imputers.factory)

@@ -28,6 +28,8 @@ FOLLOWS_EVALUATION, OWN_SETTING = "evaluation.reduction", "setting"
 # Value ranges of per-image scores: an area under a probability curve, a correlation or difference of areas.
 PROBABILITY_AREA, CORRELATION = (0.0, 1.0), (-1.0, 1.0)
 NON_NEGATIVE = (0.0, float("inf"))
+# EvaluatorSpec.reduction of the metrics that read the map's magnitudes only (complexity, MPRT)
+MAGNITUDES = "abs_sum: |map| summed over channels (magnitudes only, as Quantus' abs=True)"
 
 # Table groups of intermediate samples: the main evaluators' (Tables 2, 3, 8)
 # and the appendix protocols' (Tables 9, 11, with FUD as the reference row).
@@ -158,6 +160,7 @@ class Evaluator:
     curves: list  # [(protocol, imputer)]
     alias: Optional[str] = None  # config entry name when it aliases a method: curves get @alias
     reads_masks: bool = False  # its spec declares needs_masks (build_evaluator sets it)
+    reads_explainer: bool = False  # its spec declares needs_explainer (build_evaluator sets it)
 
     @property
     def needs_masks(self) -> bool:
@@ -165,11 +168,18 @@ class Evaluator:
         (Protocol.needs_masks: those protocols get them)."""
         return self.reads_masks or any(getattr(protocol, "needs_masks", False) for protocol, _ in self.curves)
 
-    def run(self, model, x, y, attribution, image_ids, seed_key: tuple, masks=None):
+    @property
+    def needs_explainer(self) -> bool:
+        """Its spec declares that it explains again, or one of its protocols does (Protocol.needs_explainer)."""
+        return self.reads_explainer or any(getattr(p, "needs_explainer", False) for p, _ in self.curves)
+
+    def run(self, model, x, y, attribution, image_ids, seed_key: tuple, masks=None, explainer=None):
         """Returns (records DataFrame with a 'curve' column, {curve: samples}).
         masks: (N, H, W) ground-truth object masks of the images, in the images'
         order (non-zero = object), for the protocols that declare needs_masks; the
-        others do not get them (as explainers without uses_masks)."""
+        others do not get them (as explainers without uses_masks).
+        explainer: the maps' explainer (fudbench.explainers.again.ExplainAgain), for the protocols that
+        declare needs_explainer; the caller checks first that it reproduces the maps (evaluate_maps)."""
         import pandas as pd
 
         from fudbench.core.checks import check_inputs, check_masks
@@ -184,9 +194,17 @@ class Evaluator:
                     f"from Python pass fudbench.evaluate(..., masks=...)"
                 )
             masks = check_masks(masks, x, who)
+        if self.needs_explainer and explainer is None:
+            raise ValueError(
+                f"{who} explains again (robustness, randomisation) and was given no explainer: in the "
+                f"workflow the evaluate job builds it from the explainer's entry; from Python pass "
+                f"fudbench.evaluate(..., explainer=<registered name, {{name: settings}} or an Explainer>)"
+            )
         frames, samples = [], {}
         for protocol, imputer in self.curves:
             kwargs = {"masks": masks} if getattr(protocol, "needs_masks", False) else {}
+            if getattr(protocol, "needs_explainer", False):
+                kwargs["explainer"] = explainer
             res = protocol.run(model, x, y, attribution, imputer, image_ids, (*seed_key, protocol.curve), **kwargs)
             frames.append(res.records)
             if res.samples is not None:

@@ -1,5 +1,5 @@
-"""`quantus`: a Quantus faithfulness metric by name (Hedström et al. 2023; quantus
-0.6.0), scored per image through fudbench.protocols.quantus.
+"""`quantus`: a Quantus metric by name (Hedström et al. 2023; quantus 0.6.0): faithfulness,
+robustness, randomisation or complexity, scored per image through fudbench.protocols.quantus.
 
     qt_faithcorr: {method: quantus, metric: FaithfulnessCorrelation, settings: {nr_runs: 100, subset_size: 224}}
 
@@ -10,6 +10,11 @@ table against the installed Quantus). Each entry writes one curve,
 per-image score in the metric's direction. Metrics whose score is a curve per
 image are reduced here: PixelFlipping and Selectivity to the normalised area
 under it (lower better), RegionPerturbation to its mean drop, the AOPC.
+
+The entry's category is its metric's (QuantusMetric.category). Robustness and randomisation metrics call
+the explainer again: the entry then needs it (needs_explainer), and the adapter hands Quantus the entry's
+explainer (explainers.again.ExplainAgain, seeded per image as its explain job) as `explain_func`. A metric
+not offered is refused naming why (NOT_SUPPORTED, or the rule for the rest of Quantus: UNCHECKED).
 """
 
 from __future__ import annotations
@@ -20,14 +25,33 @@ from typing import Literal, NamedTuple
 import numpy as np
 
 from fudbench.core.auc import mean_of
-from fudbench.evaluators.base import CORRELATION, NON_NEGATIVE, PROBABILITY_AREA, CurveSpec, EvaluatorSpec
+from fudbench.evaluators.base import (
+    COMPLEXITY,
+    CORRELATION,
+    FAITHFULNESS,
+    NON_NEGATIVE,
+    PROBABILITY_AREA,
+    RANDOMISATION,
+    ROBUSTNESS,
+    CurveSpec,
+    EvaluatorSpec,
+)
 from fudbench.core.settings import Settings, setting
 
 # keywords every metric takes (Quantus' base class)
 COMMON = ("abs", "normalise", "normalise_func", "normalise_func_kwargs", "aggregate_func", "default_plot_func")
 PERTURB = ("perturb_func", "perturb_baseline", "perturb_func_kwargs")
 # set by the adapter: one score per image, quiet jobs
-RESERVED = ("return_aggregate", "return_auc_per_sample", "disable_warnings", "display_progressbar")
+RESERVED = (
+    "return_aggregate",
+    "return_auc_per_sample",
+    "disable_warnings",
+    "display_progressbar",
+    # MPRT: one score per image, the mean similarity over the cascade (fixed by FIXED below)
+    "return_sample_correlation",
+    "return_average_correlation",
+    "return_last_correlation",
+)
 
 
 class QuantusMetric(NamedTuple):
@@ -36,6 +60,8 @@ class QuantusMetric(NamedTuple):
     reduce: str  # how the metric's per-image output becomes one float: value | auc | mean
     keywords: tuple  # its own constructor keywords, besides COMMON
     why: str = ""  # where our direction or reduction differs from Quantus' own metadata
+    category: str = FAITHFULNESS  # what it measures (evaluators.base.CATEGORIES): the entry's category
+    explains: bool = False  # it calls the explainer again (Quantus' explain_func): robustness, randomisation
 
 
 UNBOUNDED = (-np.inf, np.inf)
@@ -70,7 +96,45 @@ METRICS = {
     "Infidelity": QuantusMetric(
         False, NON_NEGATIVE, "value", ("loss_func", "perturb_patch_sizes", "n_perturb_samples", *PERTURB)
     ),
+    **{
+        name: QuantusMetric(
+            False,
+            NON_NEGATIVE,
+            "value",
+            ("similarity_func", "norm_numerator", "norm_denominator", "nr_samples", "perturb_func", *bounds)
+            + ("perturb_func_kwargs", "return_nan_when_prediction_changes"),
+            category=ROBUSTNESS,
+            explains=True,
+        )
+        for name, bounds in (
+            ("MaxSensitivity", ("lower_bound", "upper_bound")),
+            ("AvgSensitivity", ("lower_bound", "upper_bound")),
+            ("LocalLipschitzEstimate", ("perturb_mean", "perturb_std")),
+        )
+    },
+    "MPRT": QuantusMetric(
+        False,
+        CORRELATION,
+        "value",
+        ("similarity_func", "layer_order", "seed", "skip_layers"),
+        "one score per image: the adapter sets return_average_correlation (the mean similarity over the layers)",
+        category=RANDOMISATION,
+        explains=True,
+    ),
+    "RandomLogit": QuantusMetric(
+        False,
+        CORRELATION,
+        "value",
+        ("similarity_func", "num_classes", "seed"),
+        "num_classes defaults to the model's number of logits here (Quantus: 1000)",
+        category=RANDOMISATION,
+        explains=True,
+    ),
+    "Sparseness": QuantusMetric(True, (0.0, 1.0), "value", (), category=COMPLEXITY),
+    "Complexity": QuantusMetric(False, NON_NEGATIVE, "value", (), category=COMPLEXITY),
 }
+# Constructor keywords the adapter sets for a metric (a per-image score)
+FIXED = {"MPRT": {"return_average_correlation": True}}
 # Supported metrics that do not prefer the evidence map to its reverse on the project's quadrant task
 # (tests/test_quantus_evaluator.py measures both): what the report card should be read with
 DOES_NOT_ORDER = {
@@ -85,7 +149,36 @@ NOT_SUPPORTED = {
     "Sufficiency": "scores a batch (an image's neighbours in it), not one image",
     "IROF": "fails in quantus 0.6.0 on these inputs (mask shape assertion); the built-in evaluator `irof` is IROF",
     "ROAD": "fails in quantus 0.6.0 on channel-first images (index error); the built-in evaluator `road` is ROAD",
+    "ModelParameterRandomisation": "quantus 0.6.0's old name of MPRT: use metric MPRT",
+    "BatchSufficiency": "scores a batch (an image's neighbours in it), not one image",
+    "Consistency": "scores agreement of an image's map with the maps of the batch's other images of the same "
+    "discretised class, not one image alone",
 }
+# Quantus 0.6.0's metric classes (tests/test_quantus_evaluator.py checks the list against the installed
+# Quantus), so that a name that is none of them is refused as such without importing Quantus
+QUANTUS_METRICS = (
+    "AUC AttributionLocalisation AvgSensitivity BatchSufficiency Completeness Complexity Consistency Continuity "
+    "EffectiveComplexity EfficientMPRT FaithfulnessCorrelation FaithfulnessEstimate Focus IROF Infidelity "
+    "InputInvariance LocalLipschitzEstimate MPRT MaxSensitivity ModelParameterRandomisation Monotonicity "
+    "MonotonicityCorrelation NonSensitivity PixelFlipping PointingGame ROAD RandomLogit RegionPerturbation "
+    "RelativeInputStability RelativeOutputStability RelativeRepresentationStability RelevanceMassAccuracy "
+    "RelevanceRankAccuracy Selectivity SensitivityN SmoothMPRT Sparseness Sufficiency TopKIntersection"
+).split()
+# Why the other Quantus metrics are refused: each offered one is checked against Quantus itself
+UNCHECKED = (
+    "not offered: the adapter offers a metric once tests/test_quantus_evaluator.py checks its per-image score "
+    "against calling Quantus directly, and its direction; this one is not checked (localisation metrics: the "
+    "built-in `rma`; the others: ask for it in an issue)"
+)
+
+
+def refusal(metric: str) -> str:
+    """Why `metric` is not offered (NOT_SUPPORTED, UNCHECKED, or no such Quantus metric)."""
+    if metric in NOT_SUPPORTED:
+        return f"quantus.{metric} is not offered: {NOT_SUPPORTED[metric]}"
+    if metric in QUANTUS_METRICS:
+        return f"quantus.{metric} is {UNCHECKED}"
+    return f"{metric!r} is not a metric of quantus 0.6.0 (its names are case-sensitive class names)"
 
 
 # Values of the metrics' keywords, checked before any job (Quantus fails inside the job with a numpy error
@@ -98,9 +191,19 @@ AT_LEAST = {
     "patch_size": (1, ""),
     "regions_evaluation": (1, ""),
     "n_perturb_samples": (1, ""),
+    "num_classes": (2, "a random other class needs two"),
+    "seed": (0, ""),
 }
 BOOLEANS = ("abs", "normalise")
-FUNCTIONS = ("similarity_func", "perturb_func", "normalise_func", "aggregate_func", "default_plot_func")
+FUNCTIONS = (
+    "similarity_func",
+    "perturb_func",
+    "normalise_func",
+    "aggregate_func",
+    "default_plot_func",
+    "norm_numerator",
+    "norm_denominator",
+)
 MAPPINGS = ("perturb_func_kwargs", "normalise_func_kwargs")
 
 
@@ -138,6 +241,10 @@ def value_problems(
                 out.append(f"{where}: {value!r} is not a non-empty list of integers >= 1")
         elif name == "eps" and (not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0):
             out.append(f"{where}: {value!r} is not a number > 0")
+        elif name in ("lower_bound", "perturb_std") and (
+            not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0
+        ):
+            out.append(f"{where}: {value!r} is not a number >= 0 (the noise's radius or spread)")
         elif name in BOOLEANS and not isinstance(value, bool):
             out.append(f"{where}: {value!r} is not true or false")
         elif name in FUNCTIONS and not callable(value):
@@ -193,11 +300,8 @@ class QuantusSettings(Settings):
 
     def problems(self, key: str) -> list[str]:
         if self.metric not in METRICS:
-            why = NOT_SUPPORTED.get(self.metric)
             return [
-                f"config key '{key}.metric': "
-                + (f"quantus.{self.metric} is not offered: {why}" if why else f"{self.metric!r} is not allowed")
-                + f"; allowed values: {', '.join(map(repr, METRICS))}"
+                f"config key '{key}.metric': {refusal(self.metric)}; allowed values: {', '.join(map(repr, METRICS))}"
             ]
         allowed = METRICS[self.metric].keywords + COMMON
         reserved = sorted(set(self.settings) & set(RESERVED))
@@ -247,7 +351,7 @@ def build(settings: dict, evaluation: dict, assets: dict, device):
     from fudbench.evaluators.base import Evaluator
     from fudbench.protocols.quantus import QuantusCurve
 
-    kwargs = dict(settings["settings"])
+    kwargs = {**settings["settings"], **FIXED.get(settings["metric"], {})}
     if settings["metric"] == "RegionPerturbation":
         kwargs["order"] = settings["order"]
     protocol = QuantusCurve(
@@ -258,16 +362,31 @@ def build(settings: dict, evaluation: dict, assets: dict, device):
         reduction=evaluation["reduction"],
         batch_size=settings["batch_size"],
         check=value_problems,
+        explains=METRICS[settings["metric"]].explains,
     )
     return Evaluator("quantus", [(protocol, None)])
 
 
+def category(settings: dict) -> str:
+    """The entry's category: its metric's (an unknown metric is refused by the settings' check first)."""
+    m = METRICS.get(settings.get("metric"))
+    return m.category if m is not None else FAITHFULNESS
+
+
+def explains(settings: dict) -> bool:
+    """Whether the entry's metric calls the explainer again (Quantus' explain_func)."""
+    m = METRICS.get(settings.get("metric"))
+    return bool(m is not None and m.explains)
+
+
 SPEC = EvaluatorSpec(
     "quantus",
-    "a Quantus faithfulness metric by name, one score per image",
+    "a Quantus metric by name (faithfulness, robustness, randomisation, complexity), one score per image",
     QuantusSettings,
     curves,
     f"{__name__}:build",
     catalogue_variants=lambda: [{"metric": m} for m in METRICS],
     quick={"metric": "FaithfulnessCorrelation", "settings": {"nr_runs": 10, "subset_size": 16}},
+    category=category,
+    needs_explainer=explains,
 )

@@ -191,6 +191,8 @@ class Shard:
     ids: list  # image ids (ints): seeds come from them, not from positions
     seed_key: tuple
     masks: Optional[torch.Tensor] = None  # (N, H, W) 0/1 object masks in x's order (needs_masks protocols)
+    # explainers.again.ExplainAgain of the maps' explainer (needs_explainer protocols): explainer(model, x, y, ids)
+    explainer: Optional[Callable] = None
 
     def seed(self, *parts) -> int:
         return derive_seed(*self.seed_key, *parts)
@@ -330,6 +332,8 @@ class Protocol(ABC):
     needs_attribution: ClassVar[bool] = True
     # reads the images' ground-truth object masks (shard.masks): Evaluator.run hands them only to these
     needs_masks: ClassVar[bool] = False
+    # calls the maps' explainer again (shard.explainer: robustness, randomisation): only these get it
+    needs_explainer: ClassVar[bool] = False
 
     def run(
         self,
@@ -341,6 +345,7 @@ class Protocol(ABC):
         image_ids: Sequence[int],
         seed_key: tuple,
         masks: Optional[torch.Tensor] = None,
+        explainer: Optional[Callable] = None,
     ) -> CurveResult:
         from fudbench.core.checks import check_inputs, check_masks
 
@@ -349,8 +354,10 @@ class Protocol(ABC):
             raise ValueError(f"{self.curve} needs an attribution")
         if self.needs_masks and masks is None:
             raise ValueError(f"{self.curve} needs the images' ground-truth object masks (masks=, in the images' order)")
+        if self.needs_explainer and explainer is None:
+            raise ValueError(f"{self.curve} explains again and needs the maps' explainer (explainer=)")
         masks = None if masks is None else check_masks(masks, x, f"{type(self).__name__}.run")
-        shard = Shard(model, x, y.to(x.device), imputer, [int(i) for i in image_ids], tuple(seed_key), masks)
+        shard = Shard(model, x, y.to(x.device), imputer, [int(i) for i in image_ids], tuple(seed_key), masks, explainer)
         return self.evaluate(shard, attribution)
 
     @abstractmethod

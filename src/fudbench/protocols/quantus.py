@@ -21,6 +21,12 @@ Quantus (an assertion in every metric): its
 `value` is NaN, counted in the job's log, and the analysis leaves that
 image out for that metric instead of the job failing.
 
+Metrics that explain again (robustness, randomisation: `explains`) get Quantus' `explain_func` from the
+shard's explainer (explainers.again.ExplainAgain: the entry's explainer with the image's seeds), returning
+the map reduced as the stored one. Quantus perturbs without clipping, and every explainer here takes
+images in [0, 1]: explain_func explains the copy clipped to [0, 1] (Quantus' own distances, e.g. the
+Lipschitz estimate's, stay unclipped). RandomLogit's num_classes defaults to the model's logits.
+
 Batches: the clean responses go through the protocol loop (halved on
 out-of-memory); Quantus' own calls see one image each, and an out-of-memory
 error inside one is not retried.
@@ -66,6 +72,22 @@ class QuantusCurve(Protocol):
     reduction: str = "abs_sum"
     batch_size: int = 64
     check: Optional[Callable] = None  # (settings, key, side, side_key) -> problems, before Quantus runs
+    explains: bool = False  # the metric calls the explainer again: Protocol.needs_explainer for this object
+
+    def __post_init__(self):
+        self.needs_explainer = self.explains
+
+    def explain_func(self, shard: Shard, image_id: int) -> Callable:
+        """Quantus' explain_func for one image: the shard's explainer on Quantus' inputs (clipped to
+        [0, 1]), with that image's seeds, reduced as the stored map (N, 1, H, W)."""
+
+        def explain(model, inputs, targets, **kwargs):
+            x = torch.as_tensor(np.asarray(inputs), dtype=torch.float32, device=shard.x.device).clamp(0, 1)
+            y = torch.as_tensor(np.asarray(targets), device=shard.x.device).long().view(-1)
+            a = shard.explainer(model, x, y, [image_id] * len(x))
+            return reduce_attribution(a, self.reduction)[:, None].cpu().numpy()
+
+        return explain
 
     def evaluate(self, shard: Shard, attribution: torch.Tensor) -> CurveResult:
         import quantus
@@ -105,6 +127,10 @@ class QuantusCurve(Protocol):
                 int(zero.sum()),
                 [int(shard.ids[i]) for i in np.flatnonzero(zero)],
             )
+        settings = dict(self.settings)
+        if self.metric == "RandomLogit" and "num_classes" not in settings:
+            with torch.no_grad():
+                settings["num_classes"] = int(shard.model(x[:1]).shape[1])
         for i, image_id in enumerate(shard.ids):
             t0 = time.perf_counter()
             if zero[i]:
@@ -113,9 +139,8 @@ class QuantusCurve(Protocol):
                 continue
             with seeded(shard.seed(image_id), x.device), warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # Quantus warns about its defaults on every call
-                metric = getattr(quantus, self.metric)(
-                    **self.settings, disable_warnings=True, display_progressbar=False
-                )
+                metric = getattr(quantus, self.metric)(**settings, disable_warnings=True, display_progressbar=False)
+                explain = {"explain_func": self.explain_func(shard, image_id)} if self.explains else {}
                 out = metric(
                     model=shard.model,
                     x_batch=images[i : i + 1],
@@ -123,6 +148,7 @@ class QuantusCurve(Protocol):
                     a_batch=maps[i : i + 1],
                     device=str(x.device),
                     batch_size=self.batch_size,
+                    **explain,
                 )
             scores.append(reduce_output(out[0], self.reduce))
             seconds.append(time.perf_counter() - t0)

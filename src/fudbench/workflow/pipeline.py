@@ -150,17 +150,23 @@ def nonfinite_output_problems(records, model: str, evaluator: str, explainer: st
     return problems
 
 
-def evaluate_maps(evaluator, model, x, y, attributions, ids, seed_key: tuple, labels=None, masks=None):
+def evaluate_maps(evaluator, model, x, y, attributions, ids, seed_key: tuple, labels=None, masks=None, explainer=None):
     """An evaluator run on in-memory maps, as the evaluate job and fudbench.evaluate
     both record it: the records get each image's label (if given) and what is
     degenerate about its map (masks.degenerate_maps), and the feature-based OOD
     columns (feature_ood.DETECTORS, NaN without a reference: attach_ood_reference).
     masks: the images' ground-truth object masks (N, H, W) in x's order, handed to
     an evaluator that reads them (Evaluator.needs_masks), as explain_shard hands
-    them to an explainer that uses them. Returns (records, samples)."""
+    them to an explainer that uses them. explainer: the maps' explainer
+    (fudbench.explainers.again.ExplainAgain) for an evaluator that explains again
+    (Evaluator.needs_explainer): it must reproduce the maps first (check_reproduces
+    raises naming it). Returns (records, samples)."""
     from fudbench.analysis.feature_ood import with_detector_columns
 
     kwargs = {"masks": masks} if getattr(evaluator, "needs_masks", False) else {}
+    if getattr(evaluator, "needs_explainer", False) and explainer is not None:
+        explainer.check_reproduces(model, x, y, ids, attributions)
+        kwargs["explainer"] = explainer
     records, samples = evaluator.run(model, x, y, attributions, ids, seed_key, **kwargs)
     with_detector_columns(records)  # NaN where the model had no OOD reference attached (or the protocol none)
     ids = [int(i) for i in ids]
@@ -213,10 +219,14 @@ class ShardEvaluation:
         assets: dict,
         device,
         ood_reference=None,
+        explainers=None,
     ):
         from fudbench.evaluators import build_evaluator
         from fudbench.models.classifiers import load_classifier
 
+        # {explainer entry: (settings, explain seed key)} for an evaluator that explains again
+        self.explainers = explainers or {}
+        self.images_path = images_path
         self.shard = shard
         self.model = load_classifier(model_path, device)
         if ood_reference is not None:
@@ -236,8 +246,33 @@ class ShardEvaluation:
                 )
             self.masks = torch.from_numpy(self.data["masks"]).to(device)
 
-    def run(self, attributions_path, seed_key: tuple):
-        """Returns (records DataFrame, {curve: samples (N, steps, C, H, W) float16})."""
+    def explainer(self, name: str):
+        """The explainer entry `name` built as its explain job built it (explainers.again.explain_again),
+        for an evaluator that explains again; None for the others."""
+        from fudbench.explainers.again import explain_again
+
+        if not getattr(self.evaluator, "needs_explainer", False):
+            return None
+        if name not in self.explainers:
+            raise ValueError(
+                f"evaluator {self.evaluator.alias or self.evaluator.name!r} explains again and the job was "
+                f"not given explainer {name!r}'s entry (rules/evaluate.smk params.explainer_entries)"
+            )
+        settings, seed_key = self.explainers[name]
+        references = torch.from_numpy(load_npz(self.images_path)["images"]).float().div(255).to(self.device)
+        return explain_again(
+            name,
+            settings,
+            seed_key,
+            self.data["ids"],
+            references=references,
+            masks=self.data["masks"] if self.data["has_masks"] else None,
+            where=f" (config key 'explainers.{name}')",
+        )
+
+    def run(self, attributions_path, seed_key: tuple, explainer: str | None = None):
+        """Returns (records DataFrame, {curve: samples (N, steps, C, H, W) float16}).
+        explainer: the entry that made the maps (an evaluator that explains again rebuilds it)."""
         attr = load_npz(attributions_path, made_by="explain")
         ids = self.data["ids"]
         if not np.array_equal(attr["ids"], ids):
@@ -247,8 +282,18 @@ class ShardEvaluation:
             )
         y = torch.from_numpy(attr["targets"]).to(self.device)
         a = torch.from_numpy(attr["attributions"]).to(self.device)
+        again = self.explainer(explainer) if explainer is not None else None
         records, samples = evaluate_maps(
-            self.evaluator, self.model, self.x, y, a, ids, seed_key, labels=self.data["labels"], masks=self.masks
+            self.evaluator,
+            self.model,
+            self.x,
+            y,
+            a,
+            ids,
+            seed_key,
+            labels=self.data["labels"],
+            masks=self.masks,
+            explainer=again,
         )
         samples["ids"] = ids
         return records, samples
@@ -314,6 +359,14 @@ def evaluator_noise(entry: str, settings: dict | None) -> str:
     return f"{noise}#draw{draw}" if draw else noise
 
 
+def explains_again(evaluator: str, settings: dict | None) -> bool:
+    """Whether a config entry's evaluator calls the explainer again (EvaluatorSpec.needs_explainer)."""
+    from fudbench.evaluators import spec_of
+
+    s = spec_of(evaluator, settings)
+    return s.explainer_needed(s.resolve(settings))
+
+
 def evaluate_explainers(
     model: str,
     evaluator: str,
@@ -332,6 +385,7 @@ def evaluate_explainers(
     cache=None,
     ood_reference=None,
     seed_group: str | None = None,
+    explainer_entries: dict | None = None,
 ) -> dict:
     """The evaluate job: one evaluator on one model x shard for every explainer.
 
@@ -350,11 +404,17 @@ def evaluate_explainers(
     map give identical records), numbers do not depend on how explainers are
     grouped into jobs, and protocols may share the work that does not depend
     on the attribution (Sensitivity-N).
+    explainer_entries: {explainer: its config entry's settings}, for an evaluator that
+    explains again (EvaluatorSpec.needs_explainer): each explainer is rebuilt with its
+    explain job's seeds (explainers.seeds.explain_seed_key) and must reproduce its
+    stored maps; its settings, seed key and plug-in sources key its cache entry, and
+    the "same map" shortcut does not apply (two entries with one map explain apart).
     Returns {"computed": [names], "cached": [names]}.
     """
     from fudbench.core.io import read_parquet, write_npz, write_parquet
     from fudbench.core.hardware import settings_precision
     from fudbench.core.plugins import entry_sources
+    from fudbench.explainers.seeds import explain_seed_key
     from fudbench.workflow.work_cache import work_key
 
     job, done, same_map, nonfinite = None, {"computed": [], "cached": []}, {}, []
@@ -367,8 +427,22 @@ def evaluate_explainers(
     if ood_reference is not None:
         files["ood_reference"] = ood_reference
     seed_key = paired_seed_key(seed, seed_group or model, evaluator_noise(evaluator, settings))
+    again = explains_again(evaluator, settings)
+    rebuilt = {}
     for explainer, (attributions, records_out, samples_out) in explainers.items():
         outputs = {".parquet": records_out, ".npz": samples_out}
+        explained, explainer_files = {}, {}
+        if again:
+            if explainer not in (explainer_entries or {}):
+                raise ValueError(
+                    f"evaluator {evaluator!r} explains again and was not given explainer {explainer!r}'s "
+                    f"config entry (explainer_entries)"
+                )
+            entry = explainer_entries[explainer] or {}
+            rebuilt[explainer] = (entry, explain_seed_key(seed, seed_group or model, explainer, entry))
+            # what the explainer's output depends on: method and settings, seeds, plug-in sources
+            explained = {"explainer": {"entry": explainer, "settings": entry, "seed_key": rebuilt[explainer][1]}}
+            explainer_files = {f"explainer_plugin:{f}": f for f in entry_sources(entry)}
         key = work_key(
             {
                 "evaluator": evaluator,
@@ -381,8 +455,9 @@ def evaluate_explainers(
                 "device": str(device),
                 # auto precision resolves per machine: a bf16 result is not reused on an fp32 machine
                 "precision": settings_precision(settings, device),
+                **explained,
             },
-            {**files, "attributions": attributions},
+            {**files, **explainer_files, "attributions": attributions},
         )
         hit = cache.get(explainer, key, outputs) if cache is not None else None
         if hit is not None and cache.restore(hit, outputs):  # False: a bad entry, dropped (logged): recompute
@@ -392,7 +467,9 @@ def evaluate_explainers(
             continue
         t0 = time.perf_counter()
         digest = map_digest(attributions)
-        if digest in same_map:  # bit-identical map (e.g. degrade at p = 0): paired noise makes its records equal
+        if (
+            digest in same_map and not again
+        ):  # bit-identical map (e.g. degrade at p = 0): paired noise makes its records equal
             twin, records, samples = same_map[digest]
             records = records.copy()
             log.info("%s: the same map as %s; its records copied (paired noise)", explainer, twin)
@@ -409,8 +486,10 @@ def evaluate_explainers(
                     assets,
                     device,
                     ood_reference,
+                    explainers=rebuilt,
                 )
-            records, samples = job.run(attributions, seed_key)
+            job.explainers.update(rebuilt)
+            records, samples = job.run(attributions, seed_key, explainer if again else None)
             same_map[digest] = (explainer, records.copy(), samples)
         name_records(records, model, explainer, evaluator)
         nonfinite += nonfinite_output_problems(records, model, evaluator, explainer)
