@@ -90,7 +90,7 @@ MATCHED = {
         "our noise",
     ),
     "mprt": ("MPRT", {"return_average_correlation": True}, "own weights"),
-    "random_logit": ("RandomLogit", {}, "own class, 1-D SSIM"),
+    "random_logit": ("RandomLogit", {}, "own class, 1-D SSIM"),  # both divide each map by its max
     "sparseness": ("Sparseness", {}, "deterministic"),
     "complexity": ("Complexity", {}, "deterministic"),
 }
@@ -100,13 +100,11 @@ def _our_noise(protocol, key: tuple, image_id: int, x: torch.Tensor):
     """Quantus' perturb_func drawing, call after call, the copies our protocol draws for one image."""
     import numpy as np
 
-    from fudbench.core.seeding import derive_seed
-
     calls = iter(range(10**6))
 
     def perturb(arr, **kwargs):
         k = next(calls)
-        g = torch.Generator().manual_seed(derive_seed(*key, protocol.curve, image_id, k) % 2**63)
+        g = protocol.copy_generator((*key, protocol.curve), image_id, k)
         noisy = (x + protocol.noise(tuple(x.shape), g)).clamp(0, 1)
         return noisy.numpy().reshape(np.shape(arr)).astype(arr.dtype)
 

@@ -347,3 +347,18 @@ def test_fud_dry_run_prints_the_estimate(tmp_path):
     )
     assert res.returncode == 0, res.stderr[-3000:]
     assert "fud: cost estimate of the evaluators" in res.stderr and "qt_faithcorr" in res.stderr
+
+
+def test_quantus_metrics_that_explain_are_priced_by_their_explainer_calls():
+    """Quantus' robustness metrics call the explainer nr_samples times per image (200 by default), MPRT once
+    per layer, RandomLogit once; each + 1 for the reproduction check. Complexity metrics call it never."""
+    ev, shape = {"ratios": [0.5]}, (3, 16, 16)
+
+    def explains(metric, **settings):
+        entry = {"method": "quantus", "metric": metric, **({"settings": settings} if settings else {})}
+        return cost.entry_passes("qt", entry, ev, shape).explains
+
+    assert explains("MaxSensitivity") == cost.QUANTUS_ROBUSTNESS_SAMPLES + 1
+    assert explains("LocalLipschitzEstimate", nr_samples=7) == 8
+    assert explains("RandomLogit") == 2
+    assert explains("Sparseness") == 0 and explains("Complexity") == 0

@@ -137,3 +137,19 @@ def test_fudbench_evaluate_explains_again_with_the_named_explainer(assets):
         fudbench.evaluate(model, x, y, a, explainer={"ig": {"n_steps": 16}}, **kwargs)
     with pytest.raises(ValueError, match="names no registered explainer"):
         fudbench.evaluate(model, x, y, a, **kwargs)  # the default name, "explainer", is no method
+
+
+def test_a_stochastic_map_from_fudbench_explain_is_rebuilt_by_fudbench_evaluate():
+    """fudbench.explain's default seeds are the explain job's, the ones evaluate rebuilds with: the
+    `random` control's maps pass the reproduction check with the same defaults (and score 0: re-seeded per
+    image, a map blind to its input is perfectly robust), and fail it under another seed."""
+    import fudbench
+
+    ex = fudbench.load_example(n=2)
+    maps = fudbench.explain(ex.model, ex.images, ex.targets, "random")
+    scores = fudbench.evaluate(ex.model, ex.images, ex.targets, maps, metrics=["max_sensitivity"], explainer="random")
+    assert (scores["value"] == 0).all()
+    with pytest.raises(ReproductionError, match="random"):
+        fudbench.evaluate(
+            ex.model, ex.images, ex.targets, maps, metrics=["max_sensitivity"], explainer="random", seed=1
+        )

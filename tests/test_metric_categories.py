@@ -38,13 +38,27 @@ class Edges(Explainer):
         return (dx + dy).expand_as(x).contiguous()
 
 
-@pytest.fixture(scope="module")
-def case():
+class ScaledInput(Explainer):
+    """The input itself times `scale`: its change under a perturbation is the perturbation, scaled."""
+
+    def __init__(self, scale: float):
+        self.scale = scale
+
+    def explain(self, model, x, target, seeds=None):
+        return self.scale * x
+
+
+def case_data():
     torch.manual_seed(0)
     model = build_classifier({"arch": "small_cnn", "width": 4}, 4, SIZE, [0.5] * 3, [0.25] * 3).eval()
     x = torch.rand(N, 3, SIZE, SIZE, generator=torch.Generator().manual_seed(1))
     y = model(x).argmax(1)
     return model, x, y
+
+
+@pytest.fixture(scope="module")
+def case():
+    return case_data()
 
 
 def _scores(case, method, settings, explainer) -> torch.Tensor:
@@ -89,6 +103,20 @@ def test_the_maximum_over_perturbations_bounds_their_mean(case):
     assert (worst >= mean - 1e-12).all()
 
 
+def test_local_lipschitz_of_the_input_times_c_is_c():
+    """||c x' - c x|| / ||x' - x|| = c exactly (the estimate divides by the input's change, not the map's)."""
+    for c in (1.0, 10.0):
+        scores = _scores(case_data(), "local_lipschitz", {"n_samples": 3}, ScaledInput(c))
+        assert torch.allclose(scores, torch.full((N,), c, dtype=torch.float64), rtol=1e-5)
+
+
+@pytest.mark.parametrize("method", ["max_sensitivity", "avg_sensitivity"])
+def test_sensitivity_is_relative_to_the_map_so_its_scale_does_not_matter(method):
+    """||c(x' - x)|| / ||c x|| does not depend on c (Quantus' norm_denominator; the map's own size)."""
+    one, ten = (_scores(case_data(), method, {"n_samples": 3}, ScaledInput(c)) for c in (1.0, 10.0))
+    assert (one > 0).all() and torch.allclose(one, ten, rtol=1e-5)
+
+
 def test_similarities_are_one_for_identical_maps_and_low_for_unrelated_ones():
     a = torch.rand(3, 16, 16, generator=torch.Generator().manual_seed(2))
     b = torch.rand(3, 16, 16, generator=torch.Generator().manual_seed(3))
@@ -98,7 +126,21 @@ def test_similarities_are_one_for_identical_maps_and_low_for_unrelated_ones():
     assert (spearman(a, -a) < -0.99).all()  # ranks reversed
     ones = torch.ones(1, 16, 16)
     assert spearman(ones, ones).item() == 1 and ssim(ones, ones).item() == 1
-    assert spearman(ones, a[:1]).item() == 0
+    assert spearman(a[:1], ones).item() == 0  # the pattern was lost: a pass
+
+
+def test_a_dead_reference_map_is_undefined_not_a_pass():
+    """An all-zero map of the trained model has no pattern to lose: NaN, not a similarity of 0."""
+    zero, varying = torch.zeros(1, 16, 16), torch.rand(1, 16, 16, generator=torch.Generator().manual_seed(6))
+    assert spearman(zero, varying).isnan().all() and ssim(zero, varying).isnan().all()
+
+
+def test_ssim_reads_the_pattern_not_the_scale():
+    """A map whose pattern is kept and whose scale shrinks 1000x (a randomised layer's gradients) is the same
+    map to SSIM, as to Spearman."""
+    a = torch.rand(2, 16, 16, generator=torch.Generator().manual_seed(7))
+    assert torch.allclose(ssim(a, a / 1000), torch.ones(2, dtype=torch.float64), atol=1e-9)
+    assert torch.allclose(spearman(a, a / 1000), torch.ones(2, dtype=torch.float64))
 
 
 def test_ssim_agrees_with_scikit_image():
@@ -107,8 +149,9 @@ def test_ssim_agrees_with_scikit_image():
     b = a + 0.3 * torch.rand(2, 16, 16, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
     ours = ssim(a, b)
     for i in range(2):
-        lo, hi = min(a[i].min(), b[i].min()), max(a[i].max(), b[i].max())
-        theirs = metrics.structural_similarity(a[i].numpy(), b[i].numpy(), data_range=float(hi - lo))
+        ai, bi = a[i] / a[i].abs().max(), b[i] / b[i].abs().max()  # each by its largest |value|, as ours
+        lo, hi = min(ai.min(), bi.min()), max(ai.max(), bi.max())
+        theirs = metrics.structural_similarity(ai.numpy(), bi.numpy(), data_range=float(hi - lo))
         assert ours[i].item() == pytest.approx(theirs, abs=1e-9)
 
 

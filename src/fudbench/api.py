@@ -254,12 +254,18 @@ def explain(
     seeds: Optional[Sequence[int]] = None,
     references=None,
     progress: bool = False,
+    seed: int = 0,
+    model_name: str = "model",
+    image_ids=None,
     **settings,
 ):
     """Attribution maps (float32, the images' shape) of `method` (a registered name,
     e.g. "ig", or an import path "pkg.mod:MyMethod" / "file.py:fn") with its settings.
     references: images the method may draw baselines from (Expected Gradients),
-    default the images themselves. seeds: one per image (default 0, 1, ...).
+    default the images themselves. seeds: one per image; default: as the workflow's explain job
+    seeds them, from `seed`, `model_name`, the method and `image_ids` (default 0, 1, ...), so that
+    fudbench.evaluate(..., explainer=method) with the same seed, model_name and image_ids rebuilds
+    the same maps (its metrics that explain again check that it does).
     progress: show progress bars of the work (default silent; fudbench.core.bars).
     Degenerate maps (constant, all-zero, non-finite) are counted in the log.
 
@@ -279,7 +285,15 @@ def explain(
     _raise(where, _progress_problems(progress) + _explainer_problems(method, settings))
     x = _as_images(images, "images", where)
     y = _as_targets(targets, len(x), where, x.device)
-    seeds = list(range(len(x))) if seeds is None else _check_per_image(seeds, len(x), "seeds", where)
+    if seeds is None:  # the explain job's per-image seeds (explainers.again.explain_again draws the same)
+        from fudbench.core.seeding import derive_seed
+        from fudbench.explainers.seeds import explain_seed_key
+
+        ids = list(range(len(x))) if image_ids is None else _check_per_image(image_ids, len(x), "image_ids", where)
+        key = explain_seed_key(seed, model_name, method, {"method": method, **settings})
+        seeds = [derive_seed(*key, i) for i in ids]
+    else:
+        seeds = _check_per_image(seeds, len(x), "seeds", where)
     refs = x if references is None else _as_images(references, "references", where, x.device)
     model.eval()  # explanations of the deployed model: no dropout, batch-norm in inference mode
     _check_target_range(model, x, y, where)

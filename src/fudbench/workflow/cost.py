@@ -246,13 +246,45 @@ def _quantus(s, ev, shape):
         "Infidelity": k["n_perturb_samples"] * sum((h // p) * (w // p) for p in k["perturb_patch_sizes"]) + 1,
     }.get(metric)
     if n is None:
-        return None
+        return _quantus_explaining(s, metric)
     return Passes(
         forwards=n,
         weight=QUANTUS_WEIGHT,
         overhead=QUANTUS_CALL_S,
         per_job=QUANTUS_IMPORT_S,
         note=f"{n} forwards per explainer (Quantus {metric}, one call per image)",
+    )
+
+
+# Quantus 0.6's nr_samples default of its robustness metrics (explainer calls per image)
+QUANTUS_ROBUSTNESS_SAMPLES = 200
+
+
+def _quantus_explaining(s, metric: str):
+    """Quantus metrics of the other categories: explainer calls per image (its explain_func; +1 for our check
+    that the explainer reproduces the stored map), one forward each call; None for a metric not priced."""
+    from fudbench.evaluators.randomisation.model_parameter import GUESSED_LAYERS
+
+    samples = int((s.get("settings") or {}).get("nr_samples", QUANTUS_ROBUSTNESS_SAMPLES))
+    explains = {
+        "MaxSensitivity": samples,
+        "AvgSensitivity": samples,
+        "LocalLipschitzEstimate": samples,
+        "MPRT": GUESSED_LAYERS,  # every layer of the cascade (the model is not known here: a guess)
+        "RandomLogit": 1,
+        "Sparseness": 0,
+        "Complexity": 0,
+    }.get(metric)
+    if explains is None:
+        return None
+    check = 1 if explains else 0
+    return Passes(
+        forwards=1,
+        explains=explains + check,
+        weight=QUANTUS_WEIGHT,
+        overhead=QUANTUS_CALL_S,
+        per_job=QUANTUS_IMPORT_S,
+        note=f"{explains} + {check} explains per explainer (Quantus {metric}, one call per image)",
     )
 
 

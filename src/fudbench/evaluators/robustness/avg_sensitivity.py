@@ -1,5 +1,6 @@
-"""`avg_sensitivity`: Avg-Sensitivity (Yeh et al. 2019), the mean relative change of the map over
-uniform perturbations of the input in an L_inf ball of radius r.
+"""`avg_sensitivity`: Avg-Sensitivity (Yeh et al. 2019) in Quantus' relative form (the change divided by
+the map's own norm), the mean change of the map over uniform perturbations of the input in an L_inf ball
+of radius r (the same copies as max_sensitivity's: the maximum bounds the mean).
 
     score(x) = mean_k ||Phi(x) - Phi(x + u_k)||_F / ||Phi(x)||_F,  u_k ~ U[-r, r]^d, k = 1..n_samples
 

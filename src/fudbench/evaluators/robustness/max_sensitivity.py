@@ -1,5 +1,6 @@
-"""`max_sensitivity`: Max-Sensitivity (Yeh et al. 2019), the largest relative change of the map over
-uniform perturbations of the input in an L_inf ball of radius r.
+"""`max_sensitivity`: Max-Sensitivity (Yeh et al. 2019) in Quantus' relative form (the change divided by
+the map's own norm, Quantus' norm_denominator), the largest change of the map over uniform perturbations
+of the input in an L_inf ball of radius r.
 
     score(x) = max_k ||Phi(x) - Phi(x + u_k)||_F / ||Phi(x)||_F,  u_k ~ U[-r, r]^d, k = 1..n_samples
 

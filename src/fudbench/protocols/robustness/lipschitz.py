@@ -11,6 +11,7 @@ for a map that does not move. Unlike Sensitivity it is not relative: it scales w
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
@@ -24,6 +25,7 @@ DISTANCE_EPS = 1e-10
 class LocalLipschitz(PerturbedExplanations):
     curve: str = "local_lipschitz"
     std: float = 0.1  # sigma: Quantus 0.6's perturb_std default
+    noise_family: ClassVar[str] = "gaussian"
 
     def noise(self, shape, generator):
         return torch.randn(shape, generator=generator) * self.std

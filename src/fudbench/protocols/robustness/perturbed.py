@@ -1,9 +1,11 @@
 """The robustness protocols' shared loop: `n_samples` noisy copies of every image, each explained again
 with the image's target and seeds (Shard.explainer), and one ratio per copy reduced to a per-image score.
 
-The noise of copy k of image i is drawn from a generator seeded by the seed key, the image id and k
-(never the explainer), so every explainer of an image is compared under the same perturbations (paired
-noise), and where the shard is cut changes nothing. The perturbed images are clipped to [0, 1], the
+The noise of copy k of image i is drawn from a generator seeded by the run, the model's seed group, the
+protocol's `noise_family`, the image id and k (never the explainer, nor the metric's name), so every
+explainer of an image is compared under the same perturbations (paired noise), Max- and Avg-Sensitivity
+of one radius reduce the same copies (the maximum bounds the mean), and where the shard is cut changes
+nothing. The perturbed images are clipped to [0, 1], the
 images' range, which every explainer here requires (Quantus does not clip: near 0 and 1 its copies
 leave the range; the input distance of the Lipschitz estimate is taken after the clip).
 
@@ -21,6 +23,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
+from fudbench.core.seeding import derive_seed
 from fudbench.protocols.base import CurveResult, Protocol, Shard
 from fudbench.protocols.per_image import clean_response, image_records
 
@@ -33,6 +36,8 @@ class PerturbedExplanations(Protocol):
     aggregate: str = "max"  # over the copies: max (worst case) or mean
 
     needs_explainer: ClassVar[bool] = True
+    # what the copies' noise is keyed by in place of the evaluator's and curve's names
+    noise_family: ClassVar[str] = "perturbed"
 
     @abstractmethod
     def noise(self, shape: tuple, generator: torch.Generator) -> torch.Tensor:
@@ -42,12 +47,16 @@ class PerturbedExplanations(Protocol):
     def ratio(self, a: torch.Tensor, a_p: torch.Tensor, x: torch.Tensor, x_p: torch.Tensor) -> torch.Tensor:
         """(B,) the per-copy value from the maps a, a_p and inputs x, x_p (each (B, ...))."""
 
+    def copy_generator(self, seed_key: tuple, image_id, k: int) -> torch.Generator:
+        """The generator of copy k of an image. The shard's seed key ends with the entry's noise name and the
+        curve (paired_seed_key, Evaluator.run): the noise family replaces both."""
+        return torch.Generator().manual_seed(derive_seed(*seed_key[:-2], self.noise_family, image_id, k) % 2**63)
+
     def perturbed(self, shard: Shard, items) -> torch.Tensor:
         """The perturbed copies of the work items (image index, copy k), clipped to [0, 1]: (B, C, H, W)."""
         shape = tuple(shard.x.shape[1:])
-        noise = torch.stack(
-            [self.noise(shape, torch.Generator().manual_seed(shard.seed(shard.ids[i], k) % 2**63)) for i, k in items]
-        ).to(shard.x.device, shard.x.dtype)
+        draws = [self.noise(shape, self.copy_generator(shard.seed_key, shard.ids[i], k)) for i, k in items]
+        noise = torch.stack(draws).to(shard.x.device, shard.x.dtype)
         return (shard.x[[i for i, _ in items]] + noise).clamp(0, 1)
 
     def evaluate(self, shard: Shard, attribution: torch.Tensor) -> CurveResult:

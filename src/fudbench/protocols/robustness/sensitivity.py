@@ -11,6 +11,7 @@ move. A map that is zero everywhere has no relative change: NaN, flagged `degene
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
@@ -21,6 +22,7 @@ from fudbench.protocols.robustness.perturbed import PerturbedExplanations, flat_
 class Sensitivity(PerturbedExplanations):
     curve: str = "max_sensitivity"
     radius: float = 0.2  # r: Quantus 0.6's lower_bound default
+    noise_family: ClassVar[str] = "uniform_ball"  # Max and Avg draw the same copies
 
     def noise(self, shape, generator):
         return (torch.rand(shape, generator=generator, dtype=torch.float64) * 2 - 1).float() * self.radius
