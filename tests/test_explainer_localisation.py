@@ -80,6 +80,8 @@ METHODS = sorted(
         "translate",
         "block_shuffle",
         "displace",
+        "graded_cue",  # round five's family members: a base map made into a graded cue, not a method
+        "graded_cue_opposing",
     }
 )
 

@@ -227,6 +227,8 @@ def _appendix_evaluators() -> dict:
         curves = s.curves(resolved) + s.derived_curves(resolved)
         if s.assets(resolved) - s.optional_assets - {"reference_images"}:
             continue  # needs model files (FUD's score model): tests/test_evaluator_registry.py builds them
+        if s.explainer_needed(resolved):
+            continue  # explains again (these random maps have no explainer): tests/test_metric_categories.py
         if any(APPENDIX_SAMPLES in c.samples_tables or c.table in ("appendix_scores", "srg_scores") for c in curves):
             out[method] = dict(s.quick)
     return out

@@ -107,7 +107,7 @@ def test_road_table_by_hand(tmp_path):
         assert (s.loc[label, "ci_low"], s.loc[label, "ci_high"]) == pytest.approx((min(a, b), max(a, b)))
         assert s.loc[label, "higher_is_better"] == higher, label
     assert "ROAD MoRF $\\downarrow$ & ROAD LeRF $\\uparrow$" in tex
-    assert "cnn & IG & 0.5250\\,{\\scriptsize$\\pm$0.0750} & 0.706" in tex  # LeRF 0.70625: either rounding
+    assert "cnn & ig & 0.5250\\,{\\scriptsize$\\pm$0.0750} & 0.706" in tex  # LeRF 0.70625: either rounding
     assert sanity.tex_matches_csv(tmp_path) == []
 
 
@@ -150,7 +150,7 @@ def test_srg_table_by_hand(tmp_path):
         assert s.loc[label, "mean"] == pytest.approx((a + b) / 2), label
         assert (s.loc[label, "ci_low"], s.loc[label, "ci_high"]) == pytest.approx((min(a, b), max(a, b)))
     assert (
-        "cnn & IG & 0.1625\\,{\\scriptsize$\\pm$0.0875} & 0.2625\\,{\\scriptsize$\\pm$0.0375} & "
+        "cnn & ig & 0.1625\\,{\\scriptsize$\\pm$0.0875} & 0.2625\\,{\\scriptsize$\\pm$0.0375} & "
         "0.4250\\,{\\scriptsize$\\pm$0.0500}" in tex
     )
     assert sanity.tex_matches_csv(tmp_path) == [] and sanity.srg_gains_add_up(tmp_path) == []
