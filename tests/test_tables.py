@@ -79,3 +79,12 @@ def test_normalised_auc_and_bootstrap():
     mean, lo, hi = bootstrap_ci(np.arange(100.0), 500, 0.95, 0)
     assert mean == 49.5 and lo < mean < hi
     assert bootstrap_ci([1.0, 2.0], 10, 0.95, 1) == bootstrap_ci([1.0, 2.0], 10, 0.95, 1)
+
+
+def test_table_headers_and_rows_escape_an_explainer_name_once():
+    """`ig_d00` prints as ig\\_d00 in the header (Table 4) and the rows (Table 7), not ig\\\\_d00."""
+    per_image = per_image_scores(_records().replace({"explainer": {"ig": "ig_d00"}}))
+    _, tex4 = table4_kendall(per_image, ["cnn", "vit"], ["sm", "ig_d00"], 20, 0.95, 0)
+    _, tex7 = table7_scores(per_image, ["cnn", "vit"], ["sm", "ig_d00"], 20, 0.95, 0)
+    for tex in (tex4, tex7):
+        assert "ig\\_d00" in tex and "ig\\\\_d00" not in tex

@@ -99,7 +99,7 @@ def table4_kendall(per_image: pd.DataFrame, models, explainers, n_boot: int, ci:
             rows.append([escape(model), escape(ev), *cells])
         breaks.append(len(rows) - 1)
     tex = booktabs(
-        ["Model", "Eval", *[escape(e) for e in explainers]],
+        ["Model", "Eval", *explainers],  # header cells are escaped by booktabs
         rows,
         caption="Kendall $\\tau$ between the removal step and the decrease of confidence "
         "(mean over images, $\\pm$ half-width of the bootstrap 95\\% CI); "
