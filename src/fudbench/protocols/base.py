@@ -428,29 +428,9 @@ class Protocol(ABC):
         """One record per image for a metric that removes nothing (localisation, complexity): step 0,
         kept 1, its per-image `columns`, the clean image's response (one forward per image) and the
         seconds per image since `started` (time.perf_counter())."""
-        model = shard.model
-
-        def respond(x, y):
-            return tuple(sample_response(model(x), y, x, x))[:4]
-
-        confidence, prediction, energy, l2 = self.per_image(shard, respond)
+        response = clean_response(self, shard)
         seconds = (time.perf_counter() - started) / max(len(shard.x), 1)
-        n = len(shard.x)
-        frame = records_frame(
-            self.curve,
-            image=np.asarray(shard.ids, np.int64),
-            step=np.zeros(n, np.int64),
-            kept=np.ones(n),
-            removed=np.zeros(n),
-            target=shard.y.cpu().numpy(),
-            **columns,
-            confidence=confidence,
-            prediction=prediction,
-            energy=energy,
-            l2=l2,
-            seconds=np.full(n, seconds),
-        )
-        return CurveResult(frame, None)
+        return CurveResult(image_records(self.curve, shard, response, seconds, **columns), None)
 
     def fill_items(
         self,
@@ -481,3 +461,37 @@ class Protocol(ABC):
             on_batch(Batch(batch, image, keep, filled, logits.float(), dt, response))
 
         self.batches(shard, items, one_batch)
+
+
+# The records of a protocol that scores each image once (no curve of steps): one row per image, step 0,
+# kept 1, removed 0, the protocol's own columns, and the clean image's response (one classifier forward
+# per image, through the protocol's batches), as every protocol records it.
+
+
+def clean_response(protocol: Protocol, shard: Shard) -> tuple:
+    """(confidence, prediction, energy, l2) of the clean images, numpy arrays per image."""
+
+    def respond(x, y):
+        return tuple(sample_response(shard.model(x), y, x, x))[:4]
+
+    return protocol.per_image(shard, respond)
+
+
+def image_records(curve: str, shard: Shard, response: tuple, seconds: float, **columns) -> pd.DataFrame:
+    """One row per image: the shared columns around `columns` (after target), `seconds` per image."""
+    n = len(shard.ids)
+    confidence, prediction, energy, l2 = response
+    return records_frame(
+        curve,
+        image=np.asarray(shard.ids, np.int64),
+        step=np.zeros(n, np.int64),
+        kept=np.ones(n),
+        removed=np.zeros(n),
+        target=shard.y.cpu().numpy(),
+        **columns,
+        confidence=confidence,
+        prediction=prediction,
+        energy=energy,
+        l2=l2,
+        seconds=np.full(n, seconds),
+    )

@@ -15,8 +15,7 @@ import numpy as np
 import torch
 
 from fudbench.core.masks import reduce_attribution
-from fudbench.protocols.base import CurveResult, Protocol, Shard
-from fudbench.protocols.per_image import clean_response, image_records
+from fudbench.protocols.base import CurveResult, Protocol, Shard, clean_response, image_records
 
 
 def pixel_values(attribution: torch.Tensor, reduction: str) -> torch.Tensor:

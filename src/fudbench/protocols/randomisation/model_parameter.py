@@ -25,8 +25,7 @@ import torch
 
 from fudbench.core.masks import reduce_attribution
 from fudbench.explainers.controlled import parameterised_layers, randomise_layers
-from fudbench.protocols.base import CurveResult, Protocol, Shard, records_frame
-from fudbench.protocols.per_image import clean_response
+from fudbench.protocols.base import CurveResult, Protocol, Shard, clean_response, records_frame
 from fudbench.protocols.randomisation.similarity import spearman, ssim
 
 

@@ -17,8 +17,7 @@ from typing import ClassVar
 import torch
 
 from fudbench.core.masks import reduce_attribution
-from fudbench.protocols.base import CurveResult, Protocol, Shard
-from fudbench.protocols.per_image import clean_response, image_records
+from fudbench.protocols.base import CurveResult, Protocol, Shard, clean_response, image_records
 from fudbench.protocols.randomisation.similarity import ssim
 
 

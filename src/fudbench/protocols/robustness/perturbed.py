@@ -24,8 +24,7 @@ import numpy as np
 import torch
 
 from fudbench.core.seeding import derive_seed
-from fudbench.protocols.base import CurveResult, Protocol, Shard
-from fudbench.protocols.per_image import clean_response, image_records
+from fudbench.protocols.base import CurveResult, Protocol, Shard, clean_response, image_records
 
 
 @dataclass
