@@ -25,7 +25,10 @@ COUNTS = sorted(
     | set(range(0, HW * HW + 1, 32))
 )
 CUT = n_pixels(0.5, HW * HW)
-LEVELS = range(5)
+# two gradings: whole lines of the cue (round five's first registration) and pixel steps whose windows are
+# never whole lines (every member's window then has the notch-and-step outline)
+GRADINGS = {"lines": [0, 4, 8, 12, 16], "pixels": [1, 3, 5, 7, 9]}
+OPPOSING_MODULES = [64, 48, 32, 24, 16]
 
 
 def cue_mask(y: int, x: int) -> np.ndarray:
@@ -52,26 +55,28 @@ def outline(kept: np.ndarray) -> int:
     return int((kept[1:] != kept[:-1]).sum() + (kept[:, 1:] != kept[:, :-1]).sum())
 
 
-def members(y, x, arm, seed=7):
-    return [graded_ranking(cue_mask(y, x), level, 0.5, arm, seed) for level in LEVELS]
+def members(y, x, arm, seed=7, grading="lines"):
+    modules = OPPOSING_MODULES if arm == "opposing" else [32] * 5
+    return [graded_ranking(cue_mask(y, x), s, 0.5, m, seed) for s, m in zip(GRADINGS[grading], modules)]
 
 
 @pytest.mark.parametrize("place", cue_places())
 def test_every_member_is_a_strict_ranking(place):
-    for values in members(*place, "equal") + members(*place, "opposing"):
+    for values in members(*place, "equal") + members(*place, "opposing", grading="pixels"):
         assert len(np.unique(values)) == HW * HW
 
 
+@pytest.mark.parametrize("grading", sorted(GRADINGS))
 @pytest.mark.parametrize("place", cue_places())
-def test_the_members_differ_only_at_the_cut_by_the_cue_they_keep(place):
+def test_the_members_differ_only_at_the_cut_by_the_cue_they_keep(place, grading):
     cue = cue_mask(*place)
     for arm in ("equal", "opposing"):
-        maps = members(*place, arm)
+        maps = members(*place, arm, grading=grading)
         for k in COUNTS:
             kept_cue = [int((top_k(v, k) & cue).sum()) for v in maps]
             if k == CUT:
-                # keep-top: 16, 12, 8, 4, 0 cue pixels; keep-bottom (the complement) 0, 4, ..., 16
-                assert kept_cue == [16, 12, 8, 4, 0], (arm, k)
+                # keep-top: 16 - shift cue pixels; keep-bottom (the complement) the shift
+                assert kept_cue == [16 - s for s in GRADINGS[grading]], (arm, k)
             else:
                 assert len(set(kept_cue)) == 1, (arm, k, kept_cue)
                 sets = [top_k(v, k) for v in maps]
@@ -81,27 +86,38 @@ def test_the_members_differ_only_at_the_cut_by_the_cue_they_keep(place):
 CORNERS = [(0, 0), (0, HW - 4), (HW - 4, 0), (HW - 4, HW - 4)]
 
 
+@pytest.mark.parametrize("grading", sorted(GRADINGS))
 @pytest.mark.parametrize("place", [p for p in cue_places() if p not in CORNERS])
-def test_the_main_arm_keeps_sets_of_one_outline_and_the_opposing_arm_scatters_the_better_members(place):
+def test_the_main_arm_keeps_sets_of_one_outline_and_the_opposing_arm_scatters_the_better_members(place, grading):
     for k in COUNTS:
-        equal = [outline(top_k(v, k)) for v in members(*place, "equal")]
+        equal = [outline(top_k(v, k)) for v in members(*place, "equal", grading=grading)]
         assert len(set(equal)) == 1, (k, equal)
-    equal = [outline(top_k(v, CUT)) for v in members(*place, "equal")]
-    opposing = [outline(top_k(v, CUT)) for v in members(*place, "opposing")]
+    equal = [outline(top_k(v, CUT)) for v in members(*place, "equal", grading=grading)]
+    opposing = [outline(top_k(v, CUT)) for v in members(*place, "opposing", grading=grading)]
     assert all(a > b for a, b in zip(opposing, opposing[1:])), opposing  # more cue kept, more outline
     # the opposing arm's scatter is the module's alone: 64, 48, 32, 24, 16 against the main arm's 32
     assert [o - equal[0] for o in opposing] == [32, 16, 0, -8, -16]
 
 
+def test_a_window_of_whole_lines_and_a_partial_one_differ_in_outline_so_a_family_uses_one_kind():
+    place = (14, 14)
+    lines, partial = (outline(top_k(graded_ranking(cue_mask(*place), s, 0.5, 32, 7), CUT)) for s in (4, 5))
+    assert partial - lines == 2  # the notch keeps the outline, the step adds two pairs
+
+
 def test_the_overlay_entries_form_two_families_of_known_order_and_the_explainer_runs():
+    shifts = GRADINGS["pixels"]
     explainers = {
-        **{f"cue_g{m}": {"method": "graded_cue", "base": "oracle", "level": m} for m in LEVELS},
-        **{f"cue_o{m}": {"method": "graded_cue_opposing", "base": "oracle", "level": m} for m in LEVELS},
+        **{f"cue_g{m}": {"method": "graded_cue", "base": "oracle", "shift": s} for m, s in enumerate(shifts)},
+        **{
+            f"cue_o{m}": {"method": "graded_cue_opposing", "base": "oracle", "shift": s, "module": o}
+            for m, (s, o) in enumerate(zip(shifts, OPPOSING_MODULES))
+        },
     }
     families = family_members(degraded_explainers(explainers))
     assert families == {
-        "oracle_graded": [f"cue_g{m}" for m in LEVELS],
-        "oracle_graded_opposing": [f"cue_o{m}" for m in LEVELS],
+        "oracle_graded": [f"cue_g{m}" for m in range(5)],
+        "oracle_graded_opposing": [f"cue_o{m}" for m in range(5)],
     }
     masks = torch.from_numpy(np.stack([cue_mask(3, 5), cue_mask(20, 26)])).float()
     x = torch.rand(2, 3, HW, HW)
@@ -110,31 +126,35 @@ def test_the_overlay_entries_form_two_families_of_known_order_and_the_explainer_
             None, x, torch.zeros(2, dtype=torch.long), seeds=[1, 2], masks=masks
         )
         assert a.shape == x.shape
-        expected = graded_ranking(cue_mask(3, 5), settings["level"], 0.5, "opposing" if "_o" in name else "equal", 1)
+        expected = graded_ranking(cue_mask(3, 5), settings["shift"], 0.5, settings.get("module", 32), 1)
         assert np.allclose(a[0, 0].numpy(), expected, atol=1e-6)
 
 
 def test_bad_settings_are_refused_with_the_setting_named():
-    with pytest.raises(ValueError, match="level"):
-        build_explainer("g", {"method": "graded_cue", "base": "oracle", "level": -1})
-    with pytest.raises(ValueError, match="level must be in"):
-        graded_ranking(cue_mask(3, 3), 5, 0.5, "equal", 0)
+    with pytest.raises(ValueError, match="shift"):
+        build_explainer("g", {"method": "graded_cue", "base": "oracle", "shift": -1})
+    with pytest.raises(ValueError, match="module"):
+        build_explainer("g", {"method": "graded_cue", "base": "oracle", "shift": 1, "module": 30})
+    with pytest.raises(ValueError, match="shift must be in"):
+        graded_ranking(cue_mask(3, 3), 17, 0.5, 32, 0)
     with pytest.raises(ValueError, match="one filled rectangle"):
-        graded_ranking(cue_mask(3, 3) | cue_mask(20, 20), 0, 0.5, "equal", 0)
+        graded_ranking(cue_mask(3, 3) | cue_mask(20, 20), 0, 0.5, 32, 0)
 
 
+@pytest.mark.parametrize("grading", sorted(GRADINGS))
 @pytest.mark.parametrize("arm", ["equal", "opposing"])
-def test_the_gate_passes_every_image_but_a_cue_in_a_corner_whose_outline_it_catches(arm):
+def test_the_gate_passes_every_image_but_a_cue_in_a_corner_whose_outline_it_catches(arm, grading):
     places = cue_places()
     cue = np.stack([cue_mask(*p) for p in places])
-    maps = [np.stack([graded_ranking(c, level, 0.5, arm, 3) for c in cue]) for level in LEVELS]
+    modules = OPPOSING_MODULES if arm == "opposing" else [32] * 5
+    maps = [np.stack([graded_ranking(c, s, 0.5, m, 3) for c in cue]) for s, m in zip(GRADINGS[grading], modules)]
     counts = protocol_counts(HW * HW, RATIOS, 32)
     assert CUT in counts and set(counts) <= set(COUNTS)
     gate = graded_gate(maps, cue, counts, CUT, arm)
     assert gate["ordered"].all() and gate["same_elsewhere"].all()
-    assert list(gate["kept_cue_at_cut"].iloc[-1]) == [16, 12, 8, 4, 0]
+    assert list(gate["kept_cue_at_cut"].iloc[-1]) == [16 - s for s in GRADINGS[grading]]
     corner = [p in CORNERS for p in places]
-    if arm == "equal":  # the level-0 window of a corner cue lies on the border: one outline fewer pairs
+    if arm == "equal":  # a corner cue's windows touch the border differently: their outlines differ
         assert (gate["passes"] == ~np.array(corner)).all()
     else:
         assert gate["passes"].all()

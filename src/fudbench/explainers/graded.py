@@ -5,21 +5,27 @@ The map is a strict ranking built from the base map's top set (the cue's square 
 `oracle`). One rank block B straddles the protocol cut K = round(cut x HW):
 
 - the *strip*: the cue's square and a *decoy* square of the same shape beside it (the side with more
-  room); its 2 x w columns get the ranks K - w.h .. K + w.h - 1, a window of w columns in front of the
-  cut. At level m the window slides m columns from the cue towards the decoy, so the kept window holds
-  (w - m) of the cue's w columns: 16 / 12 / 8 / 4 / 0 of a 4 x 4 cue's pixels. The window is always a
-  whole h x w rectangle in the strip, so its outline is the same at every level;
+  room), read as 2w lines of h pixels from the cue's far edge to the decoy's far edge, line by line; its
+  pixels get the ranks K - w.h .. K + w.h - 1, a window of w.h consecutive strip pixels in front of the
+  cut. At `shift` s the window starts s pixels into the strip, so it holds w.h - s of the cue's pixels
+  (s = 4m: whole lines, 16 / 12 / 8 / 4 / 0 at m = 0..4, round five's first grading; s = 1, 3, 5, 7, 9:
+  15 / 13 / 11 / 9 / 7, pixel by pixel). A window of whole lines is an h x w rectangle (outline 16 inside
+  the image); every other window is the rectangle with a notch at one end and a step at the other, all
+  of one outline (18) as long as s is not a multiple of h: members drawn from one of the two kinds keep
+  sets of equal outline. Within a line the pixels run away from the image's border, so that the notch
+  and the step do not touch it;
 - the *module*: an h x 2w box (the strip's shape) of other pixels at least two pixels from the strip, of
-  which w.h are kept at the cut in a fixed pattern: the same pattern at every level (`graded_cue`, scatter equal by
-  construction) or, in `graded_cue_opposing`, a pattern whose outline grows for the better members
-  (level 0 keeps 16 isolated pixels, level 4 one compact square): scatter against evidence.
+  which w.h are kept at the cut in a pattern of a given outline (`module`, PATTERNS): the same pattern
+  for every member (`graded_cue`, 32 by default: scatter equal by construction) or, in
+  `graded_cue_opposing`, a pattern whose outline grows for the better members (e.g. 64 for the member
+  with most cue: 16 isolated pixels; 16 for the least: one compact square): scatter against evidence.
 
 Every other pixel is ranked by its distance to B, farthest first (ties by a seeded jitter), the first
 K - 2 w.h of them in front of B; behind the cut come the strip's rest, then the module's. So at every
-kept count other than K (and K + w.h, which no protocol uses) the kept set is the same pixel set for
+kept count other than K (and K + 1 .. K + 2 w.h - 1, which no protocol uses at 32 x 32) the kept set is the same pixel set for
 every member, and at K the members differ only in how much of the cue the kept set holds (and, in
 the opposing arm, in the module's scatter). Keep-top (FUD, Insertion, ROAD LeRF) keeps less of the cue
-at K for a higher level, keep-bottom (FUD bottom, Deletion's and ROAD MoRF's kept pixels) more: the
+at K for a larger shift, keep-bottom (FUD bottom, Deletion's and ROAD MoRF's kept pixels) more: the
 order is known for every protocol whose kept counts include K (FUD's and ROAD's ratios, Insertion /
 Deletion's steps of HW / n_steps pixels: K = 512 at 32 x 32 for cut 0.5). The licence of "more cue
 kept = more evidence" is the planted cue's dose-response (rule cue_intervention), which uses no metric.
@@ -44,7 +50,6 @@ PATTERNS = {
     16: [(r, c) for r in range(4) for c in range(4)],  # one 4 x 4 square
 }
 EQUAL_PATTERN = 32  # the main arm's module: the middle of the opposing arm's outlines
-OPPOSING_PATTERNS = (64, 48, 32, 24, 16)  # level 0 (most cue) most scattered
 MODULE_GAP = 2  # pixels between the module and the strip (Chebyshev): nothing kept touches both
 
 
@@ -79,7 +84,9 @@ def strip_layout(inside: np.ndarray) -> tuple[np.ndarray, bool]:
     start, length = (x0, w) if axis == 1 else (y0, h)
     cue_lines = list(range(start, start + length)) if step == 1 else list(range(start + length - 1, start - 1, -1))
     lines = cue_lines + [cue_lines[-1] + step * (k + 1) for k in range(length)]
-    across = range(y0, y0 + h) if axis == 1 else range(x0, x0 + w)
+    across = list(range(y0, y0 + h)) if axis == 1 else list(range(x0, x0 + w))
+    if across[0] == 0:  # a partly kept line's pixels start away from the border (the outline stays 18)
+        across = across[::-1]
     if axis == 1:
         out = np.array([[(y, c) for y in across] for c in lines])
     else:
@@ -114,8 +121,9 @@ def module_origin(strip: np.ndarray, shape: tuple[int, int], size: tuple[int, in
     return best
 
 
-def graded_ranking(inside: np.ndarray, level: int, cut: float, arm: str, seed: int) -> np.ndarray:
-    """(H, W) float map, strictly ranked (values 1 - rank / HW), of one image and member."""
+def graded_ranking(inside: np.ndarray, shift: int, cut: float, module: int, seed: int) -> np.ndarray:
+    """(H, W) float map, strictly ranked (values 1 - rank / HW), of one image and member: the kept window
+    starts `shift` strip pixels from the cue's far edge; the module keeps PATTERNS[module]."""
     from scipy.ndimage import distance_transform_edt
 
     from fudbench.core.masks import n_pixels
@@ -124,15 +132,18 @@ def graded_ranking(inside: np.ndarray, level: int, cut: float, arm: str, seed: i
     hw = h_img * w_img
     strip, _ = strip_layout(inside)
     w, h = strip.shape[0] // 2, strip.shape[1]  # lines along the slide, pixels across it
-    if not 0 <= level <= w:
-        raise ValueError(f"graded_cue level must be in [0, {w}] (columns of the cue swapped out), got {level}")
-    if h * w != 16 or (h, w) != (4, 4):
+    if (h, w) != (4, 4):
         raise ValueError(f"graded_cue needs a 4 x 4 cue (its module patterns hold 16 pixels), got {h} x {w}")
-    window = strip[level : level + w].reshape(-1, 2)  # kept at the cut
-    rest = np.concatenate([strip[:level], strip[level + w :]]).reshape(-1, 2)
+    if not 0 <= shift <= w * h:
+        raise ValueError(f"graded_cue shift must be in [0, {w * h}] (cue pixels moved out of the window), got {shift}")
+    if module not in PATTERNS:
+        raise ValueError(f"graded_cue module must be one of the pattern outlines {sorted(PATTERNS)}, got {module}")
+    pixels = strip.reshape(-1, 2)  # line by line from the cue's far edge
+    window = pixels[shift : shift + w * h]  # kept at the cut
+    rest = np.concatenate([pixels[:shift], pixels[shift + w * h :]])
     mh, mw = h, 2 * w
     oy, ox = module_origin(strip, inside.shape, (mh, mw))
-    pattern = PATTERNS[OPPOSING_PATTERNS[level] if arm == "opposing" else EQUAL_PATTERN]
+    pattern = PATTERNS[module]
     kept_module = {(oy + r, ox + c) for r, c in pattern}
     box = [(oy + r, ox + c) for r in range(mh) for c in range(mw)]
     module_kept = np.array(sorted(kept_module))
@@ -161,30 +172,34 @@ def graded_ranking(inside: np.ndarray, level: int, cut: float, arm: str, seed: i
 
 
 class GradedCue(Wrapper):
-    """The graded family's member at `level` (0 = the whole cue kept at the cut), scatter equal."""
+    """The graded family's member at `shift` (0 = the whole cue kept at the cut), scatter equal: every
+    member keeps the module's pattern of outline `module`."""
 
     name = "graded_cue"
-    arm = "equal"
 
-    def __init__(self, base: str, level: int, cut: float = 0.5, base_settings: dict | None = None):
+    def __init__(
+        self, base: str, shift: int, cut: float = 0.5, module: int = EQUAL_PATTERN, base_settings: dict | None = None
+    ):
         super().__init__(base, 0.0, base_settings)
-        if int(level) != level or level < 0:
-            raise ValueError(f"{self.name} level must be a whole number >= 0, got {level}")
+        if int(shift) != shift or shift < 0:
+            raise ValueError(f"{self.name} shift must be a whole number >= 0, got {shift}")
         if not 0.0 < cut < 1.0:
             raise ValueError(f"{self.name} cut must be in (0, 1), got {cut}")
-        self.level, self.cut = int(level), float(cut)
+        if module not in PATTERNS:
+            raise ValueError(f"{self.name} module must be one of the pattern outlines {sorted(PATTERNS)}, got {module}")
+        self.shift, self.cut, self.module = int(shift), float(cut), int(module)
 
     def explain(self, model, x, target, seeds=None, masks=None):
         if seeds is None:
             raise ValueError(f"{self.name} is seeded (the distance ties): pass one seed per image")
         inside = top_set(_minmax(self.base_map(model, x, target, seeds, masks).abs().sum(1))).cpu().numpy()
-        maps = [graded_ranking(m, self.level, self.cut, self.arm, int(s)) for m, s in zip(inside, seeds)]
+        maps = [graded_ranking(m, self.shift, self.cut, self.module, int(s)) for m, s in zip(inside, seeds)]
         out = torch.as_tensor(np.stack(maps), dtype=x.dtype, device=x.device)
         return out.unsqueeze(1).expand_as(x).clone()
 
 
 class GradedCueOpposing(GradedCue):
-    """The same member with the module's scatter against the evidence (level 0 most scattered)."""
+    """The same member with the module's scatter against the evidence: each member names its module
+    outline, larger for the members with more cue (the gate checks that it falls with the shift)."""
 
     name = "graded_cue_opposing"
-    arm = "opposing"

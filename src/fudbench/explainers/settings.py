@@ -237,12 +237,13 @@ class DisplaceSettings(Settings):
 
 @dataclass(frozen=True)
 class GradedCueSettings(Settings):
-    """The graded cue family's member (explainers.graded): `level` columns of the cue swapped out of the
+    """The graded cue family's member (explainers.graded): `shift` of the cue's pixels swapped out of the
     kept window at the cut."""
 
     base: str = setting(description="a registered explainer method whose top set is the cue (oracle)")
-    level: int = setting(minimum=0, description="cue columns swapped for decoy columns at the cut (less is better)")
+    shift: int = setting(minimum=0, description="cue pixels swapped for decoy pixels at the cut (less is better)")
     cut: float = setting(0.5, minimum=0, maximum=1, description="the kept fraction at which the members differ")
+    module: Literal[16, 24, 32, 48, 64] = setting(32, description="outline of the module's kept pattern: the scatter")
     base_settings: dict = setting(default_factory=dict, description="the base explainer's own settings")
 
 

@@ -103,11 +103,11 @@ KNOWN_ORDER_METHODS = {
     "block_shuffle": ("{base}_blocks", "total", "fraction"),
     # the base map's top set moved inward without wrapping, then made strict (issue 44's round four)
     "displace": ("{base}_displaced", "total", "shift"),
-    # round five (issue 59): `level` cue columns swapped out of the kept window at one cut, the rest of the
+    # round five (issue 59): `shift` cue pixels swapped out of the kept window at one cut, the rest of the
     # ranking identical (explainers.graded); the main arm's scatter is equal by construction, the opposing
     # arm's grows with the evidence
-    "graded_cue": ("{base}_graded", "total", "level"),
-    "graded_cue_opposing": ("{base}_graded_opposing", "total", "level"),
+    "graded_cue": ("{base}_graded", "total", "shift"),
+    "graded_cue_opposing": ("{base}_graded_opposing", "total", "shift"),
 }
 # Sanity anchors: a seeded uniform map (chance), its smoothed twin (chance,
 # but spatially compact) and the object mask's complement (anti-faithful);
