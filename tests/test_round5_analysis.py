@@ -1,6 +1,7 @@
 """Round five's registered pass rules (studies/round5/round5_analysis.py) on made-up recoveries: a pair
-decided on both primary models passes only with the same sign in the replication and under opposing
-scatter, and a FUD pair is "fill-dependent" when the cue-naive fill reverses it."""
+decided on the deciding model (vit) passes only with the same sign in the replication and under opposing
+scatter, a FUD pair is "fill-dependent" when the cue-naive fill reverses it, and cnn (reported beside)
+decides nothing."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "studies" / "round5
 import round5_analysis as r5  # noqa: E402
 
 
-def made_up(flip: dict | None = None, n: int = 48, seed: int = 0) -> pd.DataFrame:
+def made_up(flip: dict | None = None, n: int = 48, seed: int = 0, flip_models=("vit", "vit_seed1")) -> pd.DataFrame:
     """Recoveries where fud beats deletion by 0.4 everywhere, except the (run, family) cells in `flip`."""
     rng = np.random.default_rng(seed)
     flip = flip or {}
@@ -24,7 +25,7 @@ def made_up(flip: dict | None = None, n: int = 48, seed: int = 0) -> pd.DataFram
     cells += [("replication", m, "oracle_graded") for m in r5.REPLICATION_MODELS]
     cells += [("naive", m, "oracle_graded") for m in r5.PRIMARY_MODELS]
     for run, model, family in cells:
-        gap = -0.4 if (run, family) in flip else 0.4
+        gap = -0.4 if (run, family) in flip and model in flip_models else 0.4
         for image in range(n):
             base = rng.uniform(0.2, 0.5)
             rows.append(
@@ -54,6 +55,14 @@ def test_the_pass_rules(flip, verdict):
     pairs = r5.pairs_table(made_up(flip))
     assert (pairs.groupby(["run", "model", "family"]).size() == 1).all()  # one pair: Holm over one
     assert r5.verdicts(pairs)["verdict"].tolist() == [verdict]
+
+
+def test_the_reported_models_decide_nothing():
+    """cnn and cnn_seed1 reversed everywhere: the verdict is vit's alone."""
+    rec = made_up(
+        {("primary", f): 1 for f in r5.ARMS} | {("replication", "oracle_graded"): 1}, flip_models=("cnn", "cnn_seed1")
+    )
+    assert r5.verdicts(r5.pairs_table(rec))["verdict"].tolist() == ["fud over deletion"]
 
 
 def test_an_undecided_pair_is_undecided():

@@ -47,14 +47,17 @@ def member(shift: int) -> str:
     return f"cue_p{shift:02d}"
 
 
-def candidate_table(per_image: pd.DataFrame, maps: dict, cue: np.ndarray, counts, cut: int) -> pd.DataFrame:
-    """One row per candidate, model and ranked curve. maps: {model: (ids, {member: (N, H, W)})}."""
+def candidate_table(
+    per_image: pd.DataFrame, maps: dict, cue: np.ndarray, counts, cut: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(one row per candidate, model and ranked curve; the per-image recoveries behind them).
+    maps: {model: (ids, {member: (N, H, W)})}."""
     import round5_analysis as r5
 
     from fudbench.meta.claims import per_image_recovery
     from fudbench.meta.graded import graded_gate
 
-    rows = []
+    rows, per = [], []
     for name, step, shifts in CANDIDATES:
         members = [member(s) for s in shifts]
         for model, (ids, by_member) in maps.items():
@@ -64,6 +67,10 @@ def candidate_table(per_image: pd.DataFrame, maps: dict, cue: np.ndarray, counts
                 sign = 1.0 if r5.higher_is_better(curve) else -1.0
                 r = per_image_recovery(per_image, model, curve, sign, members, [float(s) for s in shifts], "total")
                 r = r[[i in ok for i in r.index]]
+                per += [
+                    {"candidate": name, "model": model, "curve": curve, "image": int(i), "r": float(v)}
+                    for i, v in r.items()
+                ]
                 rows.append(
                     {
                         "candidate": name,
@@ -79,7 +86,7 @@ def candidate_table(per_image: pd.DataFrame, maps: dict, cue: np.ndarray, counts
                         "floor_every_image": bool((r <= 0).all()),
                     }
                 )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows), pd.DataFrame(per)
 
 
 def pick(table: pd.DataFrame) -> pd.DataFrame:
@@ -126,7 +133,7 @@ def other_ratios_check(results: Path, models, members) -> pd.DataFrame:
                         "model": model,
                         "curve": curve,
                         "kept": kept,
-                        "max_member_spread": float((w.max(1) - w.min(1)).max()),
+                        "max_member_spread": float((w.max(axis=1) - w.min(axis=1)).max()),
                     }
                 )
     return pd.DataFrame(rows)
@@ -160,11 +167,12 @@ def main(argv=None) -> None:
         ids, arrays = r5.member_maps(results, config, model, members)
         maps[model] = (ids, dict(zip(members, arrays)))
     per_image = pd.read_parquet(results / "analysis" / "per_image.parquet")
-    table = candidate_table(per_image, maps, cue, counts, n_pixels(0.5, hw))
+    table, per = candidate_table(per_image, maps, cue, counts, n_pixels(0.5, hw))
     picked = pick(table)
     check = other_ratios_check(results, list(maps), members)
     write_csv(out / "candidates.csv", table, index=False, float_format="%.4f")
     write_csv(out / "pick.csv", picked, index=False)
+    write_csv(out / "per_image_recovery.csv", per, index=False, float_format="%.4f")
     write_csv(out / "other_ratios.csv", check, index=False, float_format="%.3g")
     pd.set_option("display.width", 200)
     print(table.to_string(index=False, float_format=lambda x: f"{x:.3f}"))

@@ -9,6 +9,10 @@ centred, shifted to a true difference delta and resampled at n images; the regis
 (inference.mean_interval, bounds (-2, 2)) decides it at Holm's first step (p < 0.05 / 21, the hardest
 step). Power = the share of 2000 resamples decided. Writes power.csv (per model, pair, delta, n) and
 prints the per-image SDs and the smallest n with power >= 0.8 for the median pair and the worst pair.
+
+With `--pilot FILE --candidate NAME` the per-image recoveries come instead from the pilot of the graded
+family itself (round5_pilot_readout.py's per_image_recovery.csv, the picked grading): few images, so a
+coarse estimate, written as power_pilot.csv / per_image_sd_pilot.csv.
 """
 
 from __future__ import annotations
@@ -55,18 +59,39 @@ def main(argv=None) -> None:
     ap.add_argument("--reps", type=int, default=2000)
     ap.add_argument("--n", type=int, nargs="+", default=[32, 48, 64, 96, 128])
     ap.add_argument("--delta", type=float, nargs="+", default=[0.15, 0.2])
+    ap.add_argument("--pilot", help="round5_pilot_readout.py's per_image_recovery.csv (else round four's block family)")
+    ap.add_argument("--candidate", help="with --pilot: the grading whose recoveries are used")
     args = ap.parse_args(argv)
-    out = Path(os.environ.get("FUD_CALLER_CWD", ".")) / args.out
+    caller = Path(os.environ.get("FUD_CALLER_CWD", "."))
+    out = caller / args.out
     out.mkdir(parents=True, exist_ok=True)
-    primary = pd.read_parquet(REPO / "studies/round4/results/per_image_primary.parquet")
-    members = r4.FAMILIES["oracle_blocks"]
+    if args.pilot:
+        if not args.candidate:
+            ap.error("--pilot needs --candidate (a grading named in the file)")
+        pilot = pd.read_csv(caller / args.pilot)
+        pilot = pilot[pilot["candidate"] == args.candidate]
+        if pilot.empty:
+            ap.error(f"no rows of candidate {args.candidate!r} in {args.pilot}")
+
+        def recoveries(model):
+            return pilot[pilot["model"] == model].pivot_table(index="image", columns="curve", values="r")
+
+        suffix = "_pilot"
+    else:
+        primary = pd.read_parquet(REPO / "studies/round4/results/per_image_primary.parquet")
+        members = r4.FAMILIES["oracle_blocks"]
+
+        def recoveries(model):
+            return pd.concat({c: r4.recovery(primary, model, c, members) for c in CURVES}, axis=1)
+
+        suffix = ""
     rng = np.random.default_rng(59)
     # the vectorised p equals mean_interval's on a sample
     check = rng.uniform(-1, 1, 40)
     assert abs(p_values(check[None])[0] - mean_interval(check, (-2.0, 2.0))[3]) < 1e-9
     rows, sds = [], []
     for model in ("cnn", "vit"):
-        rec = pd.concat({c: r4.recovery(primary, model, c, members) for c in CURVES}, axis=1).dropna()
+        rec = recoveries(model)[list(CURVES)].dropna()
         for a, b in PAIRS:
             d = (rec[a] - rec[b]).to_numpy()
             sds.append({"model": model, "pair": f"{a} - {b}", "sd": float(d.std(ddof=1)), "mean": float(d.mean())})
@@ -79,8 +104,8 @@ def main(argv=None) -> None:
                     rows.append({"model": model, "pair": f"{a} - {b}", "delta": delta, "n": n, "power": power})
     power = pd.DataFrame(rows)
     sd = pd.DataFrame(sds)
-    write_csv(out / "power.csv", power, index=False, float_format="%.4f")
-    write_csv(out / "per_image_sd.csv", sd, index=False, float_format="%.4f")
+    write_csv(out / f"power{suffix}.csv", power, index=False, float_format="%.4f")
+    write_csv(out / f"per_image_sd{suffix}.csv", sd, index=False, float_format="%.4f")
     print(sd.groupby("model")["sd"].describe().to_string(float_format=lambda x: f"{x:.3f}"))
     summary = power.groupby(["model", "delta", "n"])["power"].agg(["median", "min"]).reset_index()
     print(summary.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
