@@ -232,6 +232,43 @@ def verdicts(pairs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def random_rank(per_image: pd.DataFrame, explainers: dict, passing: pd.DataFrame, curves=RANKED) -> pd.DataFrame:
+    """Where each curve puts the `random` map among a family's members, per (model, family, curve) on the
+    passing images: its mean rank (1 = above every member, members + 1 = below all) and the share of
+    images where every member beats it."""
+    from fudbench.meta.families import degraded_explainers, family_members
+
+    if "random" not in set(per_image["explainer"]):
+        return pd.DataFrame()
+    rows = []
+    for family, members in family_members(degraded_explainers(explainers)).items():
+        if family not in ARMS:
+            continue
+        for model in sorted(per_image["model"].unique()):
+            ok = set(passing[(passing["model"] == model) & (passing["family"] == family) & passing["passes"]]["image"])
+            for curve in curves:
+                d = per_image[(per_image["model"] == model) & (per_image["curve"] == curve)]
+                w = d.pivot_table(index="image", columns="explainer", values="score").reindex(
+                    columns=[*members, "random"]
+                )
+                w = w.loc[[i for i in w.index if int(i) in ok]].dropna()
+                if w.empty:
+                    continue
+                w = w if higher_is_better(curve) else -w
+                rank = 1 + (w[members].to_numpy() > w[["random"]].to_numpy()).sum(axis=1)
+                rows.append(
+                    {
+                        "model": model,
+                        "family": family,
+                        "curve": curve,
+                        "random_mean_rank": float(rank.mean()),
+                        "random_last_share": float((rank == len(members) + 1).mean()),
+                        "n_images": len(rank),
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
 def recovery_summary(rec: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (run, model, family, curve), d in rec.groupby(["run", "model", "family", "curve"], sort=True):
@@ -266,7 +303,7 @@ def main(argv=None) -> None:
     caller = Path(os.environ.get("FUD_CALLER_CWD", "."))
     out, base = caller / args.out, caller / args.results
     out.mkdir(parents=True, exist_ok=True)
-    gates, recs = [], []
+    gates, recs, randoms = [], [], []
     for name in args.runs:
         folder, overlays, fill = RUNS[name]
         results = base / folder
@@ -292,6 +329,7 @@ def main(argv=None) -> None:
             except KeyError:
                 continue
         recs.append(recoveries(per_image, config["explainers"], g, named).assign(run=name, fill=fill))
+        randoms.append(random_rank(per_image, config["explainers"], g).assign(run=name, fill=fill))
     if not recs:
         print("no finished run: nothing computed")
         return
@@ -299,6 +337,7 @@ def main(argv=None) -> None:
     pairs = pairs_table(rec)
     write_csv(out / "pairs.csv", pairs, index=False, float_format="%.4f")
     write_csv(out / "verdicts.csv", verdicts(pairs), index=False, float_format="%.4f")
+    write_csv(out / "random_rank.csv", pd.concat(randoms, ignore_index=True), index=False, float_format="%.4f")
     summary = recovery_summary(rec)
     write_csv(out / "recovery.csv", summary, index=False, float_format="%.4f")
     print(summary.to_string(index=False, float_format=lambda x: f"{x:.3f}"))

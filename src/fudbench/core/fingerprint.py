@@ -16,10 +16,16 @@ def _canonical(obj) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
-def score_model_training_inputs(config: dict) -> dict:
-    """Everything the score model's weights depend on."""
-    score = {k: v for k, v in config["models"]["score_model"].items() if k not in ("source", "shipped")}
-    return {"seed": config["seed"], "data": config["data"]["synthetic"], "score_model": score}
+def score_model_training_inputs(config: dict, shipped_data: dict | None = None) -> dict:
+    """Everything the score model's weights depend on. `shipped_data`: a shipped checkpoint's own data
+    settings (its manifest's), compared instead of the run's where the config declares it trained on
+    other data on purpose (`trained_on_other_data`: a fill that has never seen the run's images)."""
+    cfg = config["models"]["score_model"]
+    score = {k: v for k, v in cfg.items() if k not in ("source", "shipped", "trained_on_other_data")}
+    data = (
+        shipped_data if cfg.get("trained_on_other_data") and shipped_data is not None else config["data"]["synthetic"]
+    )
+    return {"seed": config["seed"], "data": data, "score_model": score}
 
 
 # where the weights come from and the accuracy they must reach, not what they are
