@@ -69,3 +69,24 @@ def test_an_undecided_pair_is_undecided():
     rec = made_up()
     rec.loc[rec["curve"] == "fud", "r"] = rec.loc[rec["curve"] == "deletion", "r"].to_numpy()
     assert r5.verdicts(r5.pairs_table(rec))["verdict"].tolist() == ["undecided"]
+
+
+def test_the_naive_run_borrows_the_fill_independent_curves_of_the_primary_on_its_images():
+    """The cue-naive run has FUD only: deletion's recoveries come from the primary on the same images, so
+    the pair is decided, not "fill-dependent" for want of a cell."""
+    rec = made_up()
+    rec = rec[~((rec["run"] == "naive") & (rec["curve"] == "deletion"))].assign(fill="cue")
+    rec = rec[~((rec["run"] == "naive") & (rec["image"] >= 24))]  # the naive run's images: the first 24
+    out = r5.with_fill_independent_curves(rec)
+    naive = out[out["run"] == "naive"]
+    assert set(naive["curve"]) == {"fud", "deletion"} and naive["image"].max() == 23
+    assert r5.verdicts(r5.pairs_table(out))["verdict"].tolist() == ["fud over deletion"]
+
+
+def test_a_zero_that_rounding_makes_negative_has_no_sign():
+    """The review's finding 1: differences summing to 0 gave a mean of -1.7e-18, read as a sign."""
+    assert r5.sign_of(-1.7347e-18) == 0.0 and r5.sign_of(0.003) == 1.0 and r5.sign_of(-0.003) == -1.0
+    rec = made_up()
+    rep = (rec["run"] == "replication") & (rec["curve"] == "fud")
+    rec.loc[rep, "r"] = rec.loc[(rec["run"] == "replication") & (rec["curve"] == "deletion"), "r"].to_numpy()
+    assert r5.verdicts(r5.pairs_table(rec))["verdict"].tolist() == ["fails: replication"]
