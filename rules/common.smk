@@ -4,7 +4,6 @@ from fudbench.config.validate import fud_diagnostics_on, score_model_users
 from fudbench.data.shards import n_shards
 from fudbench.evaluators import entries_of, entry_curves, method_of, spec_of, use_plugins
 from fudbench.core.fingerprint import score_model_training_inputs
-from fudbench.models.shipped import shipped_data
 from fudbench.core.plugins import absolute, entry_sources, is_import_path
 from fudbench.report.captions import applies as report_applies, caption as report_caption
 from fudbench.report.captions import ood_tex_caption, qualitative_curves, quality_tex_caption

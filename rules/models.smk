@@ -160,8 +160,7 @@ elif SCORE_SOURCE == "shipped":
         conda:
             ENV_TORCH
         params:
-            training_inputs=score_model_training_inputs(config, shipped_data(config, REPO)),
-            other_data=bool(config["models"]["score_model"].get("trained_on_other_data")),
+            training_inputs=score_model_training_inputs(config),
         script:
             "../scripts/verify_score_model.py"
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 
 def _canonical(obj) -> str:
@@ -17,14 +18,20 @@ def _canonical(obj) -> str:
 
 
 def score_model_training_inputs(config: dict, shipped_data: dict | None = None) -> dict:
-    """Everything the score model's weights depend on. `shipped_data`: a shipped checkpoint's own data
-    settings (its manifest's), compared instead of the run's where the config declares it trained on
-    other data on purpose (`trained_on_other_data`: a fill that has never seen the run's images)."""
+    """Everything the score model's weights depend on. Where the config declares a shipped checkpoint
+    trained on other data on purpose (`trained_on_other_data`: a fill that has never seen the run's
+    images), the data settings compared are the checkpoint's own (`shipped_data`, else its manifest's)."""
     cfg = config["models"]["score_model"]
     score = {k: v for k, v in cfg.items() if k not in ("source", "shipped", "trained_on_other_data")}
-    data = (
-        shipped_data if cfg.get("trained_on_other_data") and shipped_data is not None else config["data"]["synthetic"]
-    )
+    data = config["data"]["synthetic"]
+    if cfg.get("trained_on_other_data"):
+        if shipped_data is None:  # the manifest beside the checkpoint (fudbench.models.shipped writes it)
+            from fudbench.core.paths import resolve_path
+
+            sidecar = resolve_path(cfg["shipped"], Path(__file__).resolve().parents[3]).with_suffix(".json")
+            if sidecar.is_file():
+                shipped_data = json.loads(sidecar.read_text()).get("training_inputs", {}).get("data")
+        data = data if shipped_data is None else shipped_data
     return {"seed": config["seed"], "data": data, "score_model": score}
 
 
