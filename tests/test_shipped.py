@@ -113,15 +113,14 @@ def test_shipped_manifest_round_trip(tmp_path):
 def test_a_score_model_declared_trained_on_other_data_is_checked_on_everything_but_the_data(shipped):
     """The cue-naive fill of studies/round5: the shipped model never saw the run's data, on purpose."""
     from fudbench.core.fingerprint import score_model_training_inputs
-    from fudbench.models.shipped import shipped_data
 
-    score = {"source": "shipped", "shipped": shipped.name, "train": {"epochs": 40}}
+    score = {"source": "shipped", "shipped": str(shipped), "train": {"epochs": 40}}
     run = {"seed": 0, "data": {"synthetic": {"image_size": 32, "cue": {"size": 4}}}, "models": {"score_model": score}}
     with pytest.raises(RuntimeError, match=r"data\.cue"):  # undeclared: refused, naming the data key
-        verify_shipped_checkpoint(shipped, score_model_training_inputs(run, shipped_data(run, shipped.parent)))
+        verify_shipped_checkpoint(shipped, score_model_training_inputs(run))
     score["trained_on_other_data"] = True
-    assert shipped_data(run, shipped.parent) == INPUTS["data"]
-    verify_shipped_checkpoint(shipped, score_model_training_inputs(run, shipped_data(run, shipped.parent)))
+    assert score_model_training_inputs(run)["data"] == INPUTS["data"]
+    verify_shipped_checkpoint(shipped, score_model_training_inputs(run))
     score["train"] = {"epochs": 41}  # every other setting still must match
     with pytest.raises(RuntimeError, match=r"score_model\.train\.epochs"):
-        verify_shipped_checkpoint(shipped, score_model_training_inputs(run, shipped_data(run, shipped.parent)))
+        verify_shipped_checkpoint(shipped, score_model_training_inputs(run))

@@ -17,21 +17,20 @@ def _canonical(obj) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
-def score_model_training_inputs(config: dict, shipped_data: dict | None = None) -> dict:
+def score_model_training_inputs(config: dict) -> dict:
     """Everything the score model's weights depend on. Where the config declares a shipped checkpoint
     trained on other data on purpose (`trained_on_other_data`: a fill that has never seen the run's
-    images), the data settings compared are the checkpoint's own (`shipped_data`, else its manifest's)."""
+    images), the data settings compared are the checkpoint's own, from its manifest."""
     cfg = config["models"]["score_model"]
     score = {k: v for k, v in cfg.items() if k not in ("source", "shipped", "trained_on_other_data")}
     data = config["data"]["synthetic"]
     if cfg.get("trained_on_other_data"):
-        if shipped_data is None:  # the manifest beside the checkpoint (fudbench.models.shipped writes it)
-            from fudbench.core.paths import resolve_path
+        from fudbench.core.paths import resolve_path
 
-            sidecar = resolve_path(cfg["shipped"], Path(__file__).resolve().parents[3]).with_suffix(".json")
-            if sidecar.is_file():
-                shipped_data = json.loads(sidecar.read_text()).get("training_inputs", {}).get("data")
-        data = data if shipped_data is None else shipped_data
+        # the manifest beside the checkpoint (fudbench.models.shipped writes it; a missing one is named there)
+        sidecar = resolve_path(cfg["shipped"], Path(__file__).resolve().parents[3]).with_suffix(".json")
+        if sidecar.is_file():
+            data = json.loads(sidecar.read_text()).get("training_inputs", {}).get("data", data)
     return {"seed": config["seed"], "data": data, "score_model": score}
 
 

@@ -22,18 +22,6 @@ def manifest_path(path) -> Path:
     return Path(path).with_suffix(".json")
 
 
-def shipped_data(config: dict, base) -> dict | None:
-    """The data settings a shipped score model was trained on (its manifest's), where the config says it
-    was trained on other data on purpose (`models.score_model.trained_on_other_data`); None otherwise."""
-    cfg = config["models"]["score_model"] or {}
-    if cfg.get("source") != "shipped" or not cfg.get("trained_on_other_data"):
-        return None
-    sidecar = manifest_path(Path(base) / cfg["shipped"])
-    if not sidecar.is_file():
-        return None  # the verify job names the missing manifest
-    return json.loads(sidecar.read_text()).get("training_inputs", {}).get("data")
-
-
 def shipped_problems(path, training_inputs: dict, what: str, fix: str) -> list[str]:
     """Parse-time check of a shipped checkpoint's presence and fingerprint (the
     sha256 is checked by the verify job, which reads the weights anyway)."""
